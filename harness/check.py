@@ -1,0 +1,132 @@
+"""Correctness as flashinfer-bench judges it.
+
+An element fails when ``|x - y| > atol`` **and** ``|x - y| / (|y| + 1e-8) > rtol``
+(flashinfer-bench's default evaluator; atol = rtol = 1e-2 by default). Any NaN
+or inf in a solution's output is a failure. Statuses are flashinfer-bench's
+``EvaluationStatus`` values plus SKIPPED.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from enum import Enum
+from typing import Any
+
+import torch
+
+from harness.solutions import Tolerance
+
+REL_EPS = 1e-8
+
+
+class Status(str, Enum):
+    """Outcome of checking (and timing) one solution on one workload."""
+
+    PASSED = "PASSED"
+    INCORRECT_SHAPE = "INCORRECT_SHAPE"
+    INCORRECT_DTYPE = "INCORRECT_DTYPE"
+    INCORRECT_NUMERICAL = "INCORRECT_NUMERICAL"
+    RUNTIME_ERROR = "RUNTIME_ERROR"
+    COMPILE_ERROR = "COMPILE_ERROR"
+    TIMEOUT = "TIMEOUT"
+    SKIPPED = "SKIPPED"
+
+
+@dataclass
+class TensorErrors:
+    """Error statistics of one output tensor against the reference."""
+
+    max_abs: float
+    max_rel: float
+    rel_l2: float  # ||x - y||_2 / ||y||_2
+    failed: int  # elements outside tolerance (non-finite ones included)
+    nonfinite: int
+    numel: int
+
+    def worst(self, other: "TensorErrors | None") -> "TensorErrors":
+        """Element-wise worst of two trials' statistics."""
+        if other is None:
+            return self
+        return TensorErrors(max(self.max_abs, other.max_abs), max(self.max_rel, other.max_rel),
+                            max(self.rel_l2, other.rel_l2), max(self.failed, other.failed),
+                            max(self.nonfinite, other.nonfinite), self.numel)
+
+
+@dataclass
+class CheckResult:
+    """Status of one checked call, with per-output errors and a message."""
+
+    status: Status
+    errors: dict[str, TensorErrors]
+    message: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: asdict(e) for name, e in self.errors.items()}
+
+
+def tensor_errors(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> TensorErrors:
+    """Compare two same-shape tensors in float64.
+
+    Returns max absolute error, max relative error ``|x-y|/(|y|+1e-8)``,
+    relative L2 error and the count of elements failing the tolerance rule.
+    Non-finite elements of ``actual`` count as failures and make the maxima inf.
+    """
+    x, y = actual.detach().double(), expected.detach().double()
+    diff = (x - y).abs()
+    rel = diff / (y.abs() + REL_EPS)
+    finite = torch.isfinite(x)
+    fails = (~finite) | ((diff > tol.atol) & (rel > tol.rtol))
+    nonfinite = int((~finite).sum())
+    failed = int(fails.sum())
+    if nonfinite:
+        return TensorErrors(math.inf, math.inf, math.inf, failed, nonfinite, x.numel())
+    if x.numel() == 0:
+        return TensorErrors(0.0, 0.0, 0.0, 0, 0, 0)
+    rel_l2 = float(torch.linalg.vector_norm(x - y)) / max(float(torch.linalg.vector_norm(y)), REL_EPS)
+    return TensorErrors(float(diff.max()), float(rel.max()), rel_l2, failed, 0, x.numel())
+
+
+def check_outputs(returned: Any, destinations: dict[str, torch.Tensor], expected: dict[str, torch.Tensor],
+                  tol: Tolerance, dtypes: dict[str, torch.dtype] | None = None) -> CheckResult:
+    """Judge one DPS call.
+
+    Args:
+        returned: what ``run`` returned; must be a dict holding every output.
+        destinations: the buffers handed to ``run`` (poisoned with NaN before
+            the call), which ``run`` must have written.
+        expected: reference outputs; their shapes and dtypes are the contract.
+        tol: tolerance for the numerical comparison.
+        dtypes: dtype each output must have where it differs from the
+            reference's (a solution run with a bf16 state returns a bf16
+            ``new_state``, still compared with the fp32 reference values).
+
+    Returns:
+        The first failing status in the order shape, dtype, numerical, else PASSED.
+    """
+    if not isinstance(returned, dict) or set(expected) - set(returned):
+        got = sorted(returned) if isinstance(returned, dict) else type(returned).__name__
+        return CheckResult(Status.INCORRECT_SHAPE, {}, f"run must return a dict with {sorted(expected)}, got {got}")
+    for name, ref in expected.items():
+        out = returned[name]
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(ref.shape):
+            shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            return CheckResult(Status.INCORRECT_SHAPE, {}, f"{name}: shape {shape}, expected {tuple(ref.shape)}")
+        want = (dtypes or {}).get(name, ref.dtype)
+        if out.dtype != want:
+            return CheckResult(Status.INCORRECT_DTYPE, {}, f"{name}: dtype {out.dtype}, expected {want}")
+    errors, failures = {}, []
+    for name, ref in expected.items():
+        candidates = [destinations[name]]
+        if returned[name] is not destinations[name]:
+            candidates.append(returned[name])  # both must be right: the buffer and what was returned
+        stats = None
+        for tensor in candidates:
+            stats = tensor_errors(tensor, ref.to(tensor.device), tol).worst(stats)
+        errors[name] = stats
+        if stats.failed:
+            failures.append(f"{name}: {stats.failed}/{stats.numel} elements out of tolerance "
+                            f"({stats.nonfinite} non-finite), max abs {stats.max_abs:.3g}, max rel {stats.max_rel:.3g}")
+    if failures:
+        return CheckResult(Status.INCORRECT_NUMERICAL, errors, "; ".join(failures))
+    return CheckResult(Status.PASSED, errors)

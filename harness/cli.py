@@ -1,0 +1,96 @@
+"""Command-line shell shared by run_local.py (and the local side of run_modal.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.errors import HarnessInputError
+from harness.isolation import Timeouts
+from harness.paths import RESULTS_DIR
+from harness.run import COPY_FLOOR, RunConfig
+from harness.solutions import Tolerance
+from harness.timing import GPU_TIERS, TIERS, TimingConfig
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def parse_tiers(text: str, device: str) -> tuple[str, ...]:
+    """``cupti,events,sync`` -> tuple; on the CPU the wall-clock tier is always added.
+
+    Raises:
+        argparse.ArgumentTypeError: an unknown tier name.
+    """
+    tiers = tuple(t.strip() for t in text.split(",") if t.strip())
+    unknown = [t for t in tiers if t not in TIERS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown tier(s) {unknown}; choose from {TIERS}")
+    if not device.startswith("cuda") and "wallclock" not in tiers:
+        tiers += ("wallclock",)
+    return tiers
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description="Check and time gdn_decode_qk4_v8_d128_k_last solutions.")
+    p.add_argument("--algo", default="all", help="solution name, comma list, or 'all' (default)")
+    p.add_argument("--workloads", default="contest-v1",
+                   help="set name (contest-v1, contest-v2, sweep) or path to a flashinfer-bench dataset")
+    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if available)")
+    p.add_argument("--tiers", default=None, help=f"comma list of {TIERS} (default: cupti,events,sync on a GPU, "
+                                                 "wallclock on the CPU)")
+    p.add_argument("-n", "--trials", type=int, default=3, help="correctness trials with fresh random inputs (3)")
+    p.add_argument("--warmup", type=int, default=10, help="warmup calls per tier (10)")
+    p.add_argument("--iters", type=int, default=100, help="timed calls per tier, cut for slow solutions (100)")
+    p.add_argument("--sync-trials", type=int, default=3, help="trials of the sync tier (3, as the contest)")
+    p.add_argument("--budget", type=float, default=2.0, help="seconds per tier per workload before cutting iters")
+    p.add_argument("--atol", type=float, default=1e-2)
+    p.add_argument("--rtol", type=float, default=1e-2)
+    p.add_argument("--no-isolation", action="store_true", help="run solutions in this process (debugging)")
+    p.add_argument("--startup-timeout", type=float, default=600.0, help="seconds for a solution to load/compile")
+    p.add_argument("--workload-timeout", type=float, default=300.0, help="seconds per workload")
+    p.add_argument("--results", type=Path, default=RESULTS_DIR, help="results folder (results/)")
+    p.add_argument("--solutions", type=Path, default=None, help="folder to discover solutions in (solutions/)")
+    p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def config_from_args(args) -> RunConfig:
+    device = args.device or default_device()
+    tiers = parse_tiers(args.tiers or (",".join(GPU_TIERS) if device.startswith("cuda") else "wallclock"), device)
+    timing = TimingConfig(warmup=args.warmup, iters=args.iters, trials=args.sync_trials, budget_s=args.budget)
+    return RunConfig(device=device, tiers=tiers, trials=args.trials, tolerance=Tolerance(args.atol, args.rtol),
+                     timing=timing)
+
+
+def main(argv: list[str]) -> int:
+    """Run, print the table, write traces/summary/leaderboard; return the exit code."""
+    from harness.orchestrate import run_benchmark
+    from harness.report import print_table, write_summary
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = config_from_args(args)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
+    try:
+        result = run_benchmark(args.algo, args.workloads, config, args.results, isolate=not args.no_isolation,
+                               timeouts=Timeouts(args.startup_timeout, args.workload_timeout),
+                               progress=not args.no_progress, solutions_root=args.solutions)
+    except (HarnessInputError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    frame = write_summary(result.traces, result.run_dir / "summary.csv")
+    print_table(frame)
+    solutions = frame[frame["solution"] != COPY_FLOOR]
+    counts = solutions["status"].value_counts()
+    failed = len(solutions) - counts.get("PASSED", 0) - counts.get("SKIPPED", 0)
+    print(f"traces: {result.run_dir / 'traces.jsonl'}\nsummary: {result.run_dir / 'summary.csv'}\n"
+          f"solution x workload: {counts.get('PASSED', 0)} passed, {failed} failed, "
+          f"{counts.get('SKIPPED', 0)} skipped")
+    return 0

@@ -1,0 +1,82 @@
+"""Datasets: our generated workload sets, or an external flashinfer-bench dataset.
+
+``--workloads`` takes either the name of one of our sets (``contest-v1``,
+``contest-v2``, ``sweep``), whose tensors are generated on demand into the
+cache, or a path to a flashinfer-bench dataset laid out as the contest's is::
+
+    <root>/definitions/<op_type>/<name>.json
+    <root>/workloads/<op_type>/<name>.jsonl
+    <root>/blob/...            (safetensors, paths relative to <root>)
+
+With an external dataset, that dataset's definition and reference are used.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from harness import generator
+from harness.definition import Definition, load_definition
+from harness.errors import HarnessInputError
+from harness.paths import WORKLOADS_DIR, cache_dir
+from harness.workloads import TensorFiles, Workload, load_workloads
+
+DEFINITION_NAME = generator.DEFINITION_NAME
+OUR_DEFINITION = WORKLOADS_DIR / f"{DEFINITION_NAME}.json"
+SET_NAMES = tuple(generator.SET_BATCH_SIZES)
+
+
+@dataclass
+class Dataset:
+    """A definition, its workloads and the root their tensor paths are relative to."""
+
+    name: str  # set name, or the external dataset's path
+    definition: Definition
+    workloads: list[Workload]
+    files: TensorFiles
+
+
+def open_dataset(spec: str, definition_name: str = DEFINITION_NAME, show_progress: bool = True) -> Dataset:
+    """Open a named set or an external dataset directory (see module doc).
+
+    Raises:
+        HarnessInputError: unknown set name, missing files, or malformed content.
+    """
+    if spec in SET_NAMES:
+        return _open_our_set(spec, show_progress)
+    path = Path(spec)
+    if path.is_dir():
+        return _open_external(path, definition_name)
+    raise HarnessInputError(spec, None, f"neither a workload set ({', '.join(SET_NAMES)}) nor a dataset directory")
+
+
+def _open_our_set(set_name: str, show_progress: bool) -> Dataset:
+    definition = load_definition(OUR_DEFINITION)
+    workloads = load_workloads(WORKLOADS_DIR / f"{set_name}.jsonl", definition)
+    root = cache_dir() / "dataset"
+    bank = generator.Bank(cache_dir())
+    checksums = json.loads((WORKLOADS_DIR / "checksums.json").read_text())
+    recipes = generator.set_recipes(set_name)
+    missing = [r for r in recipes if not (root / r.blob_path).exists()]
+    for recipe in tqdm(missing, desc=f"generating {set_name} tensors", disable=not (show_progress and missing)):
+        generator.materialize(recipe, root, bank, checksums)
+    return Dataset(set_name, definition, workloads, TensorFiles(root))
+
+
+def _find_one(root: Path, pattern: str) -> Path:
+    matches = sorted(root.glob(pattern))
+    if not matches:
+        raise HarnessInputError(root, None, f"no file matches '{pattern}'")
+    if len(matches) > 1:
+        raise HarnessInputError(root, None, f"several files match '{pattern}': {[str(m) for m in matches]}")
+    return matches[0]
+
+
+def _open_external(root: Path, definition_name: str) -> Dataset:
+    definition = load_definition(_find_one(root, f"definitions/*/{definition_name}.json"))
+    workloads = load_workloads(_find_one(root, f"workloads/*/{definition_name}.jsonl"), definition)
+    return Dataset(str(root), definition, workloads, TensorFiles(root))

@@ -1,0 +1,360 @@
+// cuda-v4: GDN decode step for Qwen3-Next (gdn_decode_qk4_v8_d128_k_last),
+// latency-tuned block shapes.
+//
+// Design: 8 warps per block; each warp owns ROWS consecutive V rows of one
+// (batch, v-head) state tile (ROWS is a template parameter: 1, 2, 4, 8, 16),
+// so a block covers 8 * ROWS rows. Lane l owns K columns [4l, 4l+4) of each of
+// its rows (one float4; a row is one coalesced 512-byte warp access). A warp
+// issues the loads of all its rows, q/k/v and the gate inputs before any
+// arithmetic, so their DRAM latencies overlap.
+//
+// Choosing ROWS trades parallelism for amortization:
+//   * small B (latency-bound): ROWS = 1 gives 16 * 8 * B blocks of 8 warps,
+//     the most warps in flight per SM scheduler to hide DRAM latency;
+//   * large B (bandwidth-bound): larger ROWS means fewer, fatter warps, so the
+//     per-warp fixed work (q/k/v/gate loads and gate math) is paid once per
+//     ROWS rows instead of once per row.
+// The host picks ROWS from the batch size (main.py's table, measured by
+// tune.py); `gdn_decode` uses a built-in default for callers without one.
+//
+// Math (fp32), per (batch b, v-head h), S = state[b, h] as [V, K]:
+//   g    = exp(-exp(A_log[h]) * softplus(a[b, h] + dt_bias[h]))
+//   beta = sigmoid(b[b, h])
+//   S    = g * S
+//   u[v] = sum_k S[v, k] * k[k]                 (k of q/k head h / 2)
+//   S   += (beta * (v[v] - u[v])) * k[k]
+//   o[v] = scale * sum_k S[v, k] * q[k]         (updated S)
+//
+// Grid = (V / (8 * ROWS), HV, B) blocks of 256 threads.
+// Exported (tvm-ffi, destination passing style, definition argument order):
+//   gdn_decode(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state)
+//   gdn_decode_rows(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
+//                   rows_per_warp)
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/extra/cuda/base.h>
+#include <tvm/ffi/extra/cuda/device_guard.h>
+#include <tvm/ffi/function.h>
+
+#include <cstdint>
+#include <initializer_list>
+
+namespace {
+
+namespace ffi = tvm::ffi;
+
+constexpr int kNumQKHeads = 4;                      // HQ
+constexpr int kNumVHeads = 8;                       // HV
+constexpr int kHeadK = 128;                         // K
+constexpr int kHeadV = 128;                         // V
+constexpr int kGroup = kNumVHeads / kNumQKHeads;    // v heads per q/k head (GVA)
+constexpr int kWarpSize = 32;
+constexpr int kKPerLane = kHeadK / kWarpSize;       // 4 K columns per lane = one float4
+constexpr int kWarpsPerBlock = 8;
+constexpr int kThreadsPerBlock = kWarpsPerBlock * kWarpSize;
+constexpr float kDefaultScale = 0.08838834764831845f;  // 1 / sqrt(128)
+
+static_assert(kKPerLane == 4, "a lane's K slice must be exactly one float4");
+
+// ---------------------------------------------------------------- device helpers
+
+// bf16 -> fp32 is exact: the bf16 bits are the high half of the fp32 bits.
+__device__ __forceinline__ float bf16_lo(uint32_t pair) { return __uint_as_float(pair << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t pair) { return __uint_as_float(pair & 0xffff0000u); }
+
+__device__ __forceinline__ float load_bf16(const uint16_t* p) {
+  return __uint_as_float(static_cast<uint32_t>(__ldg(p)) << 16);
+}
+
+// 4 consecutive bf16 (8 bytes; p must be 8-byte aligned) -> float4.
+// Element 0 is the low half of the first 32-bit word (little endian).
+__device__ __forceinline__ float4 load_bf16x4(const uint16_t* p) {
+  const uint2 raw = __ldg(reinterpret_cast<const uint2*>(p));
+  return make_float4(bf16_lo(raw.x), bf16_hi(raw.x), bf16_lo(raw.y), bf16_hi(raw.y));
+}
+
+// N consecutive bf16 -> out[0..N) with the widest loads that fit:
+// N = 1: 2 B, N = 2: 4 B, N = 4: 8 B, N % 8 == 0: N / 8 loads of 16 B.
+// p must be aligned to min(2 * N, 16) bytes.
+template <int N>
+__device__ __forceinline__ void load_bf16xN(const uint16_t* p, float (&out)[N]) {
+  if constexpr (N == 1) {
+    out[0] = load_bf16(p);
+  } else if constexpr (N == 2) {
+    const uint32_t w = __ldg(reinterpret_cast<const unsigned int*>(p));
+    out[0] = bf16_lo(w);
+    out[1] = bf16_hi(w);
+  } else if constexpr (N == 4) {
+    const float4 x = load_bf16x4(p);
+    out[0] = x.x;
+    out[1] = x.y;
+    out[2] = x.z;
+    out[3] = x.w;
+  } else {
+    static_assert(N % 8 == 0, "N must be 1, 2, 4 or a multiple of 8");
+#pragma unroll
+    for (int c = 0; c < N / 8; ++c) {
+      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p) + c);
+      const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        out[8 * c + 2 * i] = bf16_lo(words[i]);
+        out[8 * c + 2 * i + 1] = bf16_hi(words[i]);
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ uint32_t to_bf16_bits(float x) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(x));  // round to nearest even, like torch
+}
+
+// scale * x[0..N) -> N consecutive bf16 with the widest stores that fit
+// (same widths and alignment rule as load_bf16xN).
+template <int N>
+__device__ __forceinline__ void store_bf16xN(uint16_t* p, const float (&x)[N], float scale) {
+  if constexpr (N == 1) {
+    *p = static_cast<uint16_t>(to_bf16_bits(scale * x[0]));
+  } else {
+    static_assert(N == 2 || N == 4 || N % 8 == 0, "N must be 1, 2, 4 or a multiple of 8");
+    uint32_t words[N / 2];  // word i holds elements 2i (low half) and 2i + 1 (high half)
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      words[i] = to_bf16_bits(scale * x[2 * i]) | (to_bf16_bits(scale * x[2 * i + 1]) << 16);
+    }
+    if constexpr (N == 2) {
+      *reinterpret_cast<unsigned int*>(p) = words[0];
+    } else if constexpr (N == 4) {
+      __stcs(reinterpret_cast<uint2*>(p), make_uint2(words[0], words[1]));
+    } else {
+#pragma unroll
+      for (int c = 0; c < N / 8; ++c) {
+        __stcs(reinterpret_cast<uint4*>(p) + c,
+               make_uint4(words[4 * c], words[4 * c + 1], words[4 * c + 2], words[4 * c + 3]));
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ float dot4(float4 x, float4 y) {
+  return fmaf(x.w, y.w, fmaf(x.z, y.z, fmaf(x.y, y.y, x.x * y.x)));
+}
+
+// x + d * y, elementwise.
+__device__ __forceinline__ float4 axpy4(float d, float4 y, float4 x) {
+  return make_float4(fmaf(d, y.x, x.x), fmaf(d, y.y, x.y), fmaf(d, y.z, x.z), fmaf(d, y.w, x.w));
+}
+
+__device__ __forceinline__ float4 scale4(float4 x, float s) {
+  return make_float4(s * x.x, s * x.y, s * x.z, s * x.w);
+}
+
+// Sum of x[i] over the 32 lanes of the warp, left in every lane. The offset
+// loop is the outer one so the N independent shuffle chains interleave (ILP).
+// Requires all 32 lanes of the warp to be active (no lane ever exits early).
+template <int N>
+__device__ __forceinline__ void warp_allreduce_sum(float (&x)[N]) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) x[i] += __shfl_xor_sync(0xffffffffu, x[i], offset);
+  }
+}
+
+struct Gates {
+  float g;     // decay
+  float beta;  // update strength
+};
+
+// softplus uses torch's default threshold: x > 20 -> x (log1p(exp(x)) == x in fp32 there).
+__device__ __forceinline__ Gates compute_gates(float A_log, float dt_bias, float a, float b) {
+  const float x = a + dt_bias;
+  const float softplus = x > 20.0f ? x : log1pf(expf(x));
+  Gates gates;
+  gates.g = expf(-expf(A_log) * softplus);
+  gates.beta = 1.0f / (1.0f + expf(-b));
+  return gates;
+}
+
+// ---------------------------------------------------------------- kernel
+
+// Raw pointers to element 0 of every tensor (all contiguous).
+struct Params {
+  const uint16_t* q;        // [B, 1, HQ, K] bf16
+  const uint16_t* k;        // [B, 1, HQ, K] bf16
+  const uint16_t* v;        // [B, 1, HV, V] bf16
+  const float* state;       // [B, HV, V, K] f32
+  const float* A_log;       // [HV] f32
+  const uint16_t* a;        // [B, 1, HV] bf16
+  const float* dt_bias;     // [HV] f32
+  const uint16_t* b;        // [B, 1, HV] bf16
+  float scale;
+  uint16_t* output;         // [B, 1, HV, V] bf16
+  float* new_state;         // [B, HV, V, K] f32
+};
+
+// Tensor element offsets (all tensors contiguous), head = batch * HV + hv:
+//   q, k      [B, 1, HQ, K] : (batch * HQ + hq) * K + kk
+//   v, output [B, 1, HV, V] : head * V + vv
+//   state     [B, HV, V, K] : (head * V + vv) * K + kk
+//   a, b      [B, 1, HV]    : head
+//   A_log, dt_bias [HV]     : hv
+template <int ROWS>
+__global__ void __launch_bounds__(kThreadsPerBlock) gdn_decode_v4_kernel(const Params p) {
+  static_assert(kHeadV % (kWarpsPerBlock * ROWS) == 0, "blocks must tile V exactly");
+  const int lane = threadIdx.x % kWarpSize;  // owns K columns [k0, k0 + 4)
+  const int warp = threadIdx.x / kWarpSize;
+  const int k0 = lane * kKPerLane;
+  // Block x covers rows [x * 8 * ROWS, (x + 1) * 8 * ROWS); warp w of it covers
+  // rows [v0, v0 + ROWS) with v0 = x * 8 * ROWS + w * ROWS = (x * 8 + w) * ROWS.
+  const int v0 = (blockIdx.x * kWarpsPerBlock + warp) * ROWS;
+  const int hv = blockIdx.y;
+  const int batch = blockIdx.z;
+  const int hq = hv / kGroup;  // GVA: q/k head h / 2 serves v head h
+  const int64_t head = static_cast<int64_t>(batch) * kNumVHeads + hv;
+
+  // All loads first: the ROWS state rows (the DRAM traffic), then the small operands.
+  const int64_t tile = (head * kHeadV + v0) * kHeadK + k0;  // state[batch, hv, v0, k0]
+  float4 s[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    // Row v0 + r; 16-byte aligned: rows are 512 B apart and k0 * 4 B is a multiple of 16.
+    s[r] = __ldcs(reinterpret_cast<const float4*>(p.state + tile + r * kHeadK));
+  }
+  const int64_t qk = (static_cast<int64_t>(batch) * kNumQKHeads + hq) * kHeadK + k0;
+  const float4 q4 = load_bf16x4(p.q + qk);  // 8-byte aligned: k0 * 2 B is a multiple of 8
+  const float4 k4 = load_bf16x4(p.k + qk);
+  float vr[ROWS];                               // v[batch, 0, hv, v0 + r]
+  load_bf16xN(p.v + head * kHeadV + v0, vr);    // aligned: v0 * 2 B is a multiple of 2 * ROWS
+  const Gates gates = compute_gates(__ldg(p.A_log + hv), __ldg(p.dt_bias + hv),
+                                    load_bf16(p.a + head), load_bf16(p.b + head));
+
+  // Decay, then u = S k.
+  float u[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    s[r] = scale4(s[r], gates.g);
+    u[r] = dot4(s[r], k4);
+  }
+  warp_allreduce_sum(u);
+
+  // Rank-1 delta update, streaming store of the new state, partial o = S q
+  // with the updated rows.
+  float o[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    const float delta = gates.beta * (vr[r] - u[r]);
+    s[r] = axpy4(delta, k4, s[r]);
+    __stcs(reinterpret_cast<float4*>(p.new_state + tile + r * kHeadK), s[r]);
+    o[r] = dot4(s[r], q4);
+  }
+  warp_allreduce_sum(o);
+
+  if (lane == 0) store_bf16xN(p.output + head * kHeadV + v0, o, p.scale);
+}
+
+// ---------------------------------------------------------------- host side
+
+// Address of element 0 (DLPack keeps a separate byte offset).
+template <typename T>
+T* data_of(const ffi::TensorView& t) {
+  return reinterpret_cast<T*>(static_cast<char*>(t.data_ptr()) + t.byte_offset());
+}
+
+// Throws ValueError unless t is a contiguous CUDA tensor on `device_id` with the given
+// dtype and shape, whose data is `align`-byte aligned (needed by the vector accesses).
+void check_tensor(const ffi::TensorView& t, const char* name, DLDataTypeCode code, int bits,
+                  std::initializer_list<int64_t> shape, int device_id, uintptr_t align) {
+  TVM_FFI_CHECK(t.device().device_type == kDLCUDA && t.device().device_id == device_id, ValueError)
+      << name << " must be on cuda:" << device_id;
+  TVM_FFI_CHECK(t.dtype().code == code && t.dtype().bits == bits && t.dtype().lanes == 1, ValueError)
+      << name << " has the wrong dtype (want " << (code == kDLBfloat ? "bfloat16" : "float32") << ")";
+  TVM_FFI_CHECK(t.ndim() == static_cast<int>(shape.size()), ValueError)
+      << name << " must have " << shape.size() << " dims, has " << t.ndim();
+  int dim = 0;
+  for (int64_t extent : shape) {
+    TVM_FFI_CHECK(t.size(dim) == extent, ValueError)
+        << name << " dim " << dim << " is " << t.size(dim) << ", want " << extent;
+    ++dim;
+  }
+  TVM_FFI_CHECK(t.IsContiguous(), ValueError) << name << " must be contiguous";
+  TVM_FFI_CHECK(reinterpret_cast<uintptr_t>(data_of<char>(t)) % align == 0, ValueError)
+      << name << " must be " << align << "-byte aligned";
+}
+
+// Rows per warp when the caller does not choose (the contest entry point).
+// Keep in step with main.py's ROWS_PER_WARP table.
+int64_t default_rows_per_warp(int64_t batch) { return batch <= 8 ? 1 : 4; }
+
+template <int ROWS>
+void launch(const Params& params, int64_t batch, cudaStream_t stream) {
+  const dim3 grid(kHeadV / (kWarpsPerBlock * ROWS), kNumVHeads, static_cast<unsigned>(batch));
+  gdn_decode_v4_kernel<ROWS><<<grid, kThreadsPerBlock, 0, stream>>>(params);
+}
+
+void gdn_decode_rows(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
+                     ffi::TensorView state, ffi::TensorView A_log, ffi::TensorView a,
+                     ffi::TensorView dt_bias, ffi::TensorView b, double scale,
+                     ffi::TensorView output, ffi::TensorView new_state, int64_t rows_per_warp) {
+  TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
+  const int64_t batch = q.size(0);
+  const int device_id = q.device().device_id;
+  check_tensor(q, "q", kDLBfloat, 16, {batch, 1, kNumQKHeads, kHeadK}, device_id, 8);
+  check_tensor(k, "k", kDLBfloat, 16, {batch, 1, kNumQKHeads, kHeadK}, device_id, 8);
+  check_tensor(v, "v", kDLBfloat, 16, {batch, 1, kNumVHeads, kHeadV}, device_id, 16);
+  check_tensor(state, "state", kDLFloat, 32, {batch, kNumVHeads, kHeadV, kHeadK}, device_id, 16);
+  check_tensor(A_log, "A_log", kDLFloat, 32, {kNumVHeads}, device_id, 4);
+  check_tensor(a, "a", kDLBfloat, 16, {batch, 1, kNumVHeads}, device_id, 2);
+  check_tensor(dt_bias, "dt_bias", kDLFloat, 32, {kNumVHeads}, device_id, 4);
+  check_tensor(b, "b", kDLBfloat, 16, {batch, 1, kNumVHeads}, device_id, 2);
+  check_tensor(output, "output", kDLBfloat, 16, {batch, 1, kNumVHeads, kHeadV}, device_id, 16);
+  check_tensor(new_state, "new_state", kDLFloat, 32, {batch, kNumVHeads, kHeadV, kHeadK},
+               device_id, 16);
+  TVM_FFI_CHECK(batch <= 65535, ValueError) << "batch " << batch << " exceeds gridDim.z";
+  if (batch == 0) return;
+
+  Params params;
+  params.q = data_of<const uint16_t>(q);
+  params.k = data_of<const uint16_t>(k);
+  params.v = data_of<const uint16_t>(v);
+  params.state = data_of<const float>(state);
+  params.A_log = data_of<const float>(A_log);
+  params.a = data_of<const uint16_t>(a);
+  params.dt_bias = data_of<const float>(dt_bias);
+  params.b = data_of<const uint16_t>(b);
+  params.scale = scale == 0.0 ? kDefaultScale : static_cast<float>(scale);
+  params.output = data_of<uint16_t>(output);
+  params.new_state = data_of<float>(new_state);
+
+  ffi::CUDADeviceGuard guard(device_id);
+  // The caller's stream (torch's current stream when called with torch tensors).
+  auto stream = static_cast<cudaStream_t>(TVMFFIEnvGetStream(kDLCUDA, device_id));
+  switch (rows_per_warp) {
+    case 1: launch<1>(params, batch, stream); break;
+    case 2: launch<2>(params, batch, stream); break;
+    case 4: launch<4>(params, batch, stream); break;
+    case 8: launch<8>(params, batch, stream); break;
+    case 16: launch<16>(params, batch, stream); break;
+    default:
+      TVM_FFI_THROW(ValueError) << "rows_per_warp must be 1, 2, 4, 8 or 16, not " << rows_per_warp;
+  }
+  TVM_FFI_CHECK_CUDA_ERROR(cudaGetLastError());
+}
+
+void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::TensorView state,
+                ffi::TensorView A_log, ffi::TensorView a, ffi::TensorView dt_bias,
+                ffi::TensorView b, double scale, ffi::TensorView output,
+                ffi::TensorView new_state) {
+  TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
+  gdn_decode_rows(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
+                  default_rows_per_warp(q.size(0)));
+}
+
+}  // namespace
+
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gdn_decode, gdn_decode);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gdn_decode_rows, gdn_decode_rows);

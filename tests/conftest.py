@@ -1,0 +1,50 @@
+"""Test set-up shared by all tests.
+
+On a machine without a GPU, Triton kernels run under the Triton interpreter;
+the variable must be set before triton is first imported, hence here.
+"""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_SOLUTIONS = Path(__file__).resolve().parent / "fixtures" / "solutions"
+OFFICIAL_DEFINITION = REPO.parent / "shared" / "contest" / "gdn_decode_qk4_v8_d128_k_last.json"
+
+
+@pytest.fixture(scope="session")
+def our_definition():
+    from harness.dataset import OUR_DEFINITION
+    from harness.definition import load_definition
+
+    return load_definition(OUR_DEFINITION)
+
+
+def write_small_dataset(root: Path, batch_sizes=(1, 2), scales=(0.0, 0.08838834764831845)) -> Path:
+    """A tiny external dataset in flashinfer-bench's layout, all inputs random."""
+    from harness.dataset import OUR_DEFINITION
+
+    (root / "definitions" / "gdn").mkdir(parents=True)
+    (root / "workloads" / "gdn").mkdir(parents=True)
+    shutil.copy(OUR_DEFINITION, root / "definitions" / "gdn" / OUR_DEFINITION.name)
+    names = ("q", "k", "v", "state", "A_log", "a", "dt_bias", "b")
+    lines = []
+    for i, (batch, scale) in enumerate(zip(batch_sizes, scales)):
+        inputs = {n: {"type": "random"} for n in names}
+        inputs["scale"] = {"type": "scalar", "value": scale}
+        lines.append(json.dumps({"uuid": f"small-{i}", "axes": {"batch_size": batch}, "inputs": inputs}))
+    (root / "workloads" / "gdn" / "gdn_decode_qk4_v8_d128_k_last.jsonl").write_text("\n".join(lines) + "\n")
+    return root
+
+
+@pytest.fixture
+def small_dataset(tmp_path):
+    return write_small_dataset(tmp_path / "dataset")

@@ -1,0 +1,81 @@
+"""The checker fails what is wrong, passes what is right, and the run goes on."""
+
+import math
+
+import pytest
+import torch
+
+from conftest import FIXTURE_SOLUTIONS
+from harness.check import Status, check_outputs, tensor_errors
+from harness.dataset import open_dataset
+from harness.reference_cache import ReferenceCache
+from harness.run import RunConfig, Variant, evaluate_solution
+from harness.solutions import Tolerance, load_meta
+
+
+def test_tolerance_rule_needs_both_bounds_exceeded():
+    tol = Tolerance(1e-2, 1e-2)
+    y = torch.tensor([100.0, 0.001, 1.0, 1.0])
+    x = torch.tensor([100.5, 0.0105, 1.009, 1.02])  # rel ok | abs ok | both ok | both exceeded
+    err = tensor_errors(x, y, tol)
+    assert err.failed == 1 and err.nonfinite == 0
+    assert err.max_abs == pytest.approx(0.5) and err.max_rel == pytest.approx(9.5, rel=1e-4)
+    assert err.rel_l2 == pytest.approx(float(torch.linalg.vector_norm(x - y) / torch.linalg.vector_norm(y)))
+
+
+def test_nan_and_inf_fail():
+    y = torch.ones(4)
+    for bad in (float("nan"), float("inf")):
+        x = torch.ones(4)
+        x[2] = bad
+        err = tensor_errors(x, y, Tolerance())
+        assert err.failed == 1 and err.nonfinite == 1 and math.isinf(err.max_abs)
+
+
+def test_check_outputs_statuses():
+    ref = {"output": torch.zeros(2, 3, dtype=torch.bfloat16), "new_state": torch.ones(2, 4)}
+    dests = {k: v.clone() for k, v in ref.items()}
+    assert check_outputs(dests, dests, ref, Tolerance()).status == Status.PASSED
+    assert check_outputs(None, dests, ref, Tolerance()).status == Status.INCORRECT_SHAPE
+    assert check_outputs({"output": dests["output"]}, dests, ref, Tolerance()).status == Status.INCORRECT_SHAPE
+    wrong = dict(dests, new_state=dests["new_state"].double())
+    assert check_outputs(wrong, dests, ref, Tolerance()).status == Status.INCORRECT_DTYPE
+    bf16 = dict(dests, new_state=dests["new_state"].bfloat16())
+    assert check_outputs(bf16, bf16, ref, Tolerance(), dtypes={"new_state": torch.bfloat16}).status == Status.PASSED
+
+
+EXPECTED = {
+    "good": Status.PASSED,
+    "inside-tol": Status.PASSED,
+    "skips-state": Status.INCORRECT_NUMERICAL,
+    "returns-new": Status.INCORRECT_NUMERICAL,
+    "writes-nan": Status.INCORRECT_NUMERICAL,
+    "outside-tol": Status.INCORRECT_NUMERICAL,
+    "wrong-shape": Status.INCORRECT_SHAPE,
+    "wrong-dtype": Status.INCORRECT_DTYPE,
+    "raises": Status.RUNTIME_ERROR,
+    "bad-import": Status.COMPILE_ERROR,
+    "missing-package": Status.SKIPPED,
+}
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    from conftest import write_small_dataset
+
+    return open_dataset(str(write_small_dataset(tmp_path_factory.mktemp("ds") / "d")))
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_fixture_solution_status(dataset, name):
+    config = RunConfig(device="cpu", tiers=("wallclock",), trials=2)
+    traces = list(evaluate_solution(Variant(load_meta(FIXTURE_SOLUTIONS / name)), dataset, config, ReferenceCache()))
+    assert len(traces) == len(dataset.workloads)
+    for trace in traces:
+        assert trace["evaluation"]["status"] == EXPECTED[name].value, trace["evaluation"]["log"]
+    if EXPECTED[name] == Status.PASSED:
+        perf = traces[0]["evaluation"]["performance"]
+        assert perf["headline_tier"] == "wallclock" and perf["tiers"]["wallclock"]["value_us"] > 0
+        assert traces[0]["evaluation"]["correctness"]["extra"]["trials"] == 2
+    if name == "missing-package":
+        assert "no_such_package_gdn" in traces[0]["evaluation"]["log"]

@@ -1,0 +1,167 @@
+"""CPU tests of the CUDA solutions' build: no GPU needed.
+
+* The cache key and the nvcc command are checked as pure functions.
+* Each ``kernel.cu`` is built for real with the shipped flags (sm_90a and
+  sm_100a cubins plus compute_90 PTX, one nvcc run per source), into a
+  temporary cache; the test fails if a kernel does not compile or link.
+* The built module is loaded with tvm-ffi and its exported functions are
+  called with CPU tensors, which must be refused with a clear error: this
+  checks the exported names and argument lists without launching anything.
+
+The build tests are skipped, with the reason, when nvcc or apache-tvm-ffi is
+missing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import cuda_build
+from harness.cuda_build import CompileError
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CUDA_SOLUTIONS = ("cuda-v1", "cuda-v4")
+FLAGS = cuda_build.nvcc_flags()
+
+
+# ---------------------------------------------------------------- pure functions
+
+def test_cache_key_is_stable():
+    sources = {"kernel.cu": "__global__ void f() {}\n"}
+    assert cuda_build.cache_key(sources, FLAGS, "nvcc 13.0") == \
+        cuda_build.cache_key(dict(sources), list(FLAGS), "nvcc 13.0")
+
+
+@pytest.mark.parametrize("change", ["source", "file name", "extra header", "flags", "nvcc", "extra"])
+def test_cache_key_changes_with_every_input(change):
+    sources = {"kernel.cu": "__global__ void f() {}\n"}
+    flags, version, extra = list(FLAGS), "nvcc 13.0", ["tvm_ffi=0.1"]
+    before = cuda_build.cache_key(sources, flags, version, extra)
+    if change == "source":
+        sources = {"kernel.cu": "__global__ void f() { }\n"}
+    elif change == "file name":
+        sources = {"kernel2.cu": sources["kernel.cu"]}
+    elif change == "extra header":
+        sources = {**sources, "helpers.cuh": "#pragma once\n"}
+    elif change == "flags":
+        flags = flags + ["--use_fast_math"]
+    elif change == "nvcc":
+        version = "nvcc 13.1"
+    else:
+        extra = ["tvm_ffi=0.2"]
+    assert cuda_build.cache_key(sources, flags, version, extra) != before
+
+
+def test_cache_key_fields_do_not_run_together():
+    # "ab" + "c" and "a" + "bc" must not collide.
+    assert cuda_build.cache_key({"k.cu": "ab"}, ["c"], "v") != \
+        cuda_build.cache_key({"k.cu": "a"}, ["bc"], "v")
+
+
+def test_cache_root_honours_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("GDN_BENCH_CACHE", str(tmp_path))
+    assert cuda_build.cache_root() == tmp_path / "cuda"
+
+
+def test_nvcc_command_targets_hopper_and_blackwell():
+    cmd = cuda_build.nvcc_command("nvcc", ["kernel.cu"], "kernel.so", lib_dir="/lib/ffi")
+    assert "-gencode=arch=compute_90a,code=sm_90a" in cmd
+    assert "-gencode=arch=compute_100a,code=sm_100a" in cmd
+    assert any(flag.endswith("code=compute_90") for flag in cmd), "portable PTX for newer GPUs"
+    assert "--use_fast_math" not in cmd and "-O3" in cmd
+    assert "-shared" in cmd and "-ltvm_ffi" in cmd
+    obj = cuda_build.nvcc_command("nvcc", ["kernel.cu"], "kernel.o", mode="object")
+    assert "-c" in obj and "-shared" not in obj
+
+
+def test_missing_nvcc_is_a_clear_compile_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setattr(cuda_build, "FALLBACK_CUDA_HOME", str(tmp_path))
+    with pytest.raises(CompileError, match="nvcc"):
+        cuda_build.find_nvcc()
+
+
+# ---------------------------------------------------------------- real builds
+
+def _toolchain_missing() -> str | None:
+    """Why the build tests cannot run here, or None."""
+    try:
+        cuda_build.find_nvcc()
+    except CompileError as exc:
+        return str(exc)
+    try:
+        cuda_build.tvm_ffi_paths()
+    except CompileError as exc:
+        return str(exc)
+    return None
+
+
+needs_toolchain = pytest.mark.skipif(_toolchain_missing() is not None,
+                                     reason=_toolchain_missing() or "")
+
+
+@pytest.fixture(scope="module")
+def build_cache(tmp_path_factory):
+    """A private GDN_BENCH_CACHE shared by the build tests of this module."""
+    path = tmp_path_factory.mktemp("gdn-cache")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("GDN_BENCH_CACHE", str(path))
+    yield path
+    patch.undo()
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@needs_toolchain
+@pytest.mark.parametrize("solution", CUDA_SOLUTIONS)
+def test_kernel_builds_for_sm90a_and_sm100a(solution, build_cache):
+    library = cuda_build.build_solution(REPO_ROOT / "solutions" / solution)
+    assert library.is_file()
+    assert library.parent.parent == build_cache / "cuda"
+    assert library.parent.name.startswith(f"{solution}-")
+
+
+@needs_toolchain
+@pytest.mark.parametrize("solution", CUDA_SOLUTIONS)
+def test_second_build_is_a_cache_hit(solution, build_cache, monkeypatch):
+    first = cuda_build.build_solution(REPO_ROOT / "solutions" / solution)
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("nvcc ran although the cache holds the library")
+
+    monkeypatch.setattr(cuda_build, "_run_nvcc", no_compiling)
+    assert cuda_build.build_solution(REPO_ROOT / "solutions" / solution) == first
+
+
+@needs_toolchain
+@pytest.mark.parametrize("solution, functions", [
+    ("cuda-v1", {"gdn_decode": ()}),
+    ("cuda-v4", {"gdn_decode": (), "gdn_decode_rows": (1,)}),
+])
+def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache):
+    torch = pytest.importorskip("torch")
+    module = cuda_build.load_cuda_solution(REPO_ROOT / "solutions" / solution, check_gpu=False)
+    batch, bf16, f32 = 2, torch.bfloat16, torch.float32
+    args = (
+        torch.zeros(batch, 1, 4, 128, dtype=bf16), torch.zeros(batch, 1, 4, 128, dtype=bf16),
+        torch.zeros(batch, 1, 8, 128, dtype=bf16), torch.zeros(batch, 8, 128, 128, dtype=f32),
+        torch.zeros(8, dtype=f32), torch.zeros(batch, 1, 8, dtype=bf16),
+        torch.zeros(8, dtype=f32), torch.zeros(batch, 1, 8, dtype=bf16), 0.0,
+        torch.zeros(batch, 1, 8, 128, dtype=bf16), torch.zeros(batch, 8, 128, 128, dtype=f32),
+    )
+    for name, extra in functions.items():
+        with pytest.raises(ValueError, match="must be on cuda"):
+            getattr(module, name)(*args, *extra)
+
+
+def test_compile_error_carries_the_nvcc_log(tmp_path):
+    if _toolchain_missing():
+        pytest.skip(_toolchain_missing())
+    broken = tmp_path / "broken.cu"
+    broken.write_text("__global__ void f() { this is not cuda }\n")
+    with pytest.raises(CompileError, match="broken.cu"):
+        cuda_build.compile_only(broken, tmp_path, targets=[("compute_90a", "sm_90a")])

@@ -1,0 +1,77 @@
+"""The workload generator is deterministic, realistic and matches its recorded checksums."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from harness import generator
+from harness.dataset import open_dataset
+from harness.paths import WORKLOADS_DIR
+
+
+def test_layer_params_follow_the_model_init():
+    for layer in range(generator.NUM_LAYERS):
+        A_log, dt_bias = generator.layer_params(layer)
+        A = np.exp(A_log.astype(np.float64))
+        dt = np.log1p(np.exp(dt_bias.astype(np.float64)))  # softplus(dt_bias) recovers dt
+        assert A_log.dtype == np.float32 and A.min() >= 1 - 1e-5 and A.max() <= 16 + 1e-4
+        assert dt.min() >= 1e-3 * (1 - 1e-4) and dt.max() <= 1e-1 * (1 + 1e-4)
+
+
+def test_context_lengths_span_zero_to_thousands():
+    lengths = [generator.context_length(l, s) for l in range(generator.NUM_LAYERS)
+               for s in range(generator.SEQS_PER_LAYER)]
+    assert min(lengths) == 0 and max(lengths) > 2000 and len(set(lengths)) > 40
+
+
+def test_sequence_state_is_deterministic_and_bounded():
+    layer, seq = 2, 3  # a short context (4 tokens), fast
+    a, b = generator.sequence_state(layer, seq), generator.sequence_state(layer, seq)
+    assert a.dtype == np.float32 and a.shape == (8, 128, 128)
+    assert np.array_equal(a, b) and np.abs(a).max() < 10
+    assert np.abs(a).max() > 0  # a non-empty context leaves a non-zero state
+
+
+def test_tree_sum_matches_plain_sum():
+    x = np.random.default_rng(0).standard_normal((3, 128))
+    assert np.allclose(generator._tree_sum_last(x), x.sum(-1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("set_name", list(generator.SET_BATCH_SIZES))
+def test_committed_jsonl_matches_recipes(set_name):
+    lines = (WORKLOADS_DIR / f"{set_name}.jsonl").read_text().splitlines()
+    assert [json.loads(l) for l in lines] == [generator.workload_json(r) for r in generator.set_recipes(set_name)]
+
+
+def test_set_shapes():
+    assert len(generator.set_recipes("contest-v1")) == 20
+    v2 = [r.batch_size for r in generator.set_recipes("contest-v2")]
+    assert len(v2) == 54 and {b: v2.count(b) for b in set(v2)} == {1: 10, 4: 8, 8: 7, 16: 7, 32: 7, 48: 7, 64: 8}
+    assert [r.batch_size for r in generator.set_recipes("sweep")] == [2**i for i in range(10)]
+    # the 20 single-sequence contest-v1 workloads use 20 different bank sequences
+    assert len({(r.layer, r.bank_sequences[0]) for r in generator.set_recipes("contest-v1")}) == 20
+
+
+def test_contest_v1_tensors_match_recorded_checksums(tmp_path, monkeypatch):
+    """Generating from scratch reproduces every recorded checksum bit for bit
+    (materialize raises on any mismatch)."""
+    monkeypatch.setenv("GDN_BENCH_CACHE", str(tmp_path))
+    dataset = open_dataset("contest-v1", show_progress=False)
+    checksums = json.loads((WORKLOADS_DIR / "checksums.json").read_text())
+    for workload in dataset.workloads:
+        state = dataset.files.get(workload.inputs["state"], workload.where).numpy()
+        assert generator.sha256(state) == checksums[workload.uuid]["state"]
+
+
+def test_checksum_mismatch_is_refused(tmp_path):
+    recipe = generator.set_recipes("contest-v1")[0]
+    bank = generator.Bank(tmp_path)
+    wrong = {recipe.uuid: {"state": "0" * 64, "A_log": "0" * 64, "dt_bias": "0" * 64}}
+    with pytest.raises(RuntimeError, match="checksum"):
+        generator.materialize(recipe, tmp_path / "dataset", bank, wrong)
+
+
+def test_default_scale_constant():
+    assert generator.DEFAULT_SCALE == 1 / math.sqrt(128)

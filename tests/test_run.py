@@ -1,0 +1,74 @@
+"""A run survives crashing, erroring, hanging and slow solutions, and keeps its traces."""
+
+import json
+
+import pytest
+
+from conftest import FIXTURE_SOLUTIONS, write_small_dataset
+from harness.isolation import Timeouts
+from harness.orchestrate import run_benchmark, select_solutions
+from harness.run import RunConfig
+from harness.timing import TimingConfig
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("run")
+    dataset = write_small_dataset(root / "dataset", batch_sizes=(1, 1, 2), scales=(0.0, 0.1, 0.1))
+    config = RunConfig(device="cpu", tiers=("wallclock",), trials=2,
+                       timing=TimingConfig(warmup=1, iters=10, budget_s=0.3))
+    result = run_benchmark("crashes,raises,hangs,slow,good", str(dataset), config, root / "results",
+                           timeouts=Timeouts(startup_s=120, workload_s=8, total_s=300), progress=False,
+                           solutions_root=FIXTURE_SOLUTIONS)
+    return result
+
+
+def statuses(result, solution):
+    return [t["evaluation"]["status"] for t in result.traces if t["solution"] == solution]
+
+
+def test_crash_becomes_runtime_error_and_the_rest_still_runs(run):
+    assert statuses(run, "crashes") == ["RUNTIME_ERROR", "PASSED", "PASSED"]
+    log = next(t for t in run.traces if t["solution"] == "crashes")["evaluation"]["log"]
+    assert "died" in log
+
+
+def test_error_and_hang(run):
+    assert statuses(run, "raises") == ["RUNTIME_ERROR"] * 3
+    hang = statuses(run, "hangs")
+    assert hang[0] == "TIMEOUT" and set(hang) <= {"TIMEOUT", "RUNTIME_ERROR"}
+
+
+def test_slow_solution_passes_with_fewer_iterations(run):
+    slow = [t for t in run.traces if t["solution"] == "slow"]
+    assert [t["evaluation"]["status"] for t in slow] == ["PASSED"] * 3
+    assert all(t["evaluation"]["performance"]["tiers"]["wallclock"]["iters"] < 10 for t in slow)
+
+
+def test_later_solutions_and_floor_still_measured(run):
+    assert statuses(run, "good") == ["PASSED"] * 3
+    assert statuses(run, "copy-floor") == ["PASSED"] * 3
+    good = next(t for t in run.traces if t["solution"] == "good")
+    assert good["evaluation"]["performance"]["tiers"]["wallclock"]["x_copy_floor"] > 0
+
+
+def test_traces_are_on_disk_in_trace_format(run):
+    lines = (run.run_dir / "traces.jsonl").read_text().splitlines()
+    assert len(lines) == len(run.traces) == 3 * 6
+    for line in lines:
+        trace = json.loads(line)
+        assert set(trace) == {"definition", "workload", "solution", "evaluation"}
+        assert {"status", "log", "environment", "timestamp"} <= set(trace["evaluation"])
+        assert trace["evaluation"]["environment"]["hardware"]
+    meta = json.loads((run.run_dir / "run.json").read_text())
+    assert meta["solutions"] == ["crashes", "raises", "hangs", "slow", "good"]
+
+
+def test_unknown_solution_name():
+    with pytest.raises(ValueError, match="unknown solution"):
+        select_solutions("no-such-solution", FIXTURE_SOLUTIONS)
+
+
+def test_pt_reference_goes_first():
+    names = [p.name for p in select_solutions("pt-compiled,pt-reference")]
+    assert names == ["pt-reference", "pt-compiled"]
