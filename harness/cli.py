@@ -67,9 +67,18 @@ def config_from_args(args) -> RunConfig:
                      timing=timing)
 
 
+def run_from_args(args, config: RunConfig):
+    """``run_benchmark`` with the options of :func:`build_parser` (shared with run_modal.py)."""
+    from harness.orchestrate import run_benchmark
+
+    return run_benchmark(args.algo, args.workloads, config, args.results, isolate=not args.no_isolation,
+                         timeouts=Timeouts(args.startup_timeout, args.workload_timeout),
+                         progress=not args.no_progress, solutions_root=args.solutions)
+
+
 def main(argv: list[str]) -> int:
     """Run, print the table, write traces/summary/leaderboard; return the exit code."""
-    from harness.orchestrate import run_benchmark
+    from harness.leaderboard import write_leaderboard
     from harness.report import print_table, write_summary
 
     parser = build_parser()
@@ -79,9 +88,7 @@ def main(argv: list[str]) -> int:
     except argparse.ArgumentTypeError as exc:
         parser.error(str(exc))
     try:
-        result = run_benchmark(args.algo, args.workloads, config, args.results, isolate=not args.no_isolation,
-                               timeouts=Timeouts(args.startup_timeout, args.workload_timeout),
-                               progress=not args.no_progress, solutions_root=args.solutions)
+        result = run_from_args(args, config)
     except (HarnessInputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -93,4 +100,5 @@ def main(argv: list[str]) -> int:
     print(f"traces: {result.run_dir / 'traces.jsonl'}\nsummary: {result.run_dir / 'summary.csv'}\n"
           f"solution x workload: {counts.get('PASSED', 0)} passed, {failed} failed, "
           f"{counts.get('SKIPPED', 0)} skipped")
+    print(f"leaderboard: {write_leaderboard(args.results)}")
     return 0

@@ -288,7 +288,15 @@ void check_tensor(const ffi::TensorView& t, const char* name, DLDataTypeCode cod
 
 // Rows per warp when the caller does not choose (the contest entry point).
 // Keep in step with main.py's ROWS_PER_WARP table.
-int64_t default_rows_per_warp(int64_t batch) { return batch <= 8 ? 1 : 4; }
+// Mirrors ROWS_PER_WARP_TABLE in main.py (measured by tune.py on an H100).
+int64_t default_rows_per_warp(int64_t batch) {
+  constexpr int64_t kLimits[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  constexpr int64_t kRows[] = {1, 2, 4, 2, 4, 8, 4, 8, 4};
+  for (int i = 0; i < 9; ++i) {
+    if (batch <= kLimits[i]) return kRows[i];
+  }
+  return 8;
+}
 
 template <int ROWS>
 void launch(const Params& params, int64_t batch, cudaStream_t stream) {

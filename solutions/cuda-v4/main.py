@@ -38,8 +38,10 @@ ROWS_PER_WARP_CHOICES = (1, 2, 4, 8, 16)
 #: large ones want fatter warps that amortize the q/k/gate work.
 #: kernel.cu's default_rows_per_warp (its contest entry point) mirrors this.
 ROWS_PER_WARP_TABLE: tuple[tuple[int | None, int], ...] = (
-    (8, 1),
-    (None, 4),
+    # Measured on an NVIDIA H100 80GB HBM3 by tune.py (cold L2, median of 100
+    # CUDA-event timings), 2026-11-22; results/tuning/cuda_tune.json.
+    # Mirrored by default_rows_per_warp() in kernel.cu.
+    (1, 1), (2, 2), (4, 4), (8, 2), (16, 4), (32, 8), (64, 4), (128, 8), (256, 4), (None, 8),
 )
 
 _module = None  # the loaded tvm-ffi module

@@ -1,0 +1,238 @@
+"""Check and time GDN decode solutions on Modal GPUs, one container per solution.
+
+    pip install 'gdn-decode-bench[modal]' && modal token new     # once
+    modal run run_modal.py --algo all --workloads contest-v2
+    modal run run_modal.py --algo cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events --gpu H100
+    modal run run_modal.py --algo pt-reference --options="-n 1 --iters 50"
+
+``--options`` passes any other run_local.py option through. Each container
+runs the same :func:`harness.orchestrate.run_benchmark` as run_local.py, with
+the RunConfig built by the same :mod:`harness.cli` functions, and returns its
+traces; this machine merges them into ``results/runs/<run id>/`` (run.json,
+traces.jsonl, summary.csv, as run_local.py writes them) and rebuilds
+``results/leaderboard.csv``.
+
+The image: an NVIDIA CUDA *devel* image (nvcc and headers for the CUDA
+solutions), plus the dependencies pyproject.toml lists (the project's and the
+extras in ``IMAGE_EXTRAS``), read when the image is defined, so pyproject.toml
+stays the one list. The module imports without ``modal`` installed: the app
+is only defined when it is.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+try:
+    import modal
+except ImportError:  # the harness and the tests work without Modal
+    modal = None
+
+REPO_ROOT = Path(__file__).resolve().parent
+APP_NAME = "gdn-decode-bench"
+#: CUDA 13 toolkit (sm_100a for B200, sm_90a for H100), matching the CUDA 13 torch wheels.
+CUDA_IMAGE = "nvidia/cuda:13.0.2-devel-ubuntu24.04"
+PYTHON_VERSION = "3.11"
+#: pyproject extras installed in the image: every solution's dependencies and CUPTI.
+IMAGE_EXTRAS = ("triton", "cuda", "cutedsl", "flashinfer", "fla", "cupti")
+DEFAULT_GPU = "B200"  # the contest's GPU
+TIMEOUT_S = 3 * 3600  # one solution on one set, compilation included
+SETUP_HINT = "pip install 'gdn-decode-bench[modal]' && modal token new"
+REFERENCE_SOLUTION = "pt-reference"
+
+
+def image_packages(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
+    """pyproject's ``[project.dependencies]`` then the ``IMAGE_EXTRAS``
+    extras, each requirement once (apache-tvm-ffi is in two extras)."""
+    project = tomllib.loads(Path(pyproject).read_text())["project"]
+    packages = list(project["dependencies"])
+    for extra in IMAGE_EXTRAS:
+        packages += project["optional-dependencies"][extra]
+    return list(dict.fromkeys(packages))
+
+
+# ------------------------------------------------------------ remote side
+
+
+def harness_argv(algo: str, workloads: str, tiers: str = "", options: str = "") -> list[str]:
+    """The run_local.py command line these arguments stand for."""
+    return ["--algo", algo, "--workloads", workloads, *(["--tiers", tiers] if tiers else []), *shlex.split(options)]
+
+
+def evaluate_remote(algo: str, workloads: str, tiers: str = "", options: str = "",
+                    results_dir: Path | None = None) -> dict:
+    """Body of the Modal function, a plain function so that it also runs in
+    process: one ``run_benchmark`` exactly as run_local.py would run it.
+
+    Returns ``{"run_id", "run" (run.json's data), "traces"}``.
+    """
+    from harness.cli import build_parser, config_from_args, run_from_args
+
+    results = Path(results_dir) if results_dir else Path(tempfile.mkdtemp(prefix="gdn-results-"))
+    args = build_parser().parse_args(harness_argv(algo, workloads, tiers, options) + ["--results", str(results)])
+    result = run_from_args(args, config_from_args(args))
+    return {"run_id": result.run_dir.name, "run": json.loads((result.run_dir / "run.json").read_text()),
+            "traces": result.traces}
+
+
+# ------------------------------------------------------------- local side
+
+
+def merge_results(results: list[dict], algo: str, gpu: str) -> tuple[str, dict, list[dict]]:
+    """One run out of the containers' runs: (run id, run.json data, traces).
+
+    The copy floor is kept from one container (the one that ran pt-reference,
+    else the first), and the copy-floor multiples and speedups vs pt-reference
+    are filled in again by the harness's own TraceAnnotator, in the order a
+    local run produces them: floor, pt-reference, the other solutions.
+    """
+    from harness.environment import git_commit
+    from harness.orchestrate import TraceAnnotator
+    from harness.run import COPY_FLOOR
+
+    holder = next((r for r in results if REFERENCE_SOLUTION in r["run"].get("solutions", [])), results[0])
+    floors = [t for t in holder["traces"] if t["solution"] == COPY_FLOOR]
+    others = [t for r in results for t in r["traces"] if t["solution"] != COPY_FLOOR]
+    others.sort(key=lambda t: t["solution"] != REFERENCE_SOLUTION)  # stable: keeps each container's order
+    annotator = TraceAnnotator()
+    traces = [annotator.annotate(t) for t in floors + others]
+    run = dict(holder["run"], algo=algo, git_commit=git_commit(),  # the containers have no .git
+               solutions=list(dict.fromkeys(s for r in results for s in r["run"].get("solutions", []))),
+               modal={"gpu": gpu, "container_runs": [r["run_id"] for r in results]})
+    # run ids start with the UTC start time: the earliest container names the run
+    return min(r["run_id"] for r in results), run, traces
+
+
+def write_run_files(results_dir: Path, run_id: str, run: dict, traces: list[dict]):
+    """``<results_dir>/runs/<run_id>/`` with run.json, traces.jsonl and
+    summary.csv, in run_local.py's formats. Returns (run folder, summary frame)."""
+    from harness.report import write_summary
+
+    run_dir = Path(results_dir) / "runs" / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "run.json").write_text(json.dumps(run, indent=2) + "\n")
+    (run_dir / "traces.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))
+    return run_dir, write_summary(traces, run_dir / "summary.csv")
+
+
+def collect(outputs: list, names: list[str], algo: str, gpu: str, results_dir: Path) -> Path | None:
+    """Write the containers' results (exceptions reported, one line each),
+    print the table, rebuild the leaderboard. None if no container returned."""
+    from harness.leaderboard import write_leaderboard
+    from harness.report import print_table
+
+    results = []
+    for name, output in zip(names, outputs):
+        if isinstance(output, BaseException):
+            print(f"error: {name}: the container failed: {type(output).__name__}: {output}", file=sys.stderr)
+        else:
+            results.append(output)
+    if not results:
+        return None
+    run_dir, frame = write_run_files(results_dir, *merge_results(results, algo, gpu))
+    print_table(frame)
+    print(f"traces: {run_dir / 'traces.jsonl'}\nsummary: {run_dir / 'summary.csv'}\n"
+          f"leaderboard: {write_leaderboard(results_dir)}")
+    return run_dir
+
+
+def run_on_modal(evaluate, algo: str, workloads: str, tiers: str, gpu: str, options: str,
+                 results_dir: Path) -> int:
+    """Check the arguments here (before paying for GPUs), then one container
+    per solution in parallel; returns the exit code."""
+    from harness.cli import build_parser, parse_tiers
+    from harness.orchestrate import select_solutions
+
+    build_parser().parse_args(harness_argv(algo, workloads, tiers, options))  # exits on a bad option
+    try:
+        if tiers:
+            parse_tiers(tiers, "cuda")
+        names = [path.name for path in select_solutions(algo)]
+    except Exception as exc:  # unknown tier or solution: a message, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    function = evaluate if gpu == DEFAULT_GPU else evaluate.with_options(gpu=gpu)
+    print(f"{len(names)} container(s) on {gpu}: {', '.join(names)}")
+    outputs = list(function.starmap([(n, workloads, tiers, options) for n in names], return_exceptions=True))
+    return 0 if collect(outputs, names, algo, gpu, results_dir) else 1
+
+
+# ------------------------------------------------------------- Modal app
+
+
+def credentials_problem() -> str | None:
+    """Why Modal cannot be used from here (one line, with what to do), or None."""
+    if modal is None:
+        return f"run_modal.py needs the modal package: {SETUP_HINT}"
+    from modal.config import config
+
+    def setting(key: str):
+        try:
+            return config.get(key)
+        except KeyError:  # a setting this modal version does not know
+            return None
+
+    if (setting("token_id") and setting("token_secret")) or setting("oauth_refresh_token"):
+        return None
+    return f"no Modal credentials on this machine: run `modal token new` (setup: {SETUP_HINT})"
+
+
+def build_image():
+    """CUDA devel image + pyproject's dependencies + this repository's code.
+    The code is added last and mounted at start-up, so editing a solution does
+    not rebuild the image; it lands under /root as in the repository, so
+    harness.paths finds solutions/ and workloads/ there."""
+    return (modal.Image.from_registry(CUDA_IMAGE, add_python=PYTHON_VERSION)
+            .apt_install("build-essential")  # host compiler for nvcc and Triton's launchers
+            .pip_install(*image_packages())
+            .env({"CUDA_HOME": "/usr/local/cuda"})
+            .add_local_file(REPO_ROOT / "pyproject.toml", "/root/pyproject.toml")
+            .add_local_dir(REPO_ROOT / "workloads", "/root/workloads")
+            .add_local_dir(REPO_ROOT / "solutions", "/root/solutions", ignore=["**/__pycache__", "**/*.pyc"])
+            .add_local_python_source("harness"))
+
+
+def _under_modal_cli() -> bool:
+    """True when ``modal run`` (or ``python -m modal run``) is importing this file here."""
+    program = Path(sys.argv[0])
+    return program.name == "modal" or program.parent.name == "modal"
+
+
+if modal is not None:
+    if _under_modal_cli() and "--help" not in sys.argv and modal.is_local() and credentials_problem():
+        # modal would fail later with a traceback; say what to do instead
+        print(f"error: {credentials_problem()}", file=sys.stderr)
+        raise SystemExit(1)
+
+    app = modal.App(APP_NAME)
+
+    @app.function(image=build_image(), gpu=DEFAULT_GPU, timeout=TIMEOUT_S)
+    def evaluate(algo: str, workloads: str, tiers: str, options: str) -> dict:
+        return evaluate_remote(algo, workloads, tiers, options)
+
+    @app.local_entrypoint()
+    def main(algo: str = "all", workloads: str = "contest-v1", tiers: str = "", gpu: str = DEFAULT_GPU,
+             options: str = "", results: str = "results"):
+        code = run_on_modal(evaluate, algo, workloads, tiers, gpu, options, REPO_ROOT / results)
+        if code:
+            raise SystemExit(code)
+
+
+def standalone_main() -> int:
+    """``python run_modal.py``: say how to run this file."""
+    problem = credentials_problem()
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
+    print("start it with Modal's CLI: modal run run_modal.py [--algo NAME|all] [--workloads SET] "
+          "[--tiers cupti,events,sync] [--gpu B200] [--options='...run_local.py options...']", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(standalone_main())

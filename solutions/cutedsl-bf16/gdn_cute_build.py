@@ -1,0 +1,162 @@
+"""Host side: launch configuration, compilation and the compiled-kernel cache.
+
+Kernels are compiled ahead of the first call from *fake* tensors (shapes,
+dtypes, alignment; no data, no GPU needed to compile) with the TVM-FFI
+calling convention, so the compiled function takes torch tensors directly and
+reads the current torch stream itself: no Python-side DLPack conversion, no
+host allocation and no stream query on the hot path (TVM-FFI checks the
+tensors' shapes, dtypes, devices and alignment in C++ on every call).
+
+What a compiled kernel depends on, and so its cache key (:class:`KernelKey`):
+the state dtype, the head counts H and HV, the head sizes K and V, the tile
+height ``tile_v`` and the rows per pipeline stage, and the target arch. The
+batch size is a *dynamic* extent (one kernel serves every B; only the launch
+grid depends on it) and ``scale`` is a runtime argument, so neither is in the
+key. There is no q/k L2-normalization option: this definition has none.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+import cutlass
+import cutlass.cute as cute
+import torch
+
+# Imported eagerly: the harness removes the solution folder from sys.path
+# once the entry module is loaded, so a lazy import would fail at first run.
+from gdn_cute_kernel import THREADS, gdn_decode_launch
+
+SUPPORTED_STATE_DTYPES = (torch.float32, torch.bfloat16)
+#: tile heights the heuristic picks from (rows of V per CTA), largest first
+TILE_CHOICES = (64, 32, 16, 8)
+#: launch at least this many CTAs per SM where the tile height allows it
+MIN_CTAS_PER_SM = 2
+MAX_ROWS_PER_STAGE = 4
+DEFAULT_ARCH = "sm_90a"
+
+
+@dataclass(frozen=True)
+class KernelKey:
+    """Everything a compiled kernel is specialized on."""
+
+    state_dtype: torch.dtype
+    num_q_heads: int
+    num_v_heads: int
+    head_k: int
+    head_v: int
+    tile_v: int
+    rows_per_stage: int
+    arch: str
+
+
+def _state_bits(dtype: torch.dtype) -> int:
+    return torch.finfo(dtype).bits
+
+
+def lanes_per_row(head_k: int, state_dtype: torch.dtype) -> int:
+    """Threads sharing one V row: K / (16 bytes of state elements)."""
+    return head_k * _state_bits(state_dtype) // 128
+
+
+def row_groups(head_k: int, state_dtype: torch.dtype) -> int:
+    """Rows a CTA works on at once (one per group of ``lanes_per_row`` threads)."""
+    return THREADS // lanes_per_row(head_k, state_dtype)
+
+
+def validate_shapes(num_q_heads: int, num_v_heads: int, head_k: int, head_v: int, state_dtype: torch.dtype) -> None:
+    """Raise ValueError for a problem shape this kernel design cannot serve."""
+    if state_dtype not in SUPPORTED_STATE_DTYPES:
+        raise ValueError(f"state dtype must be one of {SUPPORTED_STATE_DTYPES}, got {state_dtype}")
+    if num_q_heads <= 0 or num_v_heads % num_q_heads:
+        raise ValueError(f"HV ({num_v_heads}) must be a positive multiple of H ({num_q_heads})")
+    lanes = lanes_per_row(head_k, state_dtype)
+    if head_k * _state_bits(state_dtype) % 128 or lanes < 1 or lanes > 32 or lanes & (lanes - 1):
+        raise ValueError(f"K={head_k} must give a power-of-two lanes per row <= 32 "
+                         f"(K * bits / 128), got {lanes}")
+    if not valid_tiles(head_v, head_k, state_dtype):
+        raise ValueError(f"no tile height in {TILE_CHOICES} divides V={head_v} and is a multiple of "
+                         f"{row_groups(head_k, state_dtype)} row groups")
+
+
+def valid_tiles(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[int]:
+    """Tile heights (largest first) that divide V and give every row group whole rows."""
+    groups = row_groups(head_k, state_dtype)
+    return [t for t in TILE_CHOICES if head_v % t == 0 and t % groups == 0]
+
+
+def choose_tile_v(batch: int, num_v_heads: int, head_k: int, head_v: int, state_dtype: torch.dtype,
+                  num_sms: int) -> int:
+    """Tile height: the largest that still launches ``MIN_CTAS_PER_SM`` CTAs
+    per SM, else the smallest valid one (small batches need many CTAs to pull
+    the state through enough SMs; large ones want fewer, longer pipelines)."""
+    validate_shapes(1, num_v_heads, head_k, head_v, state_dtype)
+    valid = valid_tiles(head_v, head_k, state_dtype)
+    for tile in valid:
+        if batch * num_v_heads * (head_v // tile) >= MIN_CTAS_PER_SM * num_sms:
+            return tile
+    return valid[-1]
+
+
+def rows_per_stage(tile_v: int, head_k: int, state_dtype: torch.dtype) -> int:
+    """Rows one thread processes per pipeline stage (independent work for ILP)."""
+    return min(tile_v // row_groups(head_k, state_dtype), MAX_ROWS_PER_STAGE)
+
+
+def target_arch() -> str:
+    """``CUTE_DSL_ARCH`` if set, else the current CUDA device's ``sm_XYa``, else sm_90a."""
+    env = os.environ.get("CUTE_DSL_ARCH")
+    if env:
+        return env
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        return f"sm_{major}{minor}{'a' if major >= 9 else ''}"
+    return DEFAULT_ARCH
+
+
+def _fake_tensors(key: KernelKey):
+    """Fake cute tensors for the 10 tensor arguments, sharing one dynamic batch extent."""
+    state_type = cutlass.Float32 if key.state_dtype == torch.float32 else cutlass.BFloat16
+    batch = cute.sym_int()
+
+    def fake(dtype, shape, align=16):
+        # Row-major compact (torch contiguous); only mode 0 (batch) is dynamic.
+        return cute.runtime.make_fake_compact_tensor(dtype, shape, stride_order=tuple(reversed(range(len(shape)))),
+                                                     assumed_align=align)
+
+    h, hv, dk, dv = key.num_q_heads, key.num_v_heads, key.head_k, key.head_v
+    return dict(
+        q=fake(cutlass.BFloat16, (batch, 1, h, dk)),
+        k=fake(cutlass.BFloat16, (batch, 1, h, dk)),
+        v=fake(cutlass.BFloat16, (batch, 1, hv, dv)),
+        state_in=fake(state_type, (batch, hv, dv, dk)),
+        state_out=fake(state_type, (batch, hv, dv, dk)),
+        A_log=fake(cutlass.Float32, (hv,), 4),
+        a=fake(cutlass.BFloat16, (batch, 1, hv), 2),
+        dt_bias=fake(cutlass.Float32, (hv,), 4),
+        b=fake(cutlass.BFloat16, (batch, 1, hv), 2),
+        out=fake(cutlass.BFloat16, (batch, 1, hv, dv)),
+    )
+
+
+@lru_cache(maxsize=None)
+def compile_kernel(key: KernelKey):
+    """Compile (once per key) and return the TVM-FFI callable.
+
+    The callable's arguments: ``(q, k, v, state_in, state_out, A_log, a,
+    dt_bias, b, out, scale)`` as torch tensors plus a Python float; it
+    launches on the current torch CUDA stream.
+
+    Raises:
+        ValueError: a shape this design cannot serve.
+        Exception: whatever the CuTe DSL compiler raises (left unwrapped so
+            its diagnostics reach the caller).
+    """
+    validate_shapes(key.num_q_heads, key.num_v_heads, key.head_k, key.head_v, key.state_dtype)
+    args = _fake_tensors(key)
+    stream = cute.runtime.make_fake_stream(use_tvm_ffi_env_stream=True)
+    return cute.compile(gdn_decode_launch, *args.values(), cutlass.Float32(1.0), stream,
+                        key.tile_v, key.rows_per_stage,
+                        options=f"--gpu-arch {key.arch} --enable-tvm-ffi")

@@ -1,0 +1,233 @@
+"""Device code: the GDN decode step as a CuTe DSL kernel (k-last state).
+
+Work split. One CTA of 128 threads updates ``tile_v`` consecutive V rows of
+one ``(sequence, v-head)`` state tile ``S[V, K]``. A *row group* of
+``lanes = K / vec`` threads owns one V row at a time, each lane ``vec``
+consecutive K elements, where ``vec`` is 16 bytes of state (4 fp32 or 8 bf16):
+every state access is one 128-bit load or store, and a warp touches 512
+contiguous bytes per access. fp32 state: 4 row groups of 32 lanes; bf16
+state: 8 row groups of 16 lanes (two rows per warp).
+
+Pipeline. Each thread first issues ``cp.async`` (16 B, L2-only) copies of
+*every* state row it will own into shared memory, in ``stages`` commit
+groups, then computes the gates, loads q/k/v and forms ``k.q`` while those
+copies are in flight, and finally processes stage after stage, waiting
+only for the stage it needs (``cp.async.wait_group``). A thread reads back
+exactly the shared-memory bytes it copied itself, so no CTA barrier is
+needed, and a warp's 128-bit shared reads are contiguous (no bank
+conflicts). Shared memory, rather than registers, holds the in-flight tile
+so that the whole tile can be in flight at a small register cost.
+
+Math per row ``r`` (fp32), with ``s`` the row before the decay:
+``u = g (s.k)``, ``d = beta (v_r - u)``, ``s' = g s + d k``,
+``o_r = scale (g (s.q) + d (k.q))`` (= ``scale * s'.q``). Both dot
+products read the *loaded* row, so their two warp-shuffle reductions are
+independent and interleave (no second pass over the row after the update).
+"""
+
+from __future__ import annotations
+
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.nvgpu import cpasync
+
+THREADS = 128
+WARP_SIZE = 32
+VEC_BYTES = 16  # one cp.async / LDG.128 / STG.128 per lane and row
+
+
+def vec_elems(state_bits: int) -> int:
+    """State elements per lane and row: 16 bytes' worth."""
+    return VEC_BYTES * 8 // state_bits
+
+
+@cute.jit
+def group_sum(values: cute.Tensor, lanes: cutlass.Constexpr[int]):
+    """Sum each entry of the rmem fragment ``values`` over a row group.
+
+    A butterfly over ``lanes`` consecutive lanes (a power of two dividing
+    32): afterwards every lane of the group holds the group's sums. The
+    entries are reduced in an interleaved order so that the shuffles of
+    independent values overlap.
+    """
+    num_steps: cutlass.Constexpr[int] = lanes.bit_length() - 1
+    for step in cutlass.range_constexpr(num_steps):
+        offset: cutlass.Constexpr[int] = lanes >> (step + 1)
+        for i in cutlass.range_constexpr(cute.size(values)):
+            values[i] = values[i] + cute.arch.shuffle_sync_bfly(values[i], offset=offset)
+
+
+@cute.jit
+def decay_and_beta(A_log_h: cutlass.Float32, a_x: cutlass.Float32, dt_bias_h: cutlass.Float32,
+                   b_x: cutlass.Float32):
+    """``g = exp(-exp(A_log) * softplus(a + dt_bias))`` and ``beta = sigmoid(b)``.
+
+    softplus is written as ``max(x, 0) + log1p(exp(-|x|))``: accurate for
+    every x and never overflows. Every thread evaluates the gates itself (a
+    few dozen instructions, once per CTA), which is cheaper than a
+    shared-memory broadcast and its barrier.
+    """
+    x = a_x + dt_bias_h
+    softplus = cute.math.max(x, cutlass.Float32(0.0)) + cute.math.log1p(cute.math.exp(-cute.math.abs(x)))
+    g = cute.math.exp(-cute.math.exp(A_log_h) * softplus)
+    beta = cutlass.Float32(1.0) / (cutlass.Float32(1.0) + cute.math.exp(-b_x))
+    return g, beta
+
+
+@cute.jit
+def lane_slice(rows: cute.Tensor, row, lane, vec: cutlass.Constexpr[int]):
+    """Rank-1 view of the ``vec`` elements of row ``row`` that lane ``lane`` owns.
+
+    Rank 1 on purpose: ``cute.copy`` takes mode 0 as the atom's vector, so a
+    ``(1, vec)`` tile would turn into ``vec`` overlapping 16-byte copies.
+    """
+    return cute.local_tile(rows[(row, None)], (vec,), (lane,))
+
+
+@cute.jit
+def load_vec_f32(src: cute.Tensor, dst: cute.Tensor, staging: cute.Tensor):
+    """Vector-load ``src`` (any float dtype) through ``staging`` into fp32 ``dst``."""
+    cute.autovec_copy(src, staging)
+    dst.store(staging.load().to(cutlass.Float32))
+
+
+@cute.jit
+def store_vec(src: cute.Tensor, dst: cute.Tensor, staging: cute.Tensor):
+    """Round fp32 ``src`` to ``staging``'s dtype (nearest-even) and vector-store it to ``dst``."""
+    staging.store(src.load().to(staging.element_type))
+    cute.autovec_copy(staging, dst)
+
+
+@cute.kernel
+def gdn_decode_kernel(
+    copy_atom: cute.CopyAtom,
+    q: cute.Tensor,  # [B, 1, H, K] bf16
+    k: cute.Tensor,  # [B, 1, H, K] bf16
+    v: cute.Tensor,  # [B, 1, HV, V] bf16
+    state_in: cute.Tensor,  # [B, HV, V, K] fp32 or bf16
+    state_out: cute.Tensor,  # [B, HV, V, K], same dtype; may alias state_in
+    A_log: cute.Tensor,  # [HV] fp32
+    a: cute.Tensor,  # [B, 1, HV] bf16
+    dt_bias: cute.Tensor,  # [HV] fp32
+    b: cute.Tensor,  # [B, 1, HV] bf16
+    out: cute.Tensor,  # [B, 1, HV, V] bf16
+    scale: cutlass.Float32,
+    num_q_heads: cutlass.Constexpr[int],
+    num_v_heads: cutlass.Constexpr[int],
+    head_k: cutlass.Constexpr[int],
+    head_v: cutlass.Constexpr[int],
+    tile_v: cutlass.Constexpr[int],
+    rows_per_stage: cutlass.Constexpr[int],
+):
+    """One CTA: rows ``[chunk*tile_v, (chunk+1)*tile_v)`` of one state tile."""
+    vec: cutlass.Constexpr[int] = vec_elems(state_in.element_type.width)
+    lanes: cutlass.Constexpr[int] = head_k // vec
+    groups: cutlass.Constexpr[int] = THREADS // lanes
+    rows_per_thread: cutlass.Constexpr[int] = tile_v // groups
+    stages: cutlass.Constexpr[int] = rows_per_thread // rows_per_stage
+    chunks: cutlass.Constexpr[int] = head_v // tile_v
+    group_size: cutlass.Constexpr[int] = num_v_heads // num_q_heads
+
+    tidx, _, _ = cute.arch.thread_idx()
+    cta, _, _ = cute.arch.block_idx()
+    group = tidx // lanes
+    lane = tidx % lanes
+    chunk = cta % chunks
+    i_hv = (cta // chunks) % num_v_heads
+    i_n = cta // (chunks * num_v_heads)
+    i_h = i_hv // group_size
+    row0 = chunk * tile_v
+
+    smem = cutlass.memory.SmemAllocator()
+    s_tile = smem.allocate_tensor(state_in.element_type, cute.make_layout((tile_v, head_k), stride=(head_k, 1)), 16)
+    g_in = state_in[(i_n, i_hv, None, None)]  # (V, K)
+    g_out = state_out[(i_n, i_hv, None, None)]
+
+    # 1. Put the whole tile in flight: one commit group per stage. Local row
+    #    of (stage s, slot j) is (s*rows_per_stage + j)*groups + group, so
+    #    neighbouring groups (and warps) take neighbouring rows.
+    for s in cutlass.range_constexpr(stages):
+        for j in cutlass.range_constexpr(rows_per_stage):
+            row = (s * rows_per_stage + j) * groups + group
+            cute.copy(copy_atom, lane_slice(g_in, row0 + row, lane, vec), lane_slice(s_tile, row, lane, vec))
+        cute.arch.cp_async_commit_group()
+
+    # 2. While the state streams in: gates, q/k slices, v entries, k.q.
+    g, beta = decay_and_beta(cutlass.Float32(A_log[i_hv]), cutlass.Float32(a[(i_n, 0, i_hv)]),
+                             cutlass.Float32(dt_bias[i_hv]), cutlass.Float32(b[(i_n, 0, i_hv)]))
+    r_q = cute.make_rmem_tensor(cute.make_layout((vec,)), cutlass.Float32)
+    r_k = cute.make_rmem_tensor(cute.make_layout((vec,)), cutlass.Float32)
+    qk_staging = cute.make_rmem_tensor(cute.make_layout((vec,)), q.element_type)
+    load_vec_f32(cute.local_tile(q, (1, 1, 1, vec), (i_n, 0, i_h, lane)), r_q, qk_staging)
+    load_vec_f32(cute.local_tile(k, (1, 1, 1, vec), (i_n, 0, i_h, lane)), r_k, qk_staging)
+    r_v = cute.make_rmem_tensor(cute.make_layout((rows_per_thread,)), cutlass.Float32)
+    for t in cutlass.range_constexpr(rows_per_thread):
+        r_v[t] = cutlass.Float32(v[(i_n, 0, i_hv, row0 + t * groups + group)])
+    kq = cute.make_rmem_tensor(cute.make_layout((1,)), cutlass.Float32)
+    kq[0] = cutlass.Float32(0.0)
+    for e in cutlass.range_constexpr(vec):
+        kq[0] = kq[0] + r_k[e] * r_q[e]
+    group_sum(kq, lanes)
+
+    # 3. Stage by stage: wait for its rows, reduce, update, store.
+    r_s = cute.make_rmem_tensor(cute.make_layout((rows_per_stage, vec), stride=(vec, 1)), cutlass.Float32)
+    s_staging = cute.make_rmem_tensor(cute.make_layout((vec,)), state_in.element_type)
+    dots = cute.make_rmem_tensor(cute.make_layout((2 * rows_per_stage,)), cutlass.Float32)
+    for s in cutlass.range_constexpr(stages):
+        cute.arch.cp_async_wait_group(stages - 1 - s)
+        for j in cutlass.range_constexpr(rows_per_stage):
+            row = (s * rows_per_stage + j) * groups + group
+            load_vec_f32(lane_slice(s_tile, row, lane, vec), r_s[(j, None)], s_staging)
+            dots[2 * j] = cutlass.Float32(0.0)
+            dots[2 * j + 1] = cutlass.Float32(0.0)
+            for e in cutlass.range_constexpr(vec):
+                dots[2 * j] = dots[2 * j] + r_s[(j, e)] * r_k[e]
+                dots[2 * j + 1] = dots[2 * j + 1] + r_s[(j, e)] * r_q[e]
+        group_sum(dots, lanes)
+        for j in cutlass.range_constexpr(rows_per_stage):
+            row = (s * rows_per_stage + j) * groups + group
+            delta = beta * (r_v[s * rows_per_stage + j] - g * dots[2 * j])
+            for e in cutlass.range_constexpr(vec):
+                r_s[(j, e)] = g * r_s[(j, e)] + delta * r_k[e]
+            store_vec(r_s[(j, None)], lane_slice(g_out, row0 + row, lane, vec), s_staging)
+            if lane == 0:
+                o = scale * (g * dots[2 * j + 1] + delta * kq[0])
+                out[(i_n, 0, i_hv, row0 + row)] = o.to(cutlass.BFloat16)
+
+
+@cute.jit
+def gdn_decode_launch(
+    q: cute.Tensor,
+    k: cute.Tensor,
+    v: cute.Tensor,
+    state_in: cute.Tensor,
+    state_out: cute.Tensor,
+    A_log: cute.Tensor,
+    a: cute.Tensor,
+    dt_bias: cute.Tensor,
+    b: cute.Tensor,
+    out: cute.Tensor,
+    scale: cutlass.Float32,
+    stream,
+    tile_v: cutlass.Constexpr[int],
+    rows_per_stage: cutlass.Constexpr[int],
+):
+    """Host side: build the cp.async atom and launch ``B * HV * V/tile_v`` CTAs.
+
+    Head counts and sizes are static in the tensor types (compiled in); the
+    batch size is the dynamic extent of ``q``'s first mode.
+    """
+    num_q_heads: cutlass.Constexpr[int] = q.shape[2]
+    head_k: cutlass.Constexpr[int] = q.shape[3]
+    num_v_heads: cutlass.Constexpr[int] = v.shape[2]
+    head_v: cutlass.Constexpr[int] = v.shape[3]
+    elem_bytes: cutlass.Constexpr[int] = state_in.element_type.width // 8
+    # cp.async.cg: 16 bytes straight to shared memory, cached in L2 only (the
+    # state is touched once, L1 would only be polluted).
+    copy_atom = cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL),
+                                    state_in.element_type, num_bits_per_copy=VEC_BYTES * 8)
+    batch = q.shape[0]
+    grid = batch * num_v_heads * (head_v // tile_v)
+    gdn_decode_kernel(copy_atom, q, k, v, state_in, state_out, A_log, a, dt_bias, b, out, scale,
+                      num_q_heads, num_v_heads, head_k, head_v, tile_v, rows_per_stage).launch(
+        grid=(grid, 1, 1), block=(THREADS, 1, 1), smem=tile_v * head_k * elem_bytes + 128, stream=stream)

@@ -1,0 +1,186 @@
+"""CPU tests of the cutedsl-bf16 solution: metadata, launch heuristics, and
+compilation to sm_90a without a GPU (the CuTe DSL compiles fake tensors all
+the way to a cubin on the CPU; only *running* needs a GPU).
+
+The PTX checks pin the design's invariants (one 16-byte cp.async, one
+128-bit shared load and one 128-bit global store per owned row, one commit
+group per stage, no CTA barrier, the expected number of warp shuffles), which
+is what broke once already: a ``(1, vec)`` tile turned each row copy into
+``vec`` overlapping 16-byte copies.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.solutions import load_meta
+
+REPO = Path(__file__).resolve().parent.parent
+SOLUTION = REPO / "solutions" / "cutedsl-bf16"
+HAVE_CUTLASS = importlib.util.find_spec("cutlass") is not None
+needs_cutlass = pytest.mark.skipif(not HAVE_CUTLASS, reason="nvidia-cutlass-dsl (module 'cutlass') not installed")
+
+
+@pytest.fixture(scope="module")
+def build():
+    """The solution's build module, imported from its folder."""
+    if not HAVE_CUTLASS:
+        pytest.skip("nvidia-cutlass-dsl (module 'cutlass') not installed")
+    sys.path.insert(0, str(SOLUTION))
+    try:
+        import gdn_cute_build
+    finally:
+        sys.path.remove(str(SOLUTION))
+    return gdn_cute_build
+
+
+def test_metadata():
+    meta = load_meta(SOLUTION)
+    assert meta.language == "cutedsl" and meta.gpu_only and not meta.inplace_state
+    assert meta.state_dtypes == ("float32", "bfloat16")
+    tol = meta.tolerances["bfloat16"]
+    assert tol.rtol == 2.0**-5 and tol.atol == 0.75  # docs/bf16-state-tolerance.md
+    assert "cutlass" in meta.packages and "tvm_ffi" in meta.packages
+
+
+@needs_cutlass
+def test_tile_heuristic(build):
+    """Small batches get short tiles (more CTAs), large batches tall ones."""
+    choose = lambda batch, dtype: build.choose_tile_v(batch, 8, 128, 128, dtype, num_sms=132)  # noqa: E731
+    assert choose(1, torch.float32) == 8
+    assert choose(64, torch.float32) == 64
+    assert choose(1, torch.bfloat16) == 8
+    tiles = [choose(b, torch.float32) for b in (1, 2, 4, 8, 16, 32, 64, 512)]
+    assert tiles == sorted(tiles)
+    for dtype in (torch.float32, torch.bfloat16):
+        for b in (1, 4, 64):
+            tile = choose(b, dtype)
+            assert tile % build.row_groups(128, dtype) == 0 and 128 % tile == 0
+
+
+@needs_cutlass
+def test_lanes_and_groups(build):
+    assert build.lanes_per_row(128, torch.float32) == 32 and build.row_groups(128, torch.float32) == 4
+    assert build.lanes_per_row(128, torch.bfloat16) == 16 and build.row_groups(128, torch.bfloat16) == 8
+
+
+@needs_cutlass
+@pytest.mark.parametrize("args, match", [
+    ((4, 6, 128, 128, torch.float32), "multiple of H"),
+    ((4, 8, 96, 128, torch.float32), "power-of-two"),
+    ((4, 8, 128, 128, torch.float16), "state dtype"),
+    ((4, 8, 128, 100, torch.float32), "tile height"),
+])
+def test_validate_shapes_rejects(build, args, match):
+    with pytest.raises(ValueError, match=match):
+        build.validate_shapes(*args)
+
+
+@needs_cutlass
+def test_cache_key_covers_shape_parameters(build):
+    """Every codegen parameter is a field of the key (the reviewed FlashInfer
+    kernel keyed on (T, B) only); the batch size is dynamic, not keyed."""
+    fields = set(build.KernelKey.__dataclass_fields__)
+    assert {"state_dtype", "num_q_heads", "num_v_heads", "head_k", "head_v", "tile_v", "rows_per_stage",
+            "arch"} == fields
+
+
+@needs_cutlass
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("tile", [8, 64])
+def test_compiles_for_sm90a(build, dtype, tile):
+    key = build.KernelKey(dtype, 4, 8, 128, 128, tile, build.rows_per_stage(tile, 128, dtype), "sm_90a")
+    compiled = build.compile_kernel(key)
+    assert compiled is not None
+    assert build.compile_kernel(key) is compiled  # cached
+
+
+_PTX_SCRIPT = textwrap.dedent("""
+    import json, sys, torch
+    sys.path.insert(0, sys.argv[1])
+    import gdn_cute_build as build
+    out = {}
+    for name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
+        for tile in (8, 32, 64):
+            rps = build.rows_per_stage(tile, 128, dtype)
+            key = build.KernelKey(dtype, 4, 8, 128, 128, tile, rps, "sm_90a")
+            ptx = build.compile_kernel(key).artifacts.PTX  # the text, or the path of a dump
+            out[f"{name}-{tile}"] = ptx if chr(10) in ptx else open(ptx).read()
+    json.dump(out, sys.stdout)
+""")
+
+
+@pytest.fixture(scope="module")
+def ptx_texts(tmp_path_factory):
+    """PTX of six variants, compiled in a fresh process (PTX dumping is set
+    by environment variables read when the DSL starts)."""
+    if not HAVE_CUTLASS:
+        pytest.skip("nvidia-cutlass-dsl (module 'cutlass') not installed")
+    dump = tmp_path_factory.mktemp("ptx")
+    env = dict(os.environ, CUTE_DSL_KEEP="ptx", CUTE_DSL_DUMP_DIR=str(dump), CUTE_DSL_DISABLE_FILE_CACHING="1",
+               CUTE_DSL_NO_CACHE="1")
+    proc = subprocess.run([sys.executable, "-c", _PTX_SCRIPT, str(SOLUTION)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout)
+
+
+@needs_cutlass
+@pytest.mark.parametrize("variant", ["float32-8", "float32-32", "float32-64", "bfloat16-8", "bfloat16-32",
+                                     "bfloat16-64"])
+def test_ptx_invariants(ptx_texts, variant):
+    name, tile = variant.split("-")
+    tile = int(tile)
+    lanes = 32 if name == "float32" else 16
+    rows = tile // (128 // lanes)  # rows each thread owns
+    stages = rows // min(rows, 4)
+    ptx = ptx_texts[variant]
+    copies = [line for line in ptx.splitlines() if "cp.async.cg.shared.global" in line]
+    assert len(copies) == rows and all(line.rstrip().endswith("16, 16;") for line in copies)
+    assert ptx.count("cp.async.commit_group") == stages
+    assert ptx.count("cp.async.wait_group") == stages
+    assert ptx.count("ld.shared.v4.b32") == rows
+    assert ptx.count("st.global.v4.b32") == rows
+    assert "bar.sync" not in ptx and "barrier.sync" not in ptx
+    assert ptx.count("shfl.sync.bfly") == (2 * rows + 1) * int(math.log2(lanes))
+    assert ptx.count("cvt.rn.bf16") >= rows  # bf16 output rounding (and bf16 state stores)
+
+
+@pytest.fixture(scope="module")
+def solution_module():
+    """The solution's entry module, loaded the way the harness loads it."""
+    if not HAVE_CUTLASS:
+        pytest.skip("nvidia-cutlass-dsl (module 'cutlass') not installed")
+    from harness.solutions import load_module
+
+    return load_module(load_meta(SOLUTION))
+
+
+def _cpu_inputs(state_dtype, batch=3):
+    return {"q": torch.zeros(batch, 1, 4, 128, dtype=torch.bfloat16), "v": torch.zeros(batch, 1, 8, 128),
+            "state": torch.zeros(batch, 8, 128, 128, dtype=state_dtype),
+            "new_state": torch.zeros(batch, 8, 128, 128, dtype=state_dtype)}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_kernel_key_from_inputs(solution_module, dtype):
+    key = solution_module.kernel_key(_cpu_inputs(dtype), tile_v=16)
+    assert (key.state_dtype, key.num_q_heads, key.num_v_heads, key.head_k, key.head_v, key.tile_v) == \
+        (dtype, 4, 8, 128, 128, 16)
+
+
+def test_kernel_key_rejects_mixed_state_dtypes(solution_module):
+    inputs = _cpu_inputs(torch.float32)
+    inputs["new_state"] = inputs["new_state"].bfloat16()
+    with pytest.raises(ValueError, match="dtype"):
+        solution_module.kernel_key(inputs, tile_v=16)

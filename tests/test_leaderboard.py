@@ -1,0 +1,174 @@
+"""The leaderboard from synthetic traces written to a temporary results folder.
+
+The helpers ``make_trace`` / ``write_run`` are also used by test_plots.py and
+test_readme_results.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.leaderboard import LEADERBOARD_FILE, build_leaderboard, write_leaderboard
+
+H100 = "NVIDIA H100 80GB HBM3"
+B200 = "NVIDIA B200"
+
+
+def make_trace(solution: str, workload: str, us: dict[str, float | None], batch: int = 1,
+               status: str = "PASSED") -> dict:
+    """A trace in the harness's format with the given µs per tier (None:
+    tier unavailable); a non-PASSED trace carries no performance."""
+    evaluation = {"status": status, "log": "", "environment": {"hardware": "", "libs": {}},
+                  "timestamp": "2026-01-01T00:00:00+00:00"}
+    if status == "PASSED" and us:
+        tiers = {t: ({"available": True, "value_us": v, "median_us": v} if v is not None
+                     else {"available": False, "reason": "not here"}) for t, v in us.items()}
+        headline = next((t for t in ("cupti", "events", "wallclock", "sync") if us.get(t) is not None), None)
+        evaluation["performance"] = {"latency_ms": us[headline] / 1e3 if headline else 0.0,
+                                     "headline_tier": headline, "tiers": tiers}
+    return {"definition": "gdn_decode_qk4_v8_d128_k_last", "solution": solution, "evaluation": evaluation,
+            "workload": {"uuid": workload, "axes": {"batch_size": batch}, "inputs": {}}}
+
+
+def write_run(results: Path, name: str, traces: list[dict], set_name: str = "contest-v1", hardware: str = H100,
+              started: str = "2026-01-01T00:00:00+00:00", commit: str = "abc123") -> Path:
+    """``results/runs/<name>/`` with run.json and traces.jsonl as the harness writes them."""
+    run_dir = results / "runs" / name
+    run_dir.mkdir(parents=True)
+    for t in traces:
+        t["evaluation"]["environment"]["hardware"] = hardware
+    (run_dir / "run.json").write_text(json.dumps({
+        "algo": "all", "workloads": set_name, "environment": {"hardware": hardware, "libs": {}},
+        "git_commit": commit, "started": started}))
+    (run_dir / "traces.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))
+    return run_dir
+
+
+def row(board: pd.DataFrame, solution: str, **where) -> pd.Series:
+    """The one leaderboard row of ``solution`` matching ``where``."""
+    sel = board["solution"] == solution
+    for column, value in where.items():
+        sel &= board[column] == value
+    assert sel.sum() == 1, board[sel]
+    return board[sel].iloc[0]
+
+
+def floor_and_reference(ref_us=(10.0, 20.0), floor_us=(1.0, 1.0), tier="events") -> list[dict]:
+    return [make_trace("copy-floor", f"w{i}", {tier: f}) for i, f in enumerate(floor_us)] + \
+           [make_trace("pt-reference", f"w{i}", {tier: r}) for i, r in enumerate(ref_us)]
+
+
+def test_score_is_arithmetic_mean_of_speedups(tmp_path):
+    traces = floor_and_reference() + [make_trace("fast", "w0", {"events": 5.0}),
+                                      make_trace("fast", "w1", {"events": 5.0})]
+    write_run(tmp_path, "r1", traces)
+    fast = row(build_leaderboard(tmp_path), "fast")
+    assert fast["score"] == pytest.approx(3.0)  # speedups 10/5 = 2 and 20/5 = 4
+    assert (fast["passed"], fast["total"]) == (2, 2)
+    assert fast["median_us"] == pytest.approx(5.0) and fast["geomean_us"] == pytest.approx(5.0)
+    assert fast["x_copy_floor"] == pytest.approx(5.0)
+    assert fast["git_commit"] == "abc123" and fast["date"].startswith("2026-01-01")
+    assert row(build_leaderboard(tmp_path), "pt-reference")["score"] == pytest.approx(1.0)
+    assert "copy-floor" not in set(build_leaderboard(tmp_path)["solution"])
+
+
+def test_failed_workload_scores_zero(tmp_path):
+    traces = floor_and_reference() + [make_trace("half", "w0", {"events": 5.0}),
+                                      make_trace("half", "w1", {}, status="INCORRECT_NUMERICAL")]
+    write_run(tmp_path, "r1", traces)
+    half = row(build_leaderboard(tmp_path), "half")
+    assert half["score"] == pytest.approx(1.0)  # (2 + 0) / 2
+    assert (half["passed"], half["total"]) == (1, 2)
+    assert half["median_us"] == pytest.approx(5.0)
+
+
+def test_workload_without_a_trace_scores_zero(tmp_path):
+    write_run(tmp_path, "r1", floor_and_reference() + [make_trace("cut-short", "w0", {"events": 5.0})])
+    cut = row(build_leaderboard(tmp_path), "cut-short")
+    assert (cut["passed"], cut["total"]) == (1, 2)
+    assert cut["score"] == pytest.approx(1.0)
+
+
+def test_geomean_latency_and_flashinfer_ratio(tmp_path):
+    traces = floor_and_reference() + [
+        make_trace("fi-baseline", "w0", {"events": 8.0}), make_trace("fi-baseline", "w1", {"events": 8.0}),
+        make_trace("fast", "w0", {"events": 4.0}), make_trace("fast", "w1", {"events": 2.0})]
+    write_run(tmp_path, "r1", traces)
+    fast = row(build_leaderboard(tmp_path), "fast")
+    assert fast["geomean_us"] == pytest.approx(math.sqrt(8.0))
+    assert fast["vs_flashinfer"] == pytest.approx(math.sqrt(2.0 * 4.0))
+
+
+def test_other_gpus_and_tiers_are_not_compared(tmp_path):
+    write_run(tmp_path, "h100", floor_and_reference(), hardware=H100)
+    b200 = [make_trace("copy-floor", f"w{i}", {"cupti": 1.0, "events": 1.0}) for i in range(2)] + \
+           [make_trace("fast", f"w{i}", {"cupti": 2.0, "events": 5.0}) for i in range(2)] + \
+           [make_trace("pt-reference", f"w{i}", {"cupti": 100.0, "events": None}) for i in range(2)]
+    write_run(tmp_path, "b200", b200, hardware=B200)
+    board = build_leaderboard(tmp_path)
+    # B200 events: the only events reference is on the H100, so no score
+    assert math.isnan(row(board, "fast", hardware=B200, tier="events")["score"])
+    # B200 cupti: compared with the B200 cupti reference only
+    assert row(board, "fast", hardware=B200, tier="cupti")["score"] == pytest.approx(50.0)
+    assert set(board["hardware"]) == {H100, B200}
+
+
+def test_latest_run_wins_and_reference_falls_back(tmp_path):
+    write_run(tmp_path, "old", floor_and_reference() + [make_trace("fast", f"w{i}", {"events": 5.0})
+                                                        for i in range(2)], started="2026-01-01T00:00:00+00:00")
+    newer = [make_trace("copy-floor", f"w{i}", {"events": 1.0}) for i in range(2)] + \
+            [make_trace("fast", f"w{i}", {"events": 10.0}) for i in range(2)]
+    write_run(tmp_path, "new", newer, started="2026-02-01T00:00:00+00:00", commit="def456")
+    board = build_leaderboard(tmp_path)
+    fast = row(board, "fast")
+    assert fast["run"] == "new" and fast["git_commit"] == "def456"
+    assert fast["median_us"] == pytest.approx(10.0)
+    assert fast["reference_run"] == "old"  # the new run has no pt-reference
+    assert fast["score"] == pytest.approx((1.0 + 2.0) / 2)
+    assert row(board, "pt-reference")["run"] == "old"
+
+
+def test_skipped_only_run_does_not_hide_a_real_one(tmp_path):
+    write_run(tmp_path, "gpu", floor_and_reference() + [make_trace("cuda", "w0", {"events": 1.0})],
+              started="2026-01-01T00:00:00+00:00")
+    write_run(tmp_path, "later", floor_and_reference() + [make_trace("cuda", "w0", {}, status="SKIPPED")],
+              started="2026-03-01T00:00:00+00:00")
+    assert row(build_leaderboard(tmp_path), "cuda")["run"] == "gpu"
+
+
+def test_bf16_state_variant_is_its_own_row(tmp_path):
+    traces = floor_and_reference() + [
+        make_trace("cutedsl-bf16", "w0", {"events": 5.0}), make_trace("cutedsl-bf16", "w1", {"events": 5.0}),
+        make_trace("cutedsl-bf16[bfloat16-state]", "w0", {"events": 2.5}),
+        make_trace("cutedsl-bf16[bfloat16-state]", "w1", {"events": 2.5}),
+        make_trace("fi-baseline[bfloat16-state]", "w0", {"events": 1.0})]
+    write_run(tmp_path, "r1", traces)
+    board = build_leaderboard(tmp_path)
+    fp32, bf16 = row(board, "cutedsl-bf16"), row(board, "cutedsl-bf16[bfloat16-state]")
+    assert (fp32["state_dtype"], bf16["state_dtype"]) == ("float32", "bfloat16")
+    assert fp32["score"] == pytest.approx(3.0) and fp32["median_us"] == pytest.approx(5.0)
+    assert bf16["median_us"] == pytest.approx(2.5)
+    # a bf16-state fi-baseline is never the FlashInfer baseline of the fp32 rows
+    assert math.isnan(fp32["vs_flashinfer"])
+    # every fp32 row is listed before every non-fp32 row
+    dtypes = list(board["state_dtype"])
+    assert dtypes == sorted(dtypes, key=lambda d: d != "float32")
+
+
+def test_write_leaderboard_and_bad_lines(tmp_path):
+    run_dir = write_run(tmp_path, "r1", floor_and_reference())
+    with open(run_dir / "traces.jsonl", "a") as f:
+        f.write('{"truncated": ')  # a run that died mid-write
+    path = write_leaderboard(tmp_path)
+    assert path == tmp_path / LEADERBOARD_FILE
+    assert list(pd.read_csv(path)["solution"]) == ["pt-reference"]
+
+
+def test_empty_results(tmp_path):
+    board = build_leaderboard(tmp_path)
+    assert board.empty and "score" in board.columns
