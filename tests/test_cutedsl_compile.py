@@ -174,7 +174,7 @@ def _cpu_inputs(state_dtype, batch=3):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_kernel_key_from_inputs(solution_module, dtype):
-    key = solution_module.kernel_key(_cpu_inputs(dtype), tile_v=16)
+    key = solution_module.kernel_key(_cpu_inputs(dtype), (16, 2))
     assert (key.state_dtype, key.num_q_heads, key.num_v_heads, key.head_k, key.head_v, key.tile_v) == \
         (dtype, 4, 8, 128, 128, 16)
 
@@ -183,4 +183,24 @@ def test_kernel_key_rejects_mixed_state_dtypes(solution_module):
     inputs = _cpu_inputs(torch.float32)
     inputs["new_state"] = inputs["new_state"].bfloat16()
     with pytest.raises(ValueError, match="dtype"):
-        solution_module.kernel_key(inputs, tile_v=16)
+        solution_module.kernel_key(inputs, (16, 2))
+
+
+@needs_cutlass
+def test_valid_configs_cover_every_tile_and_divide_the_rows(build):
+    for dtype in (torch.float32, torch.bfloat16):
+        configs = build.valid_configs(128, 128, dtype)
+        assert {tile for tile, _ in configs} == set(build.valid_tiles(128, 128, dtype))
+        for tile, stage_rows in configs:
+            assert (tile // build.row_groups(128, dtype)) % stage_rows == 0
+
+
+@needs_cutlass
+def test_launch_table_wins_over_the_heuristic_for_the_tuned_shape(build, monkeypatch):
+    monkeypatch.setattr(build, "LAUNCH_TABLE", {torch.float32: ((4, (8, 1)), (None, (32, 2)))})
+    choose = lambda batch, shape=(4, 8, 128, 128): build.choose_config(batch, *shape, torch.float32, 132)  # noqa: E731
+    assert choose(1) == (8, 1) and choose(4) == (8, 1) and choose(512) == (32, 2)
+    # another shape, or a dtype the table lacks, falls back to the heuristic
+    tile = build.choose_tile_v(512, 16, 128, 128, torch.float32, 132)
+    assert choose(512, (4, 16, 128, 128)) == (tile, build.rows_per_stage(tile, 128, torch.float32))
+    assert build.choose_config(1, 4, 8, 128, 128, torch.bfloat16, 132)[0] == 8

@@ -17,6 +17,14 @@
 // The host picks ROWS from the batch size (main.py's table, measured by
 // tune.py); `gdn_decode` uses a built-in default for callers without one.
 //
+// Cache policy of the state traffic (template parameter STREAMING):
+//   * streaming: ld.global.cs / st.global.cs (evict-first: the state is touched
+//     once, so keep it from displacing anything in L2);
+//   * default:   ld.global.nc / st.global with the default write-back policy,
+//     what Triton and torch's copy kernel emit.
+// Which one is faster is a measurement, not a principle: tune.py times both
+// at every batch size and the table records the winner.
+//
 // Math (fp32), per (batch b, v-head h), S = state[b, h] as [V, K]:
 //   g    = exp(-exp(A_log[h]) * softplus(a[b, h] + dt_bias[h]))
 //   beta = sigmoid(b[b, h])
@@ -28,8 +36,8 @@
 // Grid = (V / (8 * ROWS), HV, B) blocks of 256 threads.
 // Exported (tvm-ffi, destination passing style, definition argument order):
 //   gdn_decode(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state)
-//   gdn_decode_rows(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
-//                   rows_per_warp)
+//   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
+//                     rows_per_warp, streaming)
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -140,6 +148,22 @@ __device__ __forceinline__ void store_bf16xN(uint16_t* p, const float (&x)[N], f
   }
 }
 
+// One float4 of the state, with the cache policy chosen by STREAMING.
+template <bool STREAMING>
+__device__ __forceinline__ float4 load_state4(const float* p) {
+  if constexpr (STREAMING) return __ldcs(reinterpret_cast<const float4*>(p));
+  return __ldg(reinterpret_cast<const float4*>(p));
+}
+
+template <bool STREAMING>
+__device__ __forceinline__ void store_state4(float* p, float4 x) {
+  if constexpr (STREAMING) {
+    __stcs(reinterpret_cast<float4*>(p), x);
+  } else {
+    *reinterpret_cast<float4*>(p) = x;
+  }
+}
+
 __device__ __forceinline__ float dot4(float4 x, float4 y) {
   return fmaf(x.w, y.w, fmaf(x.z, y.z, fmaf(x.y, y.y, x.x * y.x)));
 }
@@ -203,7 +227,7 @@ struct Params {
 //   state     [B, HV, V, K] : (head * V + vv) * K + kk
 //   a, b      [B, 1, HV]    : head
 //   A_log, dt_bias [HV]     : hv
-template <int ROWS>
+template <int ROWS, bool STREAMING>
 __global__ void __launch_bounds__(kThreadsPerBlock) gdn_decode_v4_kernel(const Params p) {
   static_assert(kHeadV % (kWarpsPerBlock * ROWS) == 0, "blocks must tile V exactly");
   const int lane = threadIdx.x % kWarpSize;  // owns K columns [k0, k0 + 4)
@@ -223,7 +247,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock) gdn_decode_v4_kernel(const P
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {
     // Row v0 + r; 16-byte aligned: rows are 512 B apart and k0 * 4 B is a multiple of 16.
-    s[r] = __ldcs(reinterpret_cast<const float4*>(p.state + tile + r * kHeadK));
+    s[r] = load_state4<STREAMING>(p.state + tile + r * kHeadK);
   }
   const int64_t qk = (static_cast<int64_t>(batch) * kNumQKHeads + hq) * kHeadK + k0;
   const float4 q4 = load_bf16x4(p.q + qk);  // 8-byte aligned: k0 * 2 B is a multiple of 8
@@ -249,7 +273,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock) gdn_decode_v4_kernel(const P
   for (int r = 0; r < ROWS; ++r) {
     const float delta = gates.beta * (vr[r] - u[r]);
     s[r] = axpy4(delta, k4, s[r]);
-    __stcs(reinterpret_cast<float4*>(p.new_state + tile + r * kHeadK), s[r]);
+    store_state4<STREAMING>(p.new_state + tile + r * kHeadK, s[r]);
     o[r] = dot4(s[r], q4);
   }
   warp_allreduce_sum(o);
@@ -286,28 +310,44 @@ void check_tensor(const ffi::TensorView& t, const char* name, DLDataTypeCode cod
       << name << " must be " << align << "-byte aligned";
 }
 
-// Rows per warp when the caller does not choose (the contest entry point).
-// Keep in step with main.py's ROWS_PER_WARP table.
-// Mirrors ROWS_PER_WARP_TABLE in main.py (measured by tune.py on an H100).
-int64_t default_rows_per_warp(int64_t batch) {
-  constexpr int64_t kLimits[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-  constexpr int64_t kRows[] = {1, 2, 4, 2, 4, 8, 4, 8, 4};
-  for (int i = 0; i < 9; ++i) {
-    if (batch <= kLimits[i]) return kRows[i];
+// Launch configuration when the caller does not choose (the contest entry point).
+struct LaunchConfig {
+  int64_t rows_per_warp;
+  bool streaming;
+};
+
+// Mirrors LAUNCH_TABLE in main.py (measured by tune.py on an H100): the first
+// entry whose batch limit is >= batch wins.
+LaunchConfig default_config(int64_t batch) {
+  struct Entry {
+    int64_t max_batch;
+    LaunchConfig config;
+  };
+  constexpr Entry kTable[] = {
+      {1, {1, true}}, {2, {2, true}}, {4, {4, true}}, {8, {2, true}}, {16, {4, true}},
+      {32, {8, true}}, {64, {4, true}}, {128, {8, true}}, {256, {4, true}},
+  };
+  for (const Entry& entry : kTable) {
+    if (batch <= entry.max_batch) return entry.config;
   }
-  return 8;
+  return {8, true};
 }
 
 template <int ROWS>
-void launch(const Params& params, int64_t batch, cudaStream_t stream) {
+void launch(const Params& params, int64_t batch, bool streaming, cudaStream_t stream) {
   const dim3 grid(kHeadV / (kWarpsPerBlock * ROWS), kNumVHeads, static_cast<unsigned>(batch));
-  gdn_decode_v4_kernel<ROWS><<<grid, kThreadsPerBlock, 0, stream>>>(params);
+  if (streaming) {
+    gdn_decode_v4_kernel<ROWS, true><<<grid, kThreadsPerBlock, 0, stream>>>(params);
+  } else {
+    gdn_decode_v4_kernel<ROWS, false><<<grid, kThreadsPerBlock, 0, stream>>>(params);
+  }
 }
 
-void gdn_decode_rows(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
-                     ffi::TensorView state, ffi::TensorView A_log, ffi::TensorView a,
-                     ffi::TensorView dt_bias, ffi::TensorView b, double scale,
-                     ffi::TensorView output, ffi::TensorView new_state, int64_t rows_per_warp) {
+void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
+                       ffi::TensorView state, ffi::TensorView A_log, ffi::TensorView a,
+                       ffi::TensorView dt_bias, ffi::TensorView b, double scale,
+                       ffi::TensorView output, ffi::TensorView new_state, int64_t rows_per_warp,
+                       bool streaming) {
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   const int64_t batch = q.size(0);
   const int device_id = q.device().device_id;
@@ -342,11 +382,11 @@ void gdn_decode_rows(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
   // The caller's stream (torch's current stream when called with torch tensors).
   auto stream = static_cast<cudaStream_t>(TVMFFIEnvGetStream(kDLCUDA, device_id));
   switch (rows_per_warp) {
-    case 1: launch<1>(params, batch, stream); break;
-    case 2: launch<2>(params, batch, stream); break;
-    case 4: launch<4>(params, batch, stream); break;
-    case 8: launch<8>(params, batch, stream); break;
-    case 16: launch<16>(params, batch, stream); break;
+    case 1: launch<1>(params, batch, streaming, stream); break;
+    case 2: launch<2>(params, batch, streaming, stream); break;
+    case 4: launch<4>(params, batch, streaming, stream); break;
+    case 8: launch<8>(params, batch, streaming, stream); break;
+    case 16: launch<16>(params, batch, streaming, stream); break;
     default:
       TVM_FFI_THROW(ValueError) << "rows_per_warp must be 1, 2, 4, 8 or 16, not " << rows_per_warp;
   }
@@ -358,11 +398,12 @@ void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::Te
                 ffi::TensorView b, double scale, ffi::TensorView output,
                 ffi::TensorView new_state) {
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
-  gdn_decode_rows(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
-                  default_rows_per_warp(q.size(0)));
+  const LaunchConfig config = default_config(q.size(0));
+  gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
+                    config.rows_per_warp, config.streaming);
 }
 
 }  // namespace
 
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gdn_decode, gdn_decode);
-TVM_FFI_DLL_EXPORT_TYPED_FUNC(gdn_decode_rows, gdn_decode_rows);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gdn_decode_config, gdn_decode_config);

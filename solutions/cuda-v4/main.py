@@ -1,9 +1,10 @@
 """cuda-v4 entry point: the latency-tuned CUDA kernel in ``kernel.cu``.
 
-The kernel's block shape is a template parameter, "rows per warp" (each block
-has 8 warps, so it covers ``8 * rows`` V rows); :data:`ROWS_PER_WARP_TABLE`
-picks it from the batch size. ``tune.py`` in this folder measures every shape
-on a GPU and prints a replacement table.
+The kernel has two template parameters, "rows per warp" (each block has 8
+warps, so it covers ``8 * rows`` V rows) and the cache policy of the state
+traffic (streaming or default); :data:`LAUNCH_TABLE` picks both from the
+batch size. ``tune.py`` in this folder measures every variant on a GPU and
+prints a replacement table.
 
 The kernel is compiled once per machine (at import when a GPU is visible,
 else at the first ``run``/:func:`load`) and cached on disk by
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -32,28 +34,42 @@ _DEFAULT_SCALE = 1.0 / math.sqrt(_HEAD_K)
 #: Block shapes compiled into kernel.cu (rows of V per warp).
 ROWS_PER_WARP_CHOICES = (1, 2, 4, 8, 16)
 
-#: ``(largest batch, rows per warp)`` pairs, first match wins; ``None`` matches
-#: any batch. Initial guess, to be replaced by tune.py's measurements: small
-#: batches are latency-bound and want the most warps in flight (1 row/warp);
+
+class LaunchConfig(NamedTuple):
+    """One compiled variant of the kernel.
+
+    rows_per_warp: V rows per warp (a block of 8 warps covers 8x as many).
+    streaming: evict-first cache policy on the state loads/stores
+        (ld/st.global.cs) instead of the default one.
+    """
+
+    rows_per_warp: int
+    streaming: bool
+
+
+#: ``(largest batch, config)`` pairs, first match wins; ``None`` matches any
+#: batch. Small batches are latency-bound and want the most warps in flight;
 #: large ones want fatter warps that amortize the q/k/gate work.
-#: kernel.cu's default_rows_per_warp (its contest entry point) mirrors this.
-ROWS_PER_WARP_TABLE: tuple[tuple[int | None, int], ...] = (
+#: kernel.cu's default_config (its contest entry point) mirrors this table.
+LAUNCH_TABLE: tuple[tuple[int | None, LaunchConfig], ...] = (
     # Measured on an NVIDIA H100 80GB HBM3 by tune.py (cold L2, median of 100
     # CUDA-event timings), 2026-11-22; results/tuning/cuda_tune.json.
-    # Mirrored by default_rows_per_warp() in kernel.cu.
-    (1, 1), (2, 2), (4, 4), (8, 2), (16, 4), (32, 8), (64, 4), (128, 8), (256, 4), (None, 8),
+    (1, LaunchConfig(1, True)), (2, LaunchConfig(2, True)), (4, LaunchConfig(4, True)),
+    (8, LaunchConfig(2, True)), (16, LaunchConfig(4, True)), (32, LaunchConfig(8, True)),
+    (64, LaunchConfig(4, True)), (128, LaunchConfig(8, True)), (256, LaunchConfig(4, True)),
+    (None, LaunchConfig(8, True)),
 )
 
 _module = None  # the loaded tvm-ffi module
-_kernel = None  # its gdn_decode_rows
+_kernel = None  # its gdn_decode_config
 
 
 def load():
     """Build (once per machine, then from the disk cache) and load the kernel.
 
     Returns:
-        The exported ``gdn_decode_rows(q, k, v, state, A_log, a, dt_bias, b,
-        scale, output, new_state, rows_per_warp)`` function. (The module also
+        The exported ``gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b,
+        scale, output, new_state, rows_per_warp, streaming)`` function. (The module also
         exports ``gdn_decode`` without the last argument: the contest entry.)
 
     Raises:
@@ -63,7 +79,7 @@ def load():
     global _module, _kernel
     if _kernel is None:
         _module = load_cuda_solution(_HERE)
-        _kernel = _module.gdn_decode_rows
+        _kernel = _module.gdn_decode_config
     return _kernel
 
 
@@ -73,12 +89,12 @@ def load_module():
     return _module
 
 
-def rows_per_warp(batch: int) -> int:
-    """Block shape for a batch size, from :data:`ROWS_PER_WARP_TABLE`."""
-    for largest, rows in ROWS_PER_WARP_TABLE:
+def launch_config(batch: int) -> LaunchConfig:
+    """Launch configuration for a batch size, from :data:`LAUNCH_TABLE`."""
+    for largest, config in LAUNCH_TABLE:
         if largest is None or batch <= largest:
-            return rows
-    return ROWS_PER_WARP_TABLE[-1][1]
+            return config
+    return LAUNCH_TABLE[-1][1]
 
 
 def resolve_scale(scale) -> float:
@@ -88,17 +104,18 @@ def resolve_scale(scale) -> float:
     return float(scale)
 
 
-def run_with_rows(inputs: dict, rows: int) -> dict:
-    """:func:`run` with an explicit block shape (one of :data:`ROWS_PER_WARP_CHOICES`).
+def run_with_config(inputs: dict, config: LaunchConfig) -> dict:
+    """:func:`run` with an explicit launch configuration (tune.py measures them all).
 
     Raises:
-        ValueError: ``rows`` is not a compiled shape (raised by the kernel).
+        ValueError: ``config.rows_per_warp`` is not in :data:`ROWS_PER_WARP_CHOICES`
+            (raised by the kernel).
     """
     kernel = _kernel or load()
     output, new_state = inputs["output"], inputs["new_state"]
     kernel(inputs["q"], inputs["k"], inputs["v"], inputs["state"], inputs["A_log"],
            inputs["a"], inputs["dt_bias"], inputs["b"], resolve_scale(inputs.get("scale")),
-           output, new_state, rows)
+           output, new_state, config.rows_per_warp, config.streaming)
     return {"output": output, "new_state": new_state}
 
 
@@ -115,7 +132,7 @@ def run(inputs: dict) -> dict:
     Returns:
         ``{"output": output, "new_state": new_state}`` (the same tensors).
     """
-    return run_with_rows(inputs, rows_per_warp(inputs["q"].shape[0]))
+    return run_with_config(inputs, launch_config(inputs["q"].shape[0]))
 
 
 # Build/load at import when a GPU is visible, so that a build failure or an

@@ -105,6 +105,35 @@ def rows_per_stage(tile_v: int, head_k: int, state_dtype: torch.dtype) -> int:
     return min(tile_v // row_groups(head_k, state_dtype), MAX_ROWS_PER_STAGE)
 
 
+def valid_configs(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[tuple[int, int]]:
+    """Every ``(tile_v, rows_per_stage)`` the kernel can be compiled with (tune.py times them)."""
+    configs = []
+    for tile in valid_tiles(head_v, head_k, state_dtype):
+        rows_per_thread = tile // row_groups(head_k, state_dtype)
+        configs += [(tile, r) for r in (1, 2, 4) if r <= rows_per_thread and rows_per_thread % r == 0]
+    return configs
+
+
+#: Measured launch table for this definition's shape (H=4, HV=8, K=V=128):
+#: state dtype -> ``(largest batch | None, (tile_v, rows_per_stage))`` pairs,
+#: first match wins. Written from tune.py's output; see LAUNCH_TABLE_SOURCE.
+LAUNCH_TABLE: dict[torch.dtype, tuple[tuple[int | None, tuple[int, int]], ...]] = {}
+LAUNCH_TABLE_SOURCE = "none yet: the heuristic choose_tile_v/rows_per_stage serves every batch"
+TUNED_SHAPE = (4, 8, 128, 128)  # (H, HV, K, V) the table was measured for
+
+
+def choose_config(batch: int, num_q_heads: int, num_v_heads: int, head_k: int, head_v: int,
+                  state_dtype: torch.dtype, num_sms: int) -> tuple[int, int]:
+    """``(tile_v, rows_per_stage)``: the measured table where it covers this
+    shape and dtype, else the heuristic (:func:`choose_tile_v`)."""
+    table = LAUNCH_TABLE.get(state_dtype) if (num_q_heads, num_v_heads, head_k, head_v) == TUNED_SHAPE else None
+    for largest, config in table or ():
+        if largest is None or batch <= largest:
+            return config
+    tile = choose_tile_v(batch, num_v_heads, head_k, head_v, state_dtype, num_sms)
+    return tile, rows_per_stage(tile, head_k, state_dtype)
+
+
 def target_arch() -> str:
     """``CUTE_DSL_ARCH`` if set, else the current CUDA device's ``sm_XYa``, else sm_90a."""
     env = os.environ.get("CUTE_DSL_ARCH")

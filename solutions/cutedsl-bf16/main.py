@@ -49,8 +49,9 @@ def _launch_key(inputs: dict[str, Any]) -> tuple:
     return (state.dtype, state.shape, inputs["q"].shape, inputs["v"].shape, state.device)
 
 
-def kernel_key(inputs: dict[str, Any], tile_v: int | None = None) -> build.KernelKey:
-    """The compile key for these inputs (``tile_v`` overrides the heuristic).
+def kernel_key(inputs: dict[str, Any], config: tuple[int, int] | None = None) -> build.KernelKey:
+    """The compile key for these inputs; ``config`` = ``(tile_v, rows_per_stage)``
+    overrides the launch table (tune.py measures every valid one).
 
     Raises:
         ValueError: inconsistent shapes or dtypes, or a shape the design
@@ -66,10 +67,12 @@ def kernel_key(inputs: dict[str, Any], tile_v: int | None = None) -> build.Kerne
     if new_state.numel() >= 2**31:
         raise ValueError("state has 2**31 elements or more; the kernel indexes with 32 bits")
     build.validate_shapes(num_q_heads, num_v_heads, head_k, head_v, new_state.dtype)
-    if tile_v is None:
-        tile_v = build.choose_tile_v(batch, num_v_heads, head_k, head_v, new_state.dtype, _num_sms(q.device))
-    return build.KernelKey(new_state.dtype, num_q_heads, num_v_heads, head_k, head_v, tile_v,
-                           build.rows_per_stage(tile_v, head_k, new_state.dtype), build.target_arch())
+    if config is None:
+        config = build.choose_config(batch, num_q_heads, num_v_heads, head_k, head_v, new_state.dtype,
+                                     _num_sms(q.device))
+    tile_v, stage_rows = config
+    return build.KernelKey(new_state.dtype, num_q_heads, num_v_heads, head_k, head_v, tile_v, stage_rows,
+                           build.target_arch())
 
 
 def prepare(inputs: dict[str, Any]) -> Callable:
@@ -78,6 +81,19 @@ def prepare(inputs: dict[str, Any]) -> Callable:
     if key not in _launchers:
         _launchers[key] = build.compile_kernel(kernel_key(inputs))
     return _launchers[key]
+
+
+def launch(compiled: Callable, inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """Call a compiled kernel on the contract's inputs (see :func:`run`)."""
+    new_state, state = inputs["new_state"], inputs["state"]
+    if state is None:
+        state = new_state.zero_()
+    scale = inputs.get("scale")
+    if not scale:
+        scale = 1.0 / math.sqrt(inputs["q"].shape[-1])
+    compiled(inputs["q"], inputs["k"], inputs["v"], state, new_state, inputs["A_log"], inputs["a"],
+             inputs["dt_bias"], inputs["b"], inputs["output"], float(scale))
+    return {"output": inputs["output"], "new_state": new_state}
 
 
 def run(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -92,16 +108,7 @@ def run(inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
     Returns:
         ``{"output": output, "new_state": new_state}``.
     """
-    new_state = inputs["new_state"]
-    launch = _launchers.get(_launch_key(inputs))
-    if launch is None:
-        launch = prepare(inputs)
-    state = inputs["state"]
-    if state is None:
-        state = new_state.zero_()
-    scale = inputs.get("scale")
-    if not scale:
-        scale = 1.0 / math.sqrt(inputs["q"].shape[-1])
-    launch(inputs["q"], inputs["k"], inputs["v"], state, new_state, inputs["A_log"], inputs["a"],
-           inputs["dt_bias"], inputs["b"], inputs["output"], float(scale))
-    return {"output": inputs["output"], "new_state": new_state}
+    compiled = _launchers.get(_launch_key(inputs))
+    if compiled is None:
+        compiled = prepare(inputs)
+    return launch(compiled, inputs)

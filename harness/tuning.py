@@ -1,0 +1,120 @@
+"""Shared pieces of the per-solution launch-table tuners (``solutions/*/tune.py``).
+
+A tuner checks every launch configuration of one kernel against the
+reference and times it per batch size, then prints a table to paste into the
+solution. The timing is the harness's own CUPTI tier (pure kernel time, cold
+L2) where cupti-python is installed, else its CUDA-events tier; the tier used
+is recorded next to every number, so a tuning file never passes events
+figures off as CUPTI ones.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from harness.check import tensor_errors
+from harness.reference import gdn_decode
+from harness.solutions import Tolerance
+from harness.timing import L2Flusher, TierUnavailable, TimingConfig, TimingStats, bench_cupti, bench_events
+
+#: flashinfer-bench's default tolerance, as the harness checks fp32-state solutions.
+DEFAULT_TOLERANCE = Tolerance(atol=1e-2, rtol=1e-2)
+HQ, HV, HEAD_K, HEAD_V = 4, 8, 128, 128
+
+
+def random_inputs(batch: int, device, seed: int = 0, state_dtype: torch.dtype = torch.float32) -> dict:
+    """Random inputs of the contract's shapes plus empty destinations.
+
+    q, k ``[B,1,4,128]`` bf16 (k scaled to unit norm on average, like the
+    L2-normalized keys the state was built with), v ``[B,1,8,128]`` bf16,
+    state ``[B,8,128,128]`` in ``state_dtype``, A_log = log U[1, 16] and
+    dt_bias ``[8]`` f32, a, b ``[B,1,8]`` bf16, scale None (= 1/sqrt(128));
+    output ``[B,1,8,128]`` bf16 and new_state like state, both uninitialized.
+    """
+    gen = torch.Generator(device=device).manual_seed(seed)
+
+    def randn(*shape, std=1.0, dtype=torch.float32):
+        return (std * torch.randn(*shape, generator=gen, device=device)).to(dtype)
+
+    bf16 = torch.bfloat16
+    return {
+        "q": randn(batch, 1, HQ, HEAD_K, dtype=bf16),
+        "k": randn(batch, 1, HQ, HEAD_K, std=HEAD_K ** -0.5, dtype=bf16),
+        "v": randn(batch, 1, HV, HEAD_V, dtype=bf16),
+        "state": randn(batch, HV, HEAD_V, HEAD_K, dtype=state_dtype),
+        "A_log": torch.log(torch.rand(HV, generator=gen, device=device) * 15 + 1),
+        "a": randn(batch, 1, HV, dtype=bf16),
+        "dt_bias": randn(HV, std=0.5),
+        "b": randn(batch, 1, HV, dtype=bf16),
+        "scale": None,
+        "output": torch.empty(batch, 1, HV, HEAD_V, dtype=bf16, device=device),
+        "new_state": torch.empty(batch, HV, HEAD_V, HEAD_K, dtype=state_dtype, device=device),
+    }
+
+
+def reference_outputs(inputs: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """(output bf16, new_state f32) of :func:`harness.reference.gdn_decode` (fp32 state math)."""
+    return gdn_decode(inputs["q"], inputs["k"], inputs["v"], inputs["state"].float(), inputs["A_log"],
+                      inputs["a"], inputs["dt_bias"], inputs["b"], inputs["scale"])
+
+
+def check_call(call: Callable[[], object], inputs: dict, expected: tuple,
+               tolerance: Tolerance = DEFAULT_TOLERANCE) -> dict:
+    """Run ``call`` once on NaN-filled destinations; compare with ``expected``.
+
+    Returns ``{"correct", "mismatches", "max_abs_err_output", "max_abs_err_state"}``
+    (NaN or unwritten elements count as mismatches).
+    """
+    inputs["output"].fill_(float("nan"))
+    inputs["new_state"].fill_(float("nan"))
+    call()
+    torch.cuda.synchronize()
+    out = tensor_errors(inputs["output"], expected[0], tolerance)
+    state = tensor_errors(inputs["new_state"], expected[1], tolerance)
+    return {"correct": out.failed + state.failed == 0, "mismatches": out.failed + state.failed,
+            "max_abs_err_output": out.max_abs, "max_abs_err_state": state.max_abs}
+
+
+class KernelTimer:
+    """Median µs of a zero-argument call under a cold L2, CUPTI tier if possible.
+
+    ``tier`` says which tier produced the numbers ("cupti" or "events");
+    ``why_not_cupti`` holds the reason when CUPTI was unavailable.
+    """
+
+    def __init__(self, device, iters: int = 100, warmup: int = 5):
+        self.flush = L2Flusher(device)
+        self.config = TimingConfig(warmup=warmup, iters=iters, budget_s=5.0)
+        self.tier = "cupti"
+        self.why_not_cupti: str | None = None
+
+    def __call__(self, call: Callable[[], object]) -> float:
+        fn, setup = (lambda _: call()), (lambda: None)
+        if self.tier == "cupti":
+            stats = bench_cupti(fn, setup, self.flush, self.config)
+            if isinstance(stats, TierUnavailable):
+                self.tier, self.why_not_cupti = "events", stats.reason
+            else:
+                return stats.median_us
+        stats: TimingStats = bench_events(fn, setup, self.flush, self.config)
+        return stats.median_us
+
+
+def compress_table(best_by_batch: list[tuple[int, object]]) -> list[list]:
+    """``[(batch, best config)]`` (ascending batch) -> ``[[largest batch | None, config]]``.
+
+    Neighbouring batch sizes with the same best config share one entry; the
+    last entry's limit is None (it serves every larger batch).
+    """
+    table: list[list] = []
+    for batch, config in best_by_batch:
+        if table and table[-1][1] == config:
+            table[-1][0] = batch
+        else:
+            table.append([batch, config])
+    if table:
+        table[-1][0] = None
+    return table
+

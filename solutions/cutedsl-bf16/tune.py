@@ -1,0 +1,140 @@
+"""Measure every cutedsl-bf16 launch configuration per batch size (run on a GPU).
+
+Usage (from the repository root)::
+
+    python solutions/cutedsl-bf16/tune.py --out DIR [--batches 1,2,4,...] [--iters 100]
+
+For each state dtype (float32, bfloat16) and batch size B it compiles every
+valid ``(tile_v, rows_per_stage)`` of the kernel, checks it once against
+``harness.reference.gdn_decode`` on NaN-poisoned destinations (fp32 state:
+atol = rtol = 1e-2; bf16 state: solution.toml's derived tolerance), then
+times it with the harness's CUPTI tier (CUDA events where cupti-python is
+missing; the tier is recorded), cold L2, median. Beside it: the copy floor
+(``new_state.copy_(state)`` in the same dtype) and FlashInfer's kernel for
+the same state dtype (fi-baseline / fi-bf16state, called in place), when
+flashinfer imports — the numbers each mode must beat.
+
+Writes ``DIR/cutedsl_tune.json`` and prints per dtype a table and a
+``LAUNCH_TABLE`` entry for ``gdn_cute_build.py`` from the fastest correct
+configurations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+sys.path[:0] = [str(HERE), str(REPO)]
+
+import gdn_cute_build as build  # noqa: E402
+import main as solution  # noqa: E402
+from harness.solutions import Tolerance, load_meta, load_module  # noqa: E402
+from harness.tuning import (DEFAULT_TOLERANCE, HEAD_K, HEAD_V, KernelTimer, check_call,  # noqa: E402
+                            compress_table, random_inputs, reference_outputs)
+
+DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+STATE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+FLASHINFER_ROW = {"float32": "fi-baseline", "bfloat16": "fi-bf16state"}
+
+
+def tolerance(dtype_name: str) -> Tolerance:
+    """fp32: the definition's 1e-2; bf16: solution.toml's derived tolerance."""
+    return load_meta(HERE).tolerances.get(dtype_name, DEFAULT_TOLERANCE)
+
+
+def flashinfer_call(dtype_name: str, inputs: dict):
+    """Zero-argument call of FlashInfer's kernel in place on a copy of the
+    inputs, or ``(None, reason)`` when it cannot be loaded."""
+    try:
+        module = load_module(load_meta(REPO / "solutions" / FLASHINFER_ROW[dtype_name]))
+    except Exception as exc:  # flashinfer missing or broken: a missing row, not a failed tune
+        return None, f"{type(exc).__name__}: {str(exc)[:200]}"
+    pool = dict(inputs, state=inputs["state"].clone())
+    pool["new_state"] = pool["state"]
+    return (lambda: module.run(pool)), None
+
+
+def measure(dtype_name: str, batch: int, timer: KernelTimer) -> dict:
+    """Check and time every configuration, the copy floor and FlashInfer at one B."""
+    inputs = random_inputs(batch, "cuda", seed=batch, state_dtype=STATE_DTYPES[dtype_name])
+    expected = reference_outputs(inputs)
+    key = solution.kernel_key(inputs)
+    row = {"batch": batch, "copy_floor_us": timer(lambda: inputs["new_state"].copy_(inputs["state"])),
+           "configs": {}, "in_use": [key.tile_v, key.rows_per_stage]}
+    for tile, stage_rows in build.valid_configs(HEAD_V, HEAD_K, STATE_DTYPES[dtype_name]):
+        name = f"t{tile}/s{stage_rows}"
+        try:
+            compiled = build.compile_kernel(solution.kernel_key(inputs, (tile, stage_rows)))
+            call = lambda compiled=compiled: solution.launch(compiled, inputs)  # noqa: E731
+            result = check_call(call, inputs, expected, tolerance(dtype_name))
+            result["us"] = timer(call)
+        except Exception as exc:  # one broken variant must not end the tune
+            traceback.print_exc()
+            result = {"correct": False, "error": f"{type(exc).__name__}: {exc}"}
+        row["configs"][name] = result
+    fi_call, reason = flashinfer_call(dtype_name, inputs)
+    row["flashinfer_us"] = timer(fi_call) if fi_call else None
+    row["flashinfer_unavailable"] = reason
+    good = {n: r for n, r in row["configs"].items() if r["correct"]}
+    row["best"] = min(good, key=lambda n: good[n]["us"]) if good else None
+    return row
+
+
+def parse_config(name: str) -> tuple[int, int]:
+    """``t32/s2`` -> (32, 2)."""
+    tile, stage = name.split("/")
+    return int(tile[1:]), int(stage[1:])
+
+
+def print_report(report: dict) -> None:
+    """Per dtype: best config, its time, the copy floor and FlashInfer per B."""
+    print(f"{report['device']}  (median of {report['iters']} cold-L2 calls, {report['tier']} tier, µs)")
+    for dtype_name, rows in report["dtypes"].items():
+        print(f"== state {dtype_name}: {'B':>4} {'copy':>8} {'flashinfer':>10} {'best':>9} {'config':>7} "
+              f"{'in use':>8}  x copy  vs FI")
+        for r in rows:
+            best = r["best"]
+            us = r["configs"][best]["us"] if best else float("nan")
+            in_use = "t{}/s{}".format(*r["in_use"])
+            in_use_us = r["configs"].get(in_use, {}).get("us", float("nan"))
+            fi = r["flashinfer_us"] or float("nan")
+            print(f"{'':>17}{r['batch']:>4} {r['copy_floor_us']:8.2f} {fi:10.2f} {us:9.2f} {best or '-':>7} "
+                  f"{in_use_us:8.2f}  {us / r['copy_floor_us']:.3f}  {us / fi:.3f}")
+        table = compress_table([(r["batch"], parse_config(r["best"])) for r in rows if r["best"]])
+        print(f"LAUNCH_TABLE[torch.{dtype_name}] = {tuple((limit, cfg) for limit, cfg in table)}")
+    bad = [f"{d} B={r['batch']} {n}" for d, rows in report["dtypes"].items() for r in rows
+           for n, c in r["configs"].items() if not c["correct"]]
+    print("all configurations correct" if not bad else "INCORRECT: " + ", ".join(bad))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, type=Path, help="folder for cutedsl_tune.json")
+    parser.add_argument("--batches", default=",".join(map(str, DEFAULT_BATCHES)))
+    parser.add_argument("--iters", type=int, default=100)
+    args = parser.parse_args(argv)
+    timer = KernelTimer("cuda", iters=args.iters)
+    report = {"device": torch.cuda.get_device_name(), "capability": list(torch.cuda.get_device_capability()),
+              "torch": torch.__version__, "iters": args.iters, "dtypes": {}}
+    for dtype_name in STATE_DTYPES:
+        rows = report["dtypes"][dtype_name] = []
+        for batch in (int(b) for b in args.batches.split(",")):
+            rows.append(measure(dtype_name, batch, timer))
+            print(f"measured {dtype_name} B={batch}", file=sys.stderr, flush=True)
+    report.update(tier=timer.tier, why_not_cupti=timer.why_not_cupti)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "cutedsl_tune.json").write_text(json.dumps(report, indent=2))
+    print_report(report)
+    print(f"wrote {args.out / 'cutedsl_tune.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
