@@ -64,8 +64,11 @@ BUFFER_BYTES = 16 * 1024 * 1024
 #: cupti.activity_flush_all flag: CUPTI_ACTIVITY_FLAG_FLUSH_FORCED (= 1) also
 #: delivers buffers that are not full yet.
 FLUSH_FORCED = 1
-#: Prefix of the torch.profiler record_function markers of the cross-check.
-TORCH_MARKER = "gdn_bench_call_"
+#: Name fragments (demangled, mangled) of the L2 flush's kernel: ``L2Flusher``
+#: zeroes an *int32* buffer (at::native FillFunctor<int>; a solution's own
+#: fills are float ones). The cross-check splits the device timeline into
+#: calls at these kernels.
+FLUSH_KERNEL = ("FillFunctor<int>", "FillFunctorIiE")
 
 
 class CuptiUnavailable(RuntimeError):
@@ -470,58 +473,53 @@ def _is_cpu_event(evt) -> bool:
     return dt is None or str(dt).rsplit(".", 1)[-1].upper() == "CPU"
 
 
-def _subtree_kernel_us(evt, marker_prefix: str) -> float:
-    """Kernel µs attached to ``evt`` and its CPU descendants. Entries named
-    like a marker are skipped: kineto's gpu_user_annotation span carries the
-    marker's name and would otherwise count the kernels twice."""
-    total, stack = 0.0, [evt]
-    while stack:
-        e = stack.pop()
-        total += sum(k.duration for k in getattr(e, "kernels", ()) if not str(k.name).startswith(marker_prefix))
-        stack.extend(getattr(e, "cpu_children", ()))
-    return total
+def split_at_delimiters_us(kernels: Iterable[tuple[str, float, float]], delimiter: tuple[str, ...],
+                           n: int) -> list[float]:
+    """Per-call device µs from a profiled loop's device timeline.
 
-
-def sum_marked_device_us(events: Iterable[Any], marker_prefix: str, n: int) -> list[float]:
-    """Per call i, the device µs of the CPU event named ``marker_prefix + i``
-    and everything under it (torch.profiler FunctionEvents, or fakes with
-    ``name``, ``kernels`` [(name, device, duration)], ``cpu_children``).
+    ``kernels`` are ``(name, start_us, duration_us)`` of every kernel, memcpy
+    and memset of a loop in which each call is preceded by one kernel whose
+    name contains one of the ``delimiter`` fragments (the L2 flush). Call i's time is the sum of
+    the durations between the i-th delimiter and the next one.
 
     Raises:
-        RuntimeError: a call's marker is missing or has no kernel time.
+        RuntimeError: not exactly ``n`` delimiters, or a call with no device time.
     """
-    totals: list[float | None] = [None] * n
-    for evt in events:
-        name = str(getattr(evt, "name", ""))
-        if not name.startswith(marker_prefix) or not _is_cpu_event(evt):
-            continue
-        suffix = name[len(marker_prefix):]
-        if not suffix.isdigit() or int(suffix) >= n or totals[int(suffix)] is not None:
-            continue
-        totals[int(suffix)] = _subtree_kernel_us(evt, marker_prefix)
-    bad = [i for i, t in enumerate(totals) if not t]
+    totals: list[float] = []
+    for name, _, duration in sorted(kernels, key=lambda k: k[1]):
+        if any(fragment in name for fragment in delimiter):
+            totals.append(0.0)
+        elif totals:
+            totals[-1] += duration
+    if len(totals) != n:
+        raise RuntimeError(f"expected {n} flush kernels {delimiter} on the device timeline, found {len(totals)}")
+    bad = [i for i, t in enumerate(totals) if t <= 0]
     if bad:
         raise RuntimeError(f"torch.profiler recorded no device time for calls {bad[:10]}")
-    return [float(t) for t in totals]
+    return totals
 
 
 def independent_kernel_times_us(fn: Callable[[Any], Any], setup: Callable[[], Any], flush: Callable[[], None],
-                                iters: int, warmup: int = 1) -> list[float]:
+                                iters: int, warmup: int = 1,
+                                delimiter: tuple[str, ...] = FLUSH_KERNEL) -> list[float]:
     """Per-call kernel µs (kernels + memcpy + memset durations summed) from
     ``torch.profiler``, for cross-checking :func:`time_calls_with_cupti`.
 
-    Same loop (setup, flush, synchronize, call); each call is wrapped in a
-    ``record_function`` marker and the device time kineto attributes to the
-    marker's subtree is summed. Independent in *code path* (kineto's own CUPTI
-    client, buffer handling and op-tree attribution), not in hardware source:
-    kineto also reads CUPTI's GPU timestamps. Agreement within a few percent
-    shows our attribution and arithmetic are right, not that CUPTI is.
+    Same loop (setup, flush, synchronize, call). Calls are told apart on
+    kineto's device timeline alone, at the flush kernels (``delimiter``),
+    not through torch's op tree: kernels launched outside torch (a tvm-ffi
+    or CuTe DSL launch) are not attached to torch ops, but they are on the
+    timeline. Independent in *code path* (kineto's own CUPTI client and
+    buffer handling), not in hardware source: kineto also reads CUPTI's GPU
+    timestamps. Agreement within a few percent shows our correlation and
+    arithmetic are right, not that CUPTI is.
 
     Raises:
-        RuntimeError: no CUDA device, or a call got no device time.
+        RuntimeError: no CUDA device, or the timeline does not split into ``iters`` calls.
     """
     import torch  # noqa: PLC0415
-    from torch.profiler import ProfilerActivity, profile, record_function  # noqa: PLC0415
+    from torch.autograd import DeviceType  # noqa: PLC0415
+    from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
 
     if not torch.cuda.is_available():
         raise RuntimeError("independent_kernel_times_us needs a CUDA device")
@@ -530,16 +528,17 @@ def independent_kernel_times_us(fn: Callable[[Any], Any], setup: Callable[[], An
         flush()
         fn(args)
     torch.cuda.synchronize()
-    # CPU activity too: the markers are CPU events and kernels attach to them.
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for i in range(iters):
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
             args = setup()
             flush()
             torch.cuda.synchronize()
-            with record_function(f"{TORCH_MARKER}{i}"):
-                fn(args)
+            fn(args)
         torch.cuda.synchronize()
-    return sum_marked_device_us(prof.events(), TORCH_MARKER, iters)
+    device_events = [(e.name(), e.start_ns() / 1e3, e.duration_ns() / 1e3)
+                     for e in prof.profiler.kineto_results.events()
+                     if e.device_type() == DeviceType.CUDA and not e.is_user_annotation()]
+    return split_at_delimiters_us(device_events, delimiter, iters)
 
 
 def _smoke(iters: int = 20) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from harness import cupti as hc
 from harness.cupti import (API, EXTERNAL, KERNEL, MEMCPY, MEMSET, Activity, CuptiUnavailable, IterationTag,
-                           build_call_records, call_record, cupti_status, sum_marked_device_us,
+                           build_call_records, call_record, cupti_status, split_at_delimiters_us,
                            time_calls_with_cupti)
 
 CUSTOM0, CUSTOM2 = 3, 5
@@ -359,26 +359,18 @@ def test_status_here_never_raises():
 
 # ---------------------------------------------------------------- torch.profiler cross-check
 
-def _evt(name, kernels=(), children=(), device_type="DeviceType.CPU"):
-    return SimpleNamespace(name=name, device_type=device_type, cpu_children=list(children),
-                           kernels=[SimpleNamespace(name=n, device=0, duration=d) for n, d in kernels])
+def test_split_at_delimiters_sums_each_calls_kernels():
+    timeline = [("copy_kernel", 30.0, 2.0), ("FillFunctor<int>", 0.0, 90.0), ("gdn_decode", 20.0, 5.0),
+                ("FillFunctor<int>", 100.0, 90.0), ("FillFunctor<float>", 150.0, 1.0),
+                ("gdn_decode", 200.0, 6.0)]  # out of order on purpose; the float fill is the call's own
+    assert split_at_delimiters_us(timeline, hc.FLUSH_KERNEL, 2) == pytest.approx([7.0, 7.0])
 
 
-def test_sum_marked_device_us_sums_subtree_without_annotation_double_count():
-    p = hc.TORCH_MARKER
-    copy_op = _evt("aten::copy_", kernels=[("copy_kernel", 2.0)])
-    call0 = _evt(f"{p}0", kernels=[("gdn_decode", 5.0), (f"{p}0", 7.5)], children=[copy_op])
-    call1 = _evt(f"{p}1", kernels=[("gdn_decode", 6.0)])
-    gpu_annotation = _evt(f"{p}1", device_type="DeviceType.CUDA")
-    flush = _evt("aten::zero_", kernels=[("fill", 90.0)])
-    events = [gpu_annotation, flush, call0, copy_op, call1]
-    assert sum_marked_device_us(events, p, 2) == pytest.approx([7.0, 6.0])
-
-
-def test_sum_marked_device_us_missing_call_raises():
-    p = hc.TORCH_MARKER
+def test_split_at_delimiters_refuses_a_wrong_count_or_an_empty_call():
+    with pytest.raises(RuntimeError, match="expected 3"):
+        split_at_delimiters_us([("Fill", 0.0, 1.0), ("k", 1.0, 1.0)], ("Fill",), 3)
     with pytest.raises(RuntimeError, match=r"calls \[1\]"):
-        sum_marked_device_us([_evt(f"{p}0", kernels=[("k", 1.0)]), _evt(f"{p}1")], p, 2)
+        split_at_delimiters_us([("Fill", 0.0, 1.0), ("k", 1.0, 1.0), ("Fill", 2.0, 1.0)], ("Fill",), 2)
 
 
 def test_independent_times_need_cuda(monkeypatch):

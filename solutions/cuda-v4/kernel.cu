@@ -324,13 +324,13 @@ LaunchConfig default_config(int64_t batch) {
     LaunchConfig config;
   };
   constexpr Entry kTable[] = {
-      {1, {1, true}}, {2, {2, true}}, {4, {4, true}}, {8, {2, true}}, {16, {4, true}},
-      {32, {8, true}}, {64, {4, true}}, {128, {8, true}}, {256, {4, true}},
+      {1, {1, false}}, {2, {1, true}}, {4, {4, true}}, {8, {1, false}}, {16, {2, true}},
+      {32, {8, true}},
   };
   for (const Entry& entry : kTable) {
     if (batch <= entry.max_batch) return entry.config;
   }
-  return {8, true};
+  return {8, false};
 }
 
 template <int ROWS>

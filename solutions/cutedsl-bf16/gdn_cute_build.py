@@ -117,8 +117,12 @@ def valid_configs(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[tu
 #: Measured launch table for this definition's shape (H=4, HV=8, K=V=128):
 #: state dtype -> ``(largest batch | None, (tile_v, rows_per_stage))`` pairs,
 #: first match wins. Written from tune.py's output; see LAUNCH_TABLE_SOURCE.
-LAUNCH_TABLE: dict[torch.dtype, tuple[tuple[int | None, tuple[int, int]], ...]] = {}
-LAUNCH_TABLE_SOURCE = "none yet: the heuristic choose_tile_v/rows_per_stage serves every batch"
+LAUNCH_TABLE: dict[torch.dtype, tuple[tuple[int | None, tuple[int, int]], ...]] = {
+    torch.float32: ((16, (8, 1)), (64, (16, 2)), (None, (8, 2))),
+    torch.bfloat16: ((16, (8, 1)), (32, (32, 2)), (64, (64, 1)), (256, (64, 2)), (None, (64, 4))),
+}
+LAUNCH_TABLE_SOURCE = ("tune.py on an NVIDIA H100 80GB HBM3, CUPTI tier, cold L2, median of 100, "
+                       "2026-11-22: results/tuning/cutedsl_tune.json")
 TUNED_SHAPE = (4, 8, 128, 128)  # (H, HV, K, V) the table was measured for
 
 
