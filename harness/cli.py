@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "wallclock on the CPU)")
     p.add_argument("-n", "--trials", type=int, default=3, help="correctness trials with fresh random inputs (3)")
     p.add_argument("--warmup", type=int, default=10, help="warmup calls per tier (10)")
+    p.add_argument("--warm-seconds", type=float, default=0.2,
+                   help="seconds of back-to-back calls before each GPU tier, so clocks ramp up (0.2)")
     p.add_argument("--iters", type=int, default=100, help="timed calls per tier, cut for slow solutions (100)")
     p.add_argument("--sync-trials", type=int, default=3, help="trials of the sync tier (3, as the contest)")
     p.add_argument("--budget", type=float, default=2.0, help="seconds per tier per workload before cutting iters")
@@ -62,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args) -> RunConfig:
     device = args.device or default_device()
     tiers = parse_tiers(args.tiers or (",".join(GPU_TIERS) if device.startswith("cuda") else "wallclock"), device)
-    timing = TimingConfig(warmup=args.warmup, iters=args.iters, trials=args.sync_trials, budget_s=args.budget)
+    timing = TimingConfig(warmup=args.warmup, iters=args.iters, trials=args.sync_trials, budget_s=args.budget,
+                          warm_s=args.warm_seconds)
     return RunConfig(device=device, tiers=tiers, trials=args.trials, tolerance=Tolerance(args.atol, args.rtol),
                      timing=timing)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import platform
 import subprocess
 from functools import lru_cache
@@ -34,11 +35,17 @@ def driver_version() -> str:
 
 @lru_cache(maxsize=1)
 def git_commit() -> str:
-    """Current commit of the repository ('' outside a git checkout)."""
+    """Commit of the code being run: ``$GDN_BENCH_COMMIT`` when set (for a
+    copy of the tree whose own git history is not the source's, e.g. a
+    benchmark machine that receives the working tree), else ``git rev-parse``
+    with ``-dirty`` appended when tracked files differ from it; '' outside a
+    git checkout."""
     from harness.paths import REPO_ROOT
 
+    if os.environ.get("GDN_BENCH_COMMIT"):
+        return os.environ["GDN_BENCH_COMMIT"]
     try:
-        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO_ROOT,
+        out = subprocess.run(["git", "describe", "--always", "--abbrev=12", "--dirty"], cwd=REPO_ROOT,
                              capture_output=True, text=True, timeout=10)
         return out.stdout.strip() if out.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):

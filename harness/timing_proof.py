@@ -36,7 +36,7 @@ from harness.environment import environment, git_commit
 from harness.paths import REPO_ROOT, SOLUTIONS_DIR
 from harness.run import STATE_TORCH_DTYPES, Variant, destinations, make_setup
 from harness.solutions import load_meta, load_module
-from harness.timing import L2Flusher, TimingConfig, bench_cupti, bench_events, bench_sync
+from harness.timing import L2Flusher, TimingConfig, bench_cupti, bench_events, bench_sync, warm_gpu_clocks
 from harness.workloads import materialize_inputs
 
 AGREEMENT = 0.05  # CUPTI vs torch.profiler, relative
@@ -61,6 +61,7 @@ def measure_subject(subject: str, dataset, workload, flush, config: TimingConfig
     """All tiers plus torch.profiler for one subject and workload (µs)."""
     fn, setup = _callable(subject, dataset, workload, "cuda")
     cupti_stats = bench_cupti(fn, setup, flush, config)
+    warm_gpu_clocks(fn, setup, flush, config.warm_s)  # the profiler loop has no warm-up of its own
     prof = statistics.median(cupti.independent_kernel_times_us(fn, setup, flush, iters=config.iters))
     events = bench_events(fn, setup, flush, config)
     sync = bench_sync(fn, setup, flush, config)

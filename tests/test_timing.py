@@ -1,0 +1,22 @@
+"""harness.timing helpers that need no GPU: the clock warm-up loop; the recorded commit."""
+
+import torch
+
+from harness.environment import git_commit
+from harness.timing import warm_gpu_clocks
+
+
+def test_warm_gpu_clocks_calls_for_the_given_time_then_synchronizes(monkeypatch):
+    syncs, log = [], []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: syncs.append(1))
+    calls = warm_gpu_clocks(lambda a: log.append(("call", a)), lambda: "args", lambda: log.append("flush"), 0.02)
+    assert calls >= 1 and log[:2] == ["flush", ("call", "args")] and len(log) == 2 * calls
+    assert syncs  # the last launch is waited for before timing starts
+    assert warm_gpu_clocks(lambda a: None, lambda: None, lambda: None, 0.0) == 1  # at least one call
+
+
+def test_git_commit_names_the_override_or_a_dirty_tree(monkeypatch):
+    monkeypatch.setenv("GDN_BENCH_COMMIT", "0123456789ab")
+    assert git_commit() == "0123456789ab"
+    monkeypatch.delenv("GDN_BENCH_COMMIT")
+    assert isinstance(git_commit(), str)
