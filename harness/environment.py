@@ -33,7 +33,6 @@ def driver_version() -> str:
         return ""
 
 
-@lru_cache(maxsize=1)
 def git_commit() -> str:
     """Commit of the code being run: ``$GDN_BENCH_COMMIT`` when set (for a
     copy of the tree whose own git history is not the source's, e.g. a
