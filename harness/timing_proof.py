@@ -12,8 +12,11 @@ B = 64 of the sweep set:
 3. the sync tier (the contest's timer) inflates µs kernels: ≥ 5× CUPTI at B = 1;
 
 and it runs the same ``run_local.py`` command twice to show that medians repeat
-within 3 % for B ≥ 16. Each check is written with its numbers to
-``<out>/timing_proof.json`` and a readable ``<out>/timing_proof.md``; a failed
+within 3 % for B ≥ 16. The tiers and torch.profiler each measure in a
+spawned process of their own, so that only one CUPTI client is ever loaded
+in a process (as in a run_local.py solution subprocess). Each check is
+written with its numbers to ``<out>/timing_proof.json`` and a readable
+``<out>/timing_proof.md``; a failed
 check is reported as failed, never hidden.
 """
 
@@ -21,10 +24,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import statistics
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -43,6 +48,7 @@ AGREEMENT = 0.05  # CUPTI vs torch.profiler, relative
 SYNC_INFLATION = 5.0  # sync tier / CUPTI at B = 1
 REPEAT = 0.03  # same command twice, B >= 16
 SUBJECTS = ("copy-floor", "pt-compiled", "cuda-v4")
+BATCH_SIZES = (1, 64)
 
 
 def _callable(subject: str, dataset, workload, device: str):
@@ -57,21 +63,54 @@ def _callable(subject: str, dataset, workload, device: str):
     return run, make_setup(inputs, dests, meta.inplace_state)
 
 
-def measure_subject(subject: str, dataset, workload, flush, config: TimingConfig) -> dict:
-    """All tiers plus torch.profiler for one subject and workload (µs)."""
-    fn, setup = _callable(subject, dataset, workload, "cuda")
+def _workload(dataset, batch_size: int):
+    return next(w for w in dataset.workloads if w.batch_size == batch_size)
+
+
+def _tiers_in_this_process(subject: str, batch_size: int, iters: int) -> dict:
+    """CUPTI, events and sync tiers of one subject at one batch size (µs)."""
+    dataset = open_dataset("sweep", show_progress=False)
+    flush = L2Flusher("cuda")
+    config = TimingConfig(iters=iters, budget_s=5.0)
+    fn, setup = _callable(subject, dataset, _workload(dataset, batch_size), "cuda")
     cupti_stats = bench_cupti(fn, setup, flush, config)
-    warm_gpu_clocks(fn, setup, flush, config.warm_s)  # the profiler loop has no warm-up of its own
-    prof = statistics.median(cupti.independent_kernel_times_us(fn, setup, flush, iters=config.iters))
-    events = bench_events(fn, setup, flush, config)
-    sync = bench_sync(fn, setup, flush, config)
-    result = {"subject": subject, "batch_size": workload.batch_size, "profiler_us": prof,
-              "events_us": events.value_us, "sync_us": sync.value_us}
+    result = {"events_us": bench_events(fn, setup, flush, config).value_us,
+              "sync_us": bench_sync(fn, setup, flush, config).value_us}
     if hasattr(cupti_stats, "value_us"):
         result.update(cupti_us=cupti_stats.value_us, kernels_per_call=cupti_stats.extra["kernels_per_call"],
                       span_us=cupti_stats.extra["span_median_us"])
     else:
         result["cupti_unavailable"] = cupti_stats.reason
+    return result
+
+
+def _profiler_in_this_process(subject: str, batch_size: int, iters: int) -> float:
+    """Median per-call kernel µs of one subject from torch.profiler."""
+    dataset = open_dataset("sweep", show_progress=False)
+    flush = L2Flusher("cuda")
+    fn, setup = _callable(subject, dataset, _workload(dataset, batch_size), "cuda")
+    warm_gpu_clocks(fn, setup, flush, TimingConfig().warm_s)  # the profiler loop has no warm-up of its own
+    return statistics.median(cupti.independent_kernel_times_us(fn, setup, flush, iters=iters))
+
+
+def _in_fresh_process(fn, *args):
+    """``fn(*args)`` in a spawned interpreter of its own.
+
+    Why: torch.profiler (kineto) and cupti-python are two CUPTI clients; in
+    one process the second one's records came out wrong (a 2x-off kernel sum
+    after kineto had run, H100, Nov 2026). Each measurement gets a process
+    that has only one CUPTI client, as a run_local.py solution subprocess does.
+    """
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
+def measure_subject(subject: str, batch_size: int, iters: int) -> dict:
+    """All tiers plus torch.profiler for one subject at one batch size (µs), each
+    tool in its own process."""
+    result = {"subject": subject, "batch_size": batch_size}
+    result.update(_in_fresh_process(_tiers_in_this_process, subject, batch_size, iters))
+    result["profiler_us"] = _in_fresh_process(_profiler_in_this_process, subject, batch_size, iters)
     return result
 
 
@@ -154,11 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("error: the timing proof needs a CUDA GPU", file=sys.stderr)
         return 2
-    dataset = open_dataset("sweep", show_progress=False)
-    flush = L2Flusher("cuda")
-    config = TimingConfig(iters=args.iters, budget_s=5.0)
-    rows = [measure_subject(s, dataset, w, flush, config)
-            for s in SUBJECTS for w in dataset.workloads if w.batch_size in (1, 64)]
+    rows = [measure_subject(s, b, args.iters) for s in SUBJECTS for b in BATCH_SIZES]
     checks = [c for r in rows for c in tier_checks(r)]
     repeat_command = ["--algo", "cuda-v4,fla-recurrent", "--workloads", "sweep", "--tiers", "cupti"]
     with tempfile.TemporaryDirectory() as scratch:  # the two runs' own files are not kept

@@ -20,3 +20,11 @@ def test_git_commit_names_the_override_or_a_dirty_tree(monkeypatch):
     assert git_commit() == "0123456789ab"
     monkeypatch.delenv("GDN_BENCH_COMMIT")
     assert isinstance(git_commit(), str)
+
+
+def test_proof_measurements_run_in_a_process_of_their_own():
+    import os
+
+    from harness.timing_proof import _in_fresh_process
+
+    assert _in_fresh_process(os.getpid) != os.getpid()
