@@ -86,7 +86,9 @@ class KernelTimer:
 
     def __init__(self, device, iters: int = 100, warmup: int = 5):
         self.flush = L2Flusher(device)
-        self.config = TimingConfig(warmup=warmup, iters=iters, budget_s=5.0)
+        # warm_s: a tune times configs back to back, so the GPU stays at its
+        # working clock; a short ramp per config is enough.
+        self.config = TimingConfig(warmup=warmup, iters=iters, budget_s=5.0, warm_s=0.05)
         self.tier = "cupti"
         self.why_not_cupti: str | None = None
 
@@ -100,6 +102,22 @@ class KernelTimer:
                 return stats.median_us
         stats: TimingStats = bench_events(fn, setup, self.flush, self.config)
         return stats.median_us
+
+
+def lookup_launch_config(table, batch: int):
+    """The config of the first ``(largest batch | None, config)`` entry of
+    ``table`` that covers ``batch`` (None covers every batch); the last
+    entry's config when none does.
+
+    Raises:
+        ValueError: an empty table.
+    """
+    if not table:
+        raise ValueError("empty launch table")
+    for largest, config in table:
+        if largest is None or batch <= largest:
+            return config
+    return table[-1][1]
 
 
 def compress_table(best_by_batch: list[tuple[int, object]]) -> list[list]:

@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# Launch-table tuning and the timing-tier proof, on a GPU machine (~5 minutes).
-# usage: scripts/gpu_tune.sh OUTDIR
-# Writes OUTDIR/tuning/{cuda_tune.json,cutedsl_tune.json,*.log} and
-# OUTDIR/proof/{timing_proof.json,timing_proof.md}; copy what you keep into
-# results/tuning and results/proof.
+# Launch-table tuning and the timing-tier proof, on a GPU machine.
+# usage: scripts/gpu_tune.sh OUTDIR [STEP...]   steps: smoke fla cuda cutedsl proof (default: all)
+# Writes OUTDIR/tuning/{fla_recurrent_tune,cuda_tune,cutedsl_tune}.json + logs and
+# OUTDIR/proof/{timing_proof.json,timing_proof.md,timing_proof.log}; copy what you
+# keep into results/tuning and results/proof. One failing step does not stop the others.
 set -uo pipefail
-OUT=${1:?usage: gpu_tune.sh OUTDIR}
+OUT=${1:?usage: gpu_tune.sh OUTDIR [STEP...]}
+shift
+STEPS=${*:-smoke fla cuda cutedsl proof}
 mkdir -p "$OUT/tuning" "$OUT/proof"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/tuning/gpu.txt"
-python -m harness.cupti 2>&1 | tee "$OUT/tuning/cupti_smoke.log"
-python solutions/cuda-v4/tune.py --out "$OUT/tuning" 2>&1 | tee "$OUT/tuning/cuda_tune.log"
-python solutions/cutedsl-bf16/tune.py --out "$OUT/tuning" 2>&1 | tee "$OUT/tuning/cutedsl_tune.log"
-python -m harness.timing_proof --out "$OUT/proof" 2>&1 | tee "$OUT/proof/timing_proof.log"
+for step in $STEPS; do
+  echo "== $step ($(date -u +%H:%M:%S))"
+  case $step in
+    smoke)   python -m harness.cupti 2>&1 | tee "$OUT/tuning/cupti_smoke.log" ;;
+    fla)     python solutions/fla-recurrent/tune.py --out "$OUT/tuning" 2>&1 | tee "$OUT/tuning/fla_tune.log" ;;
+    cuda)    python solutions/cuda-v4/tune.py --out "$OUT/tuning" 2>&1 | tee "$OUT/tuning/cuda_tune.log" ;;
+    cutedsl) python solutions/cutedsl-bf16/tune.py --out "$OUT/tuning" 2>&1 | tee "$OUT/tuning/cutedsl_tune.log" ;;
+    proof)   python -m harness.timing_proof --out "$OUT/proof" 2>&1 | tee "$OUT/proof/timing_proof.log" ;;
+    *)       echo "unknown step $step" ;;
+  esac
+done

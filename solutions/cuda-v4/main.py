@@ -27,6 +27,7 @@ if str(_REPO_ROOT) not in sys.path:  # the harness loads this file by path
     sys.path.insert(0, str(_REPO_ROOT))
 
 from harness.cuda_build import load_cuda_solution  # noqa: E402
+from harness.tuning import lookup_launch_config  # noqa: E402
 
 _HEAD_K = 128
 _DEFAULT_SCALE = 1.0 / math.sqrt(_HEAD_K)
@@ -92,10 +93,7 @@ def load_module():
 
 def launch_config(batch: int) -> LaunchConfig:
     """Launch configuration for a batch size, from :data:`LAUNCH_TABLE`."""
-    for largest, config in LAUNCH_TABLE:
-        if largest is None or batch <= largest:
-            return config
-    return LAUNCH_TABLE[-1][1]
+    return lookup_launch_config(LAUNCH_TABLE, batch)
 
 
 def resolve_scale(scale) -> float:

@@ -28,6 +28,7 @@ import torch
 # Imported eagerly: the harness removes the solution folder from sys.path
 # once the entry module is loaded, so a lazy import would fail at first run.
 from gdn_cute_kernel import THREADS, gdn_decode_launch
+from harness.tuning import lookup_launch_config
 
 SUPPORTED_STATE_DTYPES = (torch.float32, torch.bfloat16)
 #: tile heights the heuristic picks from (rows of V per CTA), largest first
@@ -130,10 +131,8 @@ def choose_config(batch: int, num_q_heads: int, num_v_heads: int, head_k: int, h
                   state_dtype: torch.dtype, num_sms: int) -> tuple[int, int]:
     """``(tile_v, rows_per_stage)``: the measured table where it covers this
     shape and dtype, else the heuristic (:func:`choose_tile_v`)."""
-    table = LAUNCH_TABLE.get(state_dtype) if (num_q_heads, num_v_heads, head_k, head_v) == TUNED_SHAPE else None
-    for largest, config in table or ():
-        if largest is None or batch <= largest:
-            return config
+    if (num_q_heads, num_v_heads, head_k, head_v) == TUNED_SHAPE and state_dtype in LAUNCH_TABLE:
+        return lookup_launch_config(LAUNCH_TABLE[state_dtype], batch)
     tile = choose_tile_v(batch, num_v_heads, head_k, head_v, state_dtype, num_sms)
     return tile, rows_per_stage(tile, head_k, state_dtype)
 

@@ -1,6 +1,6 @@
 """fla-recurrent: our own Triton GDN decode kernel (entry module).
 
-``run(inputs)`` picks a launch config by batch size from ``configs.TABLE``
+``run(inputs)`` picks a launch config by batch size from ``configs.LAUNCH_TABLE``
 and launches ``kernel.gdn_decode_kernel`` once, writing straight into
 ``inputs["output"]`` and ``inputs["new_state"]``. The hot path creates no
 tensor, copies nothing, never synchronizes and never autotunes.
@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
+if str(_HERE.parents[1]) not in sys.path:  # configs.py uses harness.tuning
+    sys.path.insert(0, str(_HERE.parents[1]))
 
 
 def _load_sibling(name: str):
@@ -37,6 +39,21 @@ kernel = _load_sibling("kernel")
 configs = _load_sibling("configs")
 
 
+def run_with_config(inputs: dict, cfg) -> dict:
+    """:func:`run` with an explicit ``configs.LaunchConfig`` (tune.py measures them all)."""
+    q = inputs["q"]
+    scale = inputs.get("scale")
+    # Host-side float math only: the kernel always gets a resolved scale.
+    scale = float(scale) if scale else 1.0 / math.sqrt(q.shape[-1])
+    output, new_state = inputs["output"], inputs["new_state"]
+    kernel.launch(
+        q, inputs["k"], inputs["v"], inputs["state"],
+        inputs["A_log"], inputs["a"], inputs["dt_bias"], inputs["b"],
+        scale, output, new_state, cfg,
+    )
+    return {"output": output, "new_state": new_state}
+
+
 def run(inputs: dict) -> dict:
     """One GDN decode step in destination passing style.
 
@@ -50,14 +67,4 @@ def run(inputs: dict) -> dict:
     Returns:
         ``{"output": output, "new_state": new_state}`` (the same tensors).
     """
-    q = inputs["q"]
-    scale = inputs.get("scale")
-    # Host-side float math only: the kernel always gets a resolved scale.
-    scale = float(scale) if scale else 1.0 / math.sqrt(q.shape[-1])
-    output, new_state = inputs["output"], inputs["new_state"]
-    kernel.launch(
-        q, inputs["k"], inputs["v"], inputs["state"],
-        inputs["A_log"], inputs["a"], inputs["dt_bias"], inputs["b"],
-        scale, output, new_state, configs.pick(q.shape[0]),
-    )
-    return {"output": output, "new_state": new_state}
+    return run_with_config(inputs, configs.pick(inputs["q"].shape[0]))
