@@ -66,9 +66,11 @@ BUFFER_BYTES = 16 * 1024 * 1024
 FLUSH_FORCED = 1
 #: Name fragments (demangled, mangled) of the L2 flush's kernel: ``L2Flusher``
 #: zeroes an *int32* buffer (at::native FillFunctor<int>; a solution's own
-#: fills are float ones). The cross-check splits the device timeline into
-#: calls at these kernels.
+#: fills are float ones). The cross-check starts each call at this kernel ...
 FLUSH_KERNEL = ("FillFunctor<int>", "FillFunctorIiE")
+#: ... and of the end marker it launches after each call: a fill of an int8
+#: tensor (FillFunctor<signed char>), which no GDN solution launches.
+END_MARKER_KERNEL = ("FillFunctor<signed char>", "FillFunctorIaE")
 
 
 class CuptiUnavailable(RuntimeError):
@@ -473,26 +475,32 @@ def _is_cpu_event(evt) -> bool:
     return dt is None or str(dt).rsplit(".", 1)[-1].upper() == "CPU"
 
 
-def split_at_delimiters_us(kernels: Iterable[tuple[str, float, float]], delimiter: tuple[str, ...],
-                           n: int) -> list[float]:
+def split_at_delimiters_us(kernels: Iterable[tuple[str, float, float]], start: tuple[str, ...],
+                           end: tuple[str, ...], n: int) -> list[float]:
     """Per-call device µs from a profiled loop's device timeline.
 
     ``kernels`` are ``(name, start_us, duration_us)`` of every kernel, memcpy
     and memset of a loop in which each call is preceded by one kernel whose
-    name contains one of the ``delimiter`` fragments (the L2 flush). Call i's time is the sum of
-    the durations between the i-th delimiter and the next one.
+    name contains a ``start`` fragment (the L2 flush) and followed by one
+    whose name contains an ``end`` fragment (the end marker). Call i's time
+    is the sum of the durations between the i-th start and the next end, so
+    the next iteration's setup (input clones) is never counted.
 
     Raises:
-        RuntimeError: not exactly ``n`` delimiters, or a call with no device time.
+        RuntimeError: not exactly ``n`` start delimiters, or a call with no device time.
     """
     totals: list[float] = []
+    inside = False
     for name, _, duration in sorted(kernels, key=lambda k: k[1]):
-        if any(fragment in name for fragment in delimiter):
+        if any(fragment in name for fragment in start):
             totals.append(0.0)
-        elif totals:
+            inside = True
+        elif any(fragment in name for fragment in end):
+            inside = False
+        elif inside:
             totals[-1] += duration
     if len(totals) != n:
-        raise RuntimeError(f"expected {n} flush kernels {delimiter} on the device timeline, found {len(totals)}")
+        raise RuntimeError(f"expected {n} flush kernels {start} on the device timeline, found {len(totals)}")
     bad = [i for i, t in enumerate(totals) if t <= 0]
     if bad:
         raise RuntimeError(f"torch.profiler recorded no device time for calls {bad[:10]}")
@@ -500,19 +508,19 @@ def split_at_delimiters_us(kernels: Iterable[tuple[str, float, float]], delimite
 
 
 def independent_kernel_times_us(fn: Callable[[Any], Any], setup: Callable[[], Any], flush: Callable[[], None],
-                                iters: int, warmup: int = 1,
-                                delimiter: tuple[str, ...] = FLUSH_KERNEL) -> list[float]:
+                                iters: int, warmup: int = 1) -> list[float]:
     """Per-call kernel µs (kernels + memcpy + memset durations summed) from
     ``torch.profiler``, for cross-checking :func:`time_calls_with_cupti`.
 
-    Same loop (setup, flush, synchronize, call). Calls are told apart on
-    kineto's device timeline alone, at the flush kernels (``delimiter``),
-    not through torch's op tree: kernels launched outside torch (a tvm-ffi
-    or CuTe DSL launch) are not attached to torch ops, but they are on the
-    timeline. Independent in *code path* (kineto's own CUPTI client and
-    buffer handling), not in hardware source: kineto also reads CUPTI's GPU
-    timestamps. Agreement within a few percent shows our correlation and
-    arithmetic are right, not that CUPTI is.
+    Same loop (setup, flush, synchronize, call), plus an end-marker kernel
+    (a fill of a one-byte int8 tensor) after each call. Calls are told apart
+    on kineto's device timeline alone, between a flush kernel and the next
+    end marker, not through torch's op tree: kernels launched outside torch
+    (a tvm-ffi or CuTe DSL launch) are not attached to torch ops, but they
+    are on the timeline. Independent in *code path* (kineto's own CUPTI
+    client and buffer handling), not in hardware source: kineto also reads
+    CUPTI's GPU timestamps. Agreement within a few percent shows our
+    correlation and arithmetic are right, not that CUPTI is.
 
     Raises:
         RuntimeError: no CUDA device, or the timeline does not split into ``iters`` calls.
@@ -523,6 +531,7 @@ def independent_kernel_times_us(fn: Callable[[Any], Any], setup: Callable[[], An
 
     if not torch.cuda.is_available():
         raise RuntimeError("independent_kernel_times_us needs a CUDA device")
+    marker = torch.zeros(1, dtype=torch.int8, device="cuda")
     for _ in range(warmup):
         args = setup()
         flush()
@@ -534,11 +543,12 @@ def independent_kernel_times_us(fn: Callable[[Any], Any], setup: Callable[[], An
             flush()
             torch.cuda.synchronize()
             fn(args)
+            marker.zero_()
         torch.cuda.synchronize()
     device_events = [(e.name(), e.start_ns() / 1e3, e.duration_ns() / 1e3)
                      for e in prof.profiler.kineto_results.events()
                      if e.device_type() == DeviceType.CUDA and not e.is_user_annotation()]
-    return split_at_delimiters_us(device_events, delimiter, iters)
+    return split_at_delimiters_us(device_events, FLUSH_KERNEL, END_MARKER_KERNEL, iters)
 
 
 def _smoke(iters: int = 20) -> None:

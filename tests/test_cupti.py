@@ -361,16 +361,20 @@ def test_status_here_never_raises():
 
 def test_split_at_delimiters_sums_each_calls_kernels():
     timeline = [("copy_kernel", 30.0, 2.0), ("FillFunctor<int>", 0.0, 90.0), ("gdn_decode", 20.0, 5.0),
+                ("FillFunctor<signed char>", 40.0, 1.0), ("clone_of_next_setup", 50.0, 30.0),
                 ("FillFunctor<int>", 100.0, 90.0), ("FillFunctor<float>", 150.0, 1.0),
-                ("gdn_decode", 200.0, 6.0)]  # out of order on purpose; the float fill is the call's own
-    assert split_at_delimiters_us(timeline, hc.FLUSH_KERNEL, 2) == pytest.approx([7.0, 7.0])
+                ("gdn_decode", 200.0, 6.0), ("FillFunctor<signed char>", 210.0, 1.0)]
+    # out of order on purpose; the float fill is the call's own; the clone after
+    # the end marker belongs to the next iteration's setup and is not counted
+    assert split_at_delimiters_us(timeline, hc.FLUSH_KERNEL, hc.END_MARKER_KERNEL, 2) == pytest.approx([7.0, 7.0])
 
 
 def test_split_at_delimiters_refuses_a_wrong_count_or_an_empty_call():
     with pytest.raises(RuntimeError, match="expected 3"):
-        split_at_delimiters_us([("Fill", 0.0, 1.0), ("k", 1.0, 1.0)], ("Fill",), 3)
+        split_at_delimiters_us([("Fill", 0.0, 1.0), ("k", 1.0, 1.0)], ("Fill",), ("End",), 3)
     with pytest.raises(RuntimeError, match=r"calls \[1\]"):
-        split_at_delimiters_us([("Fill", 0.0, 1.0), ("k", 1.0, 1.0), ("Fill", 2.0, 1.0)], ("Fill",), 2)
+        split_at_delimiters_us([("Fill", 0.0, 1.0), ("k", 1.0, 1.0), ("End", 1.5, 0.1), ("Fill", 2.0, 1.0)],
+                               ("Fill",), ("End",), 2)
 
 
 def test_independent_times_need_cuda(monkeypatch):

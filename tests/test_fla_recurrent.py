@@ -156,6 +156,22 @@ def test_tuner_search_space_is_valid_and_parses(solution, tune):
     assert all(tune.parse_config(tune.config_name(c)) == tuple(c) for c in cfgs)
 
 
+@pytest.mark.parametrize("name", ["fla-upstream", "fla-upstream-kernel"])
+def test_fla_anchors_pass_the_harness_check(name, dataset):
+    """fla-core's public API and its bare kernel, through the same check (CPU: interpreter)."""
+    pytest.importorskip("fla", reason="fla-core is not installed")
+    from harness.check import Status
+    from harness.reference_cache import ReferenceCache
+    from harness.run import RunConfig, Variant, check_workload
+    from harness.solutions import load_meta, load_module
+
+    meta = load_meta(REPO / "solutions" / name)
+    run_fn, config = load_module(meta).run, RunConfig(device=DEVICE, trials=1)
+    for workload in dataset.workloads:
+        result, _ = check_workload(run_fn, Variant(meta), dataset, workload, config, ReferenceCache())
+        assert result.status == Status.PASSED, result.message
+
+
 def test_fla_upstream_manifest():
     manifest = tomllib.loads(UPSTREAM_TOML.read_text())["solution"]
     assert manifest["name"] == "fla-upstream"

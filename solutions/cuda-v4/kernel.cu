@@ -324,8 +324,7 @@ LaunchConfig default_config(int64_t batch) {
     LaunchConfig config;
   };
   constexpr Entry kTable[] = {
-      {1, {1, false}}, {2, {1, true}}, {4, {4, true}}, {8, {1, false}}, {16, {2, true}},
-      {32, {8, true}},
+      {2, {1, true}}, {4, {4, false}}, {8, {1, false}}, {16, {2, true}}, {32, {8, true}},
   };
   for (const Entry& entry : kTable) {
     if (batch <= entry.max_batch) return entry.config;

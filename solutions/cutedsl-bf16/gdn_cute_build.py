@@ -32,7 +32,9 @@ from harness.tuning import lookup_launch_config
 
 SUPPORTED_STATE_DTYPES = (torch.float32, torch.bfloat16)
 #: tile heights the heuristic picks from (rows of V per CTA), largest first
-TILE_CHOICES = (64, 32, 16, 8)
+TILE_CHOICES = (128, 64, 32, 16, 8)
+#: a tile's shared memory must fit the 48 KiB a kernel gets without an opt-in
+MAX_TILE_SMEM_BYTES = 48 * 1024
 #: launch at least this many CTAs per SM where the tile height allows it
 MIN_CTAS_PER_SM = 2
 MAX_ROWS_PER_STAGE = 4
@@ -83,9 +85,12 @@ def validate_shapes(num_q_heads: int, num_v_heads: int, head_k: int, head_v: int
 
 
 def valid_tiles(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[int]:
-    """Tile heights (largest first) that divide V and give every row group whole rows."""
+    """Tile heights (largest first) that divide V, give every row group whole
+    rows and fit :data:`MAX_TILE_SMEM_BYTES` of shared memory."""
     groups = row_groups(head_k, state_dtype)
-    return [t for t in TILE_CHOICES if head_v % t == 0 and t % groups == 0]
+    row_bytes = head_k * _state_bits(state_dtype) // 8
+    return [t for t in TILE_CHOICES
+            if head_v % t == 0 and t % groups == 0 and t * row_bytes <= MAX_TILE_SMEM_BYTES]
 
 
 def choose_tile_v(batch: int, num_v_heads: int, head_k: int, head_v: int, state_dtype: torch.dtype,
