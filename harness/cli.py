@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--iters", type=int, default=100, help="timed calls per tier, cut for slow solutions (100)")
     p.add_argument("--sync-trials", type=int, default=3, help="trials of the sync tier (3, as the contest)")
     p.add_argument("--budget", type=float, default=2.0, help="seconds per tier per workload before cutting iters")
+    p.add_argument("--min-iters", type=int, default=5,
+                   help="timed calls per tier never cut below this, however slow the solution (5)")
     p.add_argument("--atol", type=float, default=1e-2)
     p.add_argument("--rtol", type=float, default=1e-2)
     p.add_argument("--no-isolation", action="store_true", help="run solutions in this process (debugging)")
@@ -65,7 +67,7 @@ def config_from_args(args) -> RunConfig:
     device = args.device or default_device()
     tiers = parse_tiers(args.tiers or (",".join(GPU_TIERS) if device.startswith("cuda") else "wallclock"), device)
     timing = TimingConfig(warmup=args.warmup, iters=args.iters, trials=args.sync_trials, budget_s=args.budget,
-                          warm_s=args.warm_seconds)
+                          min_iters=args.min_iters, warm_s=args.warm_seconds)
     return RunConfig(device=device, tiers=tiers, trials=args.trials, tolerance=Tolerance(args.atol, args.rtol),
                      timing=timing)
 
