@@ -1,0 +1,52 @@
+"""harness.targets judges each target on one run, per batch size, and can say MISSED."""
+
+import pandas as pd
+import pytest
+
+from harness.targets import Target, judge, latest_common_run
+
+
+def measurements(rows):
+    """rows: (run, started, solution, batch_size, value_us)."""
+    frame = pd.DataFrame(rows, columns=["run", "started", "solution", "batch_size", "value_us"])
+    frame["started"] = pd.to_datetime(frame["started"])
+    return frame.assign(hardware="GPU", set="sweep", tier="cupti")
+
+
+@pytest.fixture
+def two_runs():
+    return measurements([
+        ("old", "2026-01-01", "a", 1, 1.0), ("old", "2026-01-01", "b", 1, 2.0),
+        ("old", "2026-01-01", "a", 64, 10.0), ("old", "2026-01-01", "b", 64, 20.0),
+        ("new", "2026-02-01", "a", 1, 3.0), ("new", "2026-02-01", "b", 1, 2.0),
+        ("new", "2026-02-01", "a", 64, 10.0), ("new", "2026-02-01", "b", 64, 20.0),
+        ("newest", "2026-03-01", "a", 1, 0.1),  # b not measured here: not a common run
+    ])
+
+
+def test_judged_on_the_latest_run_with_both_sides(two_runs):
+    assert latest_common_run(two_runs, ("a", "b")) == "new"
+    row = judge(Target(0, "a", "b"), two_runs)
+    assert row["run"] == "new" and row["verdict"] == "MISSED" and "B = 1" in row["detail"]
+    assert row["worst"].startswith("B=1: 3.00 / 2.00")
+
+
+def test_batch_range_and_factor(two_runs):
+    assert judge(Target(0, "a", "b", min_batch=16), two_runs)["verdict"] == "MET"  # B=64 only: 0.5
+    assert judge(Target(0, "a", "b", 0.49, min_batch=16), two_runs)["verdict"] == "MISSED"
+    assert judge(Target(0, "a", "b", 1.5, min_batch=1, max_batch=1), two_runs)["verdict"] == "MET"
+
+
+def test_strict_needs_strictly_less():
+    m = measurements([("r", "2026-01-01", "a", 1, 2.0), ("r", "2026-01-01", "b", 1, 2.0)])
+    assert judge(Target(0, "a", "b"), m)["verdict"] == "MET"
+    assert judge(Target(0, "a", "b", strict=True), m)["verdict"] == "MISSED"
+
+
+def test_no_common_run_is_no_data_and_a_failed_batch_is_missed():
+    m = measurements([("r", "2026-01-01", "a", 1, 1.0), ("s", "2026-01-02", "b", 1, 2.0)])
+    assert judge(Target(0, "a", "b"), m)["verdict"] == "NO DATA"
+    failed = measurements([("r", "2026-01-01", "a", 1, 1.0), ("r", "2026-01-01", "b", 1, 2.0),
+                           ("r", "2026-01-01", "a", 2, float("nan")), ("r", "2026-01-01", "b", 2, 2.0)])
+    row = judge(Target(0, "a", "b"), failed)  # a failed at B=2: its number is NaN
+    assert row["verdict"] == "MISSED" and "no passing number at B = 2" in row["detail"]
