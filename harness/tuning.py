@@ -10,6 +10,8 @@ figures off as CUPTI ones.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -102,6 +104,21 @@ class KernelTimer:
                 return stats.median_us
         stats: TimingStats = bench_events(fn, setup, self.flush, self.config)
         return stats.median_us
+
+
+def fastest_correct(results: dict[str, dict]) -> str | None:
+    """Name of the fastest entry of ``{name: {"correct": bool, "us": float}}``
+    among the correct ones (None when none is correct)."""
+    good = {name: r for name, r in results.items() if r.get("correct")}
+    return min(good, key=lambda name: good[name]["us"]) if good else None
+
+
+def write_report(out_dir, filename: str, report: dict) -> Path:
+    """Write a tuner's report as ``<out_dir>/<filename>`` (JSON) and return the path."""
+    path = Path(out_dir) / filename
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2))
+    return path
 
 
 def lookup_launch_config(table, batch: int):

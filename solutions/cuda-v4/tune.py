@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
@@ -33,7 +32,8 @@ _REPO_ROOT = _HERE.parents[1]
 if str(_REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(_REPO_ROOT))
 
-from harness.tuning import KernelTimer, check_call, compress_table, random_inputs, reference_outputs  # noqa: E402
+from harness.tuning import (KernelTimer, check_call, compress_table, fastest_correct, random_inputs,  # noqa: E402
+                            reference_outputs, write_report)
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -78,8 +78,8 @@ def measure_batch(batch: int, v1, v4, timer: KernelTimer) -> dict:
         lambda: entry(*(inputs[key] for key in ("q", "k", "v", "state", "A_log", "a", "dt_bias", "b")),
                       v4.resolve_scale(None), inputs["output"], inputs["new_state"]),
         inputs, expected)
-    timed_v4 = {name: r for name, r in results.items() if name.startswith("cuda-v4/r") and r["correct"]}
-    best = min(timed_v4, key=lambda name: timed_v4[name]["us"]) if timed_v4 else None
+    timed_v4 = {name: r for name, r in results.items() if name.startswith("cuda-v4/r")}
+    best = fastest_correct(timed_v4)
     return {"batch": batch, "copy_floor_us": floor_us, "configs": results, "best_v4": best,
             "config_in_use": config_name(v4.launch_config(batch))}
 
@@ -138,10 +138,9 @@ def main(argv=None) -> int:
         "suggested_table": compress_table(
             [(r["batch"], parse_config(r["best_v4"])) for r in rows if r["best_v4"]]),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "cuda_tune.json").write_text(json.dumps(report, indent=2))
+    path = write_report(args.out, "cuda_tune.json", report)
     print_report(report)
-    print(f"wrote {args.out / 'cuda_tune.json'}")
+    print(f"wrote {path}")
     return 0
 
 

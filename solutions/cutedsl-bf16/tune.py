@@ -22,7 +22,6 @@ configurations.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import traceback
 from pathlib import Path
@@ -37,7 +36,8 @@ import gdn_cute_build as build  # noqa: E402
 import main as solution  # noqa: E402
 from harness.solutions import Tolerance, load_meta, load_module  # noqa: E402
 from harness.tuning import (DEFAULT_TOLERANCE, HEAD_K, HEAD_V, KernelTimer, check_call,  # noqa: E402
-                            compress_table, random_inputs, reference_outputs)
+                            compress_table, fastest_correct, random_inputs, reference_outputs,
+                            write_report)
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 STATE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -82,8 +82,7 @@ def measure(dtype_name: str, batch: int, timer: KernelTimer) -> dict:
     fi_call, reason = flashinfer_call(dtype_name, inputs)
     row["flashinfer_us"] = timer(fi_call) if fi_call else None
     row["flashinfer_unavailable"] = reason
-    good = {n: r for n, r in row["configs"].items() if r["correct"]}
-    row["best"] = min(good, key=lambda n: good[n]["us"]) if good else None
+    row["best"] = fastest_correct(row["configs"])
     return row
 
 
@@ -129,10 +128,9 @@ def main(argv=None) -> int:
             rows.append(measure(dtype_name, batch, timer))
             print(f"measured {dtype_name} B={batch}", file=sys.stderr, flush=True)
     report.update(tier=timer.tier, why_not_cupti=timer.why_not_cupti)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "cutedsl_tune.json").write_text(json.dumps(report, indent=2))
+    path = write_report(args.out, "cutedsl_tune.json", report)
     print_report(report)
-    print(f"wrote {args.out / 'cutedsl_tune.json'}")
+    print(f"wrote {path}")
     return 0
 
 

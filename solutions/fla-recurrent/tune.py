@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 import traceback
 from pathlib import Path
@@ -35,7 +34,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # run as a script: make `harness` importable
 
 from harness.solutions import load_meta, load_module  # noqa: E402
-from harness.tuning import KernelTimer, check_call, compress_table, random_inputs, reference_outputs  # noqa: E402
+from harness.tuning import (KernelTimer, check_call, compress_table, fastest_correct, random_inputs,  # noqa: E402
+                            reference_outputs, write_report)
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 BV_CHOICES = (4, 8, 16, 32, 64, 128)
@@ -80,8 +80,7 @@ def measure_batch(solution, batch: int, cfgs: list, timer: KernelTimer) -> dict:
     call, reason = upstream_call(inputs)
     row["fla_upstream_us"] = timer(call) if call else None
     row["fla_upstream_unavailable"] = reason
-    good = {name: r for name, r in row["configs"].items() if r["correct"]}
-    row["best"] = min(good, key=lambda name: good[name]["us"]) if good else None
+    row["best"] = fastest_correct(row["configs"])
     return row
 
 
@@ -123,10 +122,9 @@ def main(argv=None) -> int:
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "iters": args.iters,
               "tier": timer.tier, "why_not_cupti": timer.why_not_cupti, "batches": rows,
               "suggested_table": compress_table([(r["batch"], parse_config(r["best"])) for r in rows if r["best"]])}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "fla_recurrent_tune.json").write_text(json.dumps(report, indent=2))
+    path = write_report(args.out, "fla_recurrent_tune.json", report)
     print_report(report)
-    print(f"wrote {args.out / 'fla_recurrent_tune.json'}")
+    print(f"wrote {path}")
     return 0
 
 
