@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from conftest import OFFICIAL_DEFINITION
+from conftest import OFFICIAL_DEFINITION, SHARED_OFFICIAL_DEFINITION
 from harness import reference
 from harness.definition import load_definition
 
@@ -55,7 +55,11 @@ def test_scale_zero_or_none_means_default(our_definition):
         assert torch.equal(reference.gdn_decode(**dict(default, scale=scale))[0], expected)
 
 
-@pytest.mark.skipif(not OFFICIAL_DEFINITION.exists(), reason=f"official definition not found at {OFFICIAL_DEFINITION}")
+@pytest.mark.skipif(not SHARED_OFFICIAL_DEFINITION.exists(), reason=f"no original at {SHARED_OFFICIAL_DEFINITION}")
+def test_official_definition_copy_is_the_original():
+    assert OFFICIAL_DEFINITION.read_bytes() == SHARED_OFFICIAL_DEFINITION.read_bytes()
+
+
 @pytest.mark.parametrize("seed,scale", [(0, None), (1, 0.0), (2, 0.05)])
 def test_our_reference_equals_official(our_definition, seed, scale):
     official = load_definition(OFFICIAL_DEFINITION)
