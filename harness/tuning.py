@@ -11,6 +11,7 @@ figures off as CUPTI ones.
 from __future__ import annotations
 
 import json
+import traceback
 from pathlib import Path
 from typing import Callable
 
@@ -18,7 +19,7 @@ import torch
 
 from harness.check import tensor_errors
 from harness.reference import gdn_decode
-from harness.solutions import Tolerance
+from harness.solutions import Tolerance, load_meta, load_module
 from harness.timing import L2Flusher, TierUnavailable, TimingConfig, TimingStats, bench_cupti, bench_events
 
 #: flashinfer-bench's default tolerance, as the harness checks fp32-state solutions.
@@ -104,6 +105,47 @@ class KernelTimer:
                 return stats.median_us
         stats: TimingStats = bench_events(fn, setup, self.flush, self.config)
         return stats.median_us
+
+
+def check_and_time(call: Callable[[], object], inputs: dict, expected: tuple, timer: "KernelTimer",
+                   tolerance: Tolerance = DEFAULT_TOLERANCE) -> dict:
+    """:func:`check_call`, then ``"us"`` from ``timer`` when it ran. A
+    config that fails to compile or launch is recorded as ``{"correct":
+    False, "error": ...}`` (traceback printed) so one bad variant never ends
+    a tune."""
+    try:
+        result = check_call(call, inputs, expected, tolerance)
+        result["us"] = timer(call)
+    except Exception as exc:
+        result = failure_row(exc)
+    return result
+
+
+def failure_row(exc: Exception) -> dict:
+    """A tuner's row for a variant that raised (traceback printed)."""
+    traceback.print_exception(exc)
+    return {"correct": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+def baseline_call(solution_dir, inputs: dict) -> tuple[Callable[[], object] | None, str | None]:
+    """``(zero-argument call, None)`` running another solution's ``run`` on
+    ``inputs``, or ``(None, reason)`` when it cannot be loaded here (its
+    packages missing, say). A solution that declares ``inplace_state`` gets
+    a copy of the state as both ``state`` and ``new_state``, as the harness
+    hands it over."""
+    try:
+        meta = load_meta(solution_dir)
+        missing = meta.missing_packages()
+        if missing:
+            return None, f"missing packages: {', '.join(missing)}"
+        module = load_module(meta)
+    except Exception as exc:  # a missing baseline column, not a failed tune
+        return None, f"{type(exc).__name__}: {str(exc)[:200]}"
+    args = inputs
+    if meta.inplace_state:
+        state = inputs["state"].clone()
+        args = dict(inputs, state=state, new_state=state)
+    return (lambda: module.run(args)), None
 
 
 def fastest_correct(results: dict[str, dict]) -> str | None:

@@ -27,3 +27,42 @@ def test_compress_table_and_lookup_round_trip():
 def test_write_report(tmp_path):
     path = write_report(tmp_path / "new", "t.json", {"a": 1})
     assert json.loads(path.read_text()) == {"a": 1}
+
+
+def test_check_and_time_records_a_failing_variant():
+    from harness.tuning import check_and_time, random_inputs
+
+    def broken():
+        raise RuntimeError("no such kernel")
+
+    row = check_and_time(broken, random_inputs(1, "cpu"), (None, None), timer=lambda call: 1.0)
+    assert row["correct"] is False and "RuntimeError: no such kernel" in row["error"] and "us" not in row
+
+
+def test_baseline_call_hands_an_inplace_solution_a_copy_of_the_state(tmp_path):
+    import shutil
+
+    import torch
+
+    from conftest import FIXTURE_SOLUTIONS
+    from harness.tuning import baseline_call, random_inputs
+
+    folder = tmp_path / "good"
+    shutil.copytree(FIXTURE_SOLUTIONS / "good", folder)
+    shutil.copy(FIXTURE_SOLUTIONS / "_common.py", tmp_path / "_common.py")
+    (folder / "solution.toml").write_text((folder / "solution.toml").read_text() + "inplace_state = true\n")
+    inputs = random_inputs(1, "cpu")
+    original = inputs["state"].clone()
+    call, reason = baseline_call(folder, inputs)
+    assert reason is None
+    result = call()
+    assert torch.equal(inputs["state"], original)  # the caller's state is untouched
+    assert not torch.equal(result["new_state"], original)  # the copy was updated
+
+
+def test_baseline_call_reports_why_it_cannot_load():
+    from conftest import FIXTURE_SOLUTIONS
+    from harness.tuning import baseline_call
+
+    call, reason = baseline_call(FIXTURE_SOLUTIONS / "missing-package", {})
+    assert call is None and "no_such_package_gdn" in reason

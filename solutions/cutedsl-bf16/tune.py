@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import traceback
 from pathlib import Path
 
 import torch
@@ -34,10 +33,10 @@ sys.path[:0] = [str(HERE), str(REPO)]
 
 import gdn_cute_build as build  # noqa: E402
 import main as solution  # noqa: E402
-from harness.solutions import Tolerance, load_meta, load_module  # noqa: E402
-from harness.tuning import (DEFAULT_TOLERANCE, HEAD_K, HEAD_V, KernelTimer, check_call,  # noqa: E402
-                            compress_table, fastest_correct, random_inputs, reference_outputs,
-                            write_report)
+from harness.solutions import Tolerance, load_meta  # noqa: E402
+from harness.tuning import (DEFAULT_TOLERANCE, HEAD_K, HEAD_V, KernelTimer, baseline_call,  # noqa: E402
+                            check_and_time, compress_table, failure_row, fastest_correct, random_inputs,
+                            reference_outputs, write_report)
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 STATE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -49,18 +48,6 @@ def tolerance(dtype_name: str) -> Tolerance:
     return load_meta(HERE).tolerances.get(dtype_name, DEFAULT_TOLERANCE)
 
 
-def flashinfer_call(dtype_name: str, inputs: dict):
-    """Zero-argument call of FlashInfer's kernel in place on a copy of the
-    inputs, or ``(None, reason)`` when it cannot be loaded."""
-    try:
-        module = load_module(load_meta(REPO / "solutions" / FLASHINFER_ROW[dtype_name]))
-    except Exception as exc:  # flashinfer missing or broken: a missing row, not a failed tune
-        return None, f"{type(exc).__name__}: {str(exc)[:200]}"
-    pool = dict(inputs, state=inputs["state"].clone())
-    pool["new_state"] = pool["state"]
-    return (lambda: module.run(pool)), None
-
-
 def measure(dtype_name: str, batch: int, timer: KernelTimer) -> dict:
     """Check and time every configuration, the copy floor and FlashInfer at one B."""
     inputs = random_inputs(batch, "cuda", seed=batch, state_dtype=STATE_DTYPES[dtype_name])
@@ -70,16 +57,14 @@ def measure(dtype_name: str, batch: int, timer: KernelTimer) -> dict:
            "configs": {}, "in_use": [key.tile_v, key.rows_per_stage]}
     for tile, stage_rows in build.valid_configs(HEAD_V, HEAD_K, STATE_DTYPES[dtype_name]):
         name = f"t{tile}/s{stage_rows}"
-        try:
+        try:  # compiled here, so that the timed call is the launch alone
             compiled = build.compile_kernel(solution.kernel_key(inputs, (tile, stage_rows)))
-            call = lambda compiled=compiled: solution.launch(compiled, inputs)  # noqa: E731
-            result = check_call(call, inputs, expected, tolerance(dtype_name))
-            result["us"] = timer(call)
-        except Exception as exc:  # one broken variant must not end the tune
-            traceback.print_exc()
-            result = {"correct": False, "error": f"{type(exc).__name__}: {exc}"}
-        row["configs"][name] = result
-    fi_call, reason = flashinfer_call(dtype_name, inputs)
+        except Exception as exc:  # one variant that does not compile must not end the tune
+            row["configs"][name] = failure_row(exc)
+            continue
+        call = lambda compiled=compiled: solution.launch(compiled, inputs)  # noqa: E731
+        row["configs"][name] = check_and_time(call, inputs, expected, timer, tolerance(dtype_name))
+    fi_call, reason = baseline_call(REPO / "solutions" / FLASHINFER_ROW[dtype_name], inputs)
     row["flashinfer_us"] = timer(fi_call) if fi_call else None
     row["flashinfer_unavailable"] = reason
     row["best"] = fastest_correct(row["configs"])

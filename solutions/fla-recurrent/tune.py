@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
-import traceback
 from pathlib import Path
 
 import torch
@@ -34,8 +33,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # run as a script: make `harness` importable
 
 from harness.solutions import load_meta, load_module  # noqa: E402
-from harness.tuning import (KernelTimer, check_call, compress_table, fastest_correct, random_inputs,  # noqa: E402
-                            reference_outputs, write_report)
+from harness.tuning import (KernelTimer, baseline_call, check_and_time, compress_table,  # noqa: E402
+                            fastest_correct, random_inputs, reference_outputs, write_report)
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 BV_CHOICES = (4, 8, 16, 32, 64, 128)
@@ -53,15 +52,6 @@ def config_name(cfg) -> str:
     return f"bv{cfg.bv}/w{cfg.num_warps}"
 
 
-def upstream_call(inputs: dict):
-    """Zero-argument call of fla-upstream on ``inputs``, or ``(None, reason)``."""
-    try:
-        module = load_module(load_meta(REPO / "solutions" / "fla-upstream"))
-    except Exception as exc:  # fla-core missing: a missing column, not a failed tune
-        return None, f"{type(exc).__name__}: {str(exc)[:200]}"
-    return (lambda: module.run(inputs)), None
-
-
 def measure_batch(solution, batch: int, cfgs: list, timer: KernelTimer) -> dict:
     """Check and time every config, the copy floor and fla-upstream at one B."""
     inputs = random_inputs(batch, "cuda", seed=batch)
@@ -70,14 +60,8 @@ def measure_batch(solution, batch: int, cfgs: list, timer: KernelTimer) -> dict:
            "configs": {}, "in_use": config_name(solution.configs.pick(batch))}
     for cfg in cfgs:
         call = lambda cfg=cfg: solution.run_with_config(inputs, cfg)  # noqa: E731
-        try:
-            result = check_call(call, inputs, expected)
-            result["us"] = timer(call)
-        except Exception as exc:  # a config Triton cannot compile must not end the tune
-            traceback.print_exc()
-            result = {"correct": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
-        row["configs"][config_name(cfg)] = result
-    call, reason = upstream_call(inputs)
+        row["configs"][config_name(cfg)] = check_and_time(call, inputs, expected, timer)
+    call, reason = baseline_call(REPO / "solutions" / "fla-upstream", inputs)
     row["fla_upstream_us"] = timer(call) if call else None
     row["fla_upstream_unavailable"] = reason
     row["best"] = fastest_correct(row["configs"])
