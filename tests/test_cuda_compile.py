@@ -140,7 +140,7 @@ def test_second_build_is_a_cache_hit(solution, build_cache, monkeypatch):
 @needs_toolchain
 @pytest.mark.parametrize("solution, functions", [
     ("cuda-v1", {"gdn_decode": ()}),
-    ("cuda-v4", {"gdn_decode": (), "gdn_decode_config": (1, True)}),
+    ("cuda-v4", {"gdn_decode": (), "gdn_decode_config": (1, True, False)}),
 ])
 def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache):
     torch = pytest.importorskip("torch")

@@ -92,7 +92,7 @@ def test_cache_key_covers_shape_parameters(build):
     kernel keyed on (T, B) only); the batch size is dynamic, not keyed."""
     fields = set(build.KernelKey.__dataclass_fields__)
     assert {"state_dtype", "num_q_heads", "num_v_heads", "head_k", "head_v", "tile_v", "rows_per_stage",
-            "arch"} == fields
+            "arch", "load", "streaming"} == fields
 
 
 @needs_cutlass
@@ -112,17 +112,18 @@ _PTX_SCRIPT = textwrap.dedent("""
     out = {}
     for name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
         for tile in (8, 32, 64):
-            rps = build.rows_per_stage(tile, 128, dtype)
-            key = build.KernelKey(dtype, 4, 8, 128, 128, tile, rps, "sm_90a")
-            ptx = build.compile_kernel(key).artifacts.PTX  # the text, or the path of a dump
-            out[f"{name}-{tile}"] = ptx if chr(10) in ptx else open(ptx).read()
+            for load, streaming in (("smem", False), ("regs", True)):
+                rps = build.rows_per_stage(tile, 128, dtype)
+                key = build.KernelKey(dtype, 4, 8, 128, 128, tile, rps, "sm_90a", load, streaming)
+                ptx = build.compile_kernel(key).artifacts.PTX  # the text, or the path of a dump
+                out[f"{name}-{tile}-{load}"] = ptx if chr(10) in ptx else open(ptx).read()
     json.dump(out, sys.stdout)
 """)
 
 
 @pytest.fixture(scope="module")
 def ptx_texts(tmp_path_factory):
-    """PTX of six variants, compiled in a fresh process (PTX dumping is set
+    """PTX of twelve variants, compiled in a fresh process (PTX dumping is set
     by environment variables read when the DSL starts)."""
     if not HAVE_CUTLASS:
         pytest.skip("nvidia-cutlass-dsl (module 'cutlass') not installed")
@@ -135,25 +136,45 @@ def ptx_texts(tmp_path_factory):
     return json.loads(proc.stdout)
 
 
-@needs_cutlass
-@pytest.mark.parametrize("variant", ["float32-8", "float32-32", "float32-64", "bfloat16-8", "bfloat16-32",
-                                     "bfloat16-64"])
-def test_ptx_invariants(ptx_texts, variant):
+_VARIANTS = [f"{dtype}-{tile}" for dtype in ("float32", "bfloat16") for tile in (8, 32, 64)]
+
+
+def _rows_per_thread(variant: str) -> tuple[int, int]:
+    """(rows each thread owns, lanes per row) of a ``dtype-tile`` variant."""
     name, tile = variant.split("-")
-    tile = int(tile)
     lanes = 32 if name == "float32" else 16
-    rows = tile // (128 // lanes)  # rows each thread owns
+    return int(tile) // (128 // lanes), lanes
+
+
+@needs_cutlass
+@pytest.mark.parametrize("variant", _VARIANTS)
+def test_ptx_invariants_smem_path(ptx_texts, variant):
+    rows, lanes = _rows_per_thread(variant)
     stages = rows // min(rows, 4)
-    ptx = ptx_texts[variant]
+    ptx = ptx_texts[f"{variant}-smem"]
     copies = [line for line in ptx.splitlines() if "cp.async.cg.shared.global" in line]
     assert len(copies) == rows and all(line.rstrip().endswith("16, 16;") for line in copies)
     assert ptx.count("cp.async.commit_group") == stages
     assert ptx.count("cp.async.wait_group") == stages
     assert ptx.count("ld.shared.v4.b32") == rows
-    assert ptx.count("st.global.v4.b32") == rows
+    assert ptx.count("st.global.v4.b32") == rows  # write-back policy: no .cs
     assert "bar.sync" not in ptx and "barrier.sync" not in ptx
     assert ptx.count("shfl.sync.bfly") == (2 * rows + 1) * int(math.log2(lanes))
     assert ptx.count("cvt.rn.bf16") >= rows  # bf16 output rounding (and bf16 state stores)
+
+
+@needs_cutlass
+@pytest.mark.parametrize("variant", _VARIANTS)
+def test_ptx_invariants_regs_streaming_path(ptx_texts, variant):
+    """Registers instead of shared memory: one 128-bit evict-first load and
+    store per row, no cp.async, no shared memory traffic, no barrier."""
+    rows, lanes = _rows_per_thread(variant)
+    ptx = ptx_texts[f"{variant}-regs"]
+    assert ptx.count("ld.global.cs.v4.b32") == rows
+    assert ptx.count("st.global.cs.v4.b32") == rows
+    assert "cp.async" not in ptx and "ld.shared" not in ptx
+    assert "bar.sync" not in ptx and "barrier.sync" not in ptx
+    assert ptx.count("shfl.sync.bfly") == (2 * rows + 1) * int(math.log2(lanes))
 
 
 @pytest.fixture(scope="module")
@@ -190,17 +211,30 @@ def test_kernel_key_rejects_mixed_state_dtypes(solution_module):
 def test_valid_configs_cover_every_tile_and_divide_the_rows(build):
     for dtype in (torch.float32, torch.bfloat16):
         configs = build.valid_configs(128, 128, dtype)
-        assert {tile for tile, _ in configs} == set(build.valid_tiles(128, 128, dtype))
-        for tile, stage_rows in configs:
-            assert (tile // build.row_groups(128, dtype)) % stage_rows == 0
+        assert {config.tile_v for config in configs} == set(build.valid_tiles(128, 128, dtype))
+        for config in configs:
+            assert (config.tile_v // build.row_groups(128, dtype)) % config.rows_per_stage == 0
+            assert config.load == "smem" or build.fits_registers(config.tile_v, 128, dtype)
+            assert build.LaunchConfig.from_name(config.name) == config
+        assert len({config.name for config in configs}) == len(configs)
+    # fp32 tile 128 holds 512 B per thread: shared memory only (and not even that: 64 KiB > 48 KiB)
+    assert not build.fits_registers(128, 128, torch.float32) and build.fits_registers(128, 128, torch.bfloat16)
+
+
+@needs_cutlass
+def test_regs_path_refuses_a_tile_too_big_for_registers(build):
+    key = build.KernelKey(torch.float32, 4, 8, 128, 128, 128, 4, "sm_90a", "regs", False)
+    with pytest.raises(ValueError, match="registers"):
+        build.compile_kernel(key)
 
 
 @needs_cutlass
 def test_launch_table_wins_over_the_heuristic_for_the_tuned_shape(build, monkeypatch):
-    monkeypatch.setattr(build, "LAUNCH_TABLE", {torch.float32: ((4, (8, 1)), (None, (32, 2)))})
+    table = ((4, build.LaunchConfig(8, 1)), (None, build.LaunchConfig(32, 2, "regs", True)))
+    monkeypatch.setattr(build, "LAUNCH_TABLE", {torch.float32: table})
     choose = lambda batch, shape=(4, 8, 128, 128): build.choose_config(batch, *shape, torch.float32, 132)  # noqa: E731
-    assert choose(1) == (8, 1) and choose(4) == (8, 1) and choose(512) == (32, 2)
+    assert choose(1) == choose(4) == (8, 1, "smem", False) and choose(512) == (32, 2, "regs", True)
     # another shape, or a dtype the table lacks, falls back to the heuristic
     tile = build.choose_tile_v(512, 16, 128, 128, torch.float32, 132)
-    assert choose(512, (4, 16, 128, 128)) == (tile, build.rows_per_stage(tile, 128, torch.float32))
+    assert choose(512, (4, 16, 128, 128)) == (tile, build.rows_per_stage(tile, 128, torch.float32), "smem", False)
     assert build.choose_config(1, 4, 8, 128, 128, torch.bfloat16, 132)[0] == 8

@@ -25,6 +25,12 @@
 // Which one is faster is a measurement, not a principle: tune.py times both
 // at every batch size and the table records the winner.
 //
+// Grid, a runtime choice (`persistent`):
+//   * one-shot: one block per chunk of 8 * ROWS rows, grid (V / (8 * ROWS), HV, B);
+//   * persistent: one wave of blocks (SMs x resident blocks per SM) that loop
+//     over the chunks, so a warp that finishes starts its next chunk at once
+//     instead of idling until its whole block retires.
+//
 // Math (fp32), per (batch b, v-head h), S = state[b, h] as [V, K]:
 //   g    = exp(-exp(A_log[h]) * softplus(a[b, h] + dt_bias[h]))
 //   beta = sigmoid(b[b, h])
@@ -33,11 +39,11 @@
 //   S   += (beta * (v[v] - u[v])) * k[k]
 //   o[v] = scale * sum_k S[v, k] * q[k]         (updated S)
 //
-// Grid = (V / (8 * ROWS), HV, B) blocks of 256 threads.
+// Blocks of 256 threads.
 // Exported (tvm-ffi, destination passing style, definition argument order):
 //   gdn_decode(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state)
 //   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
-//                     rows_per_warp, streaming)
+//                     rows_per_warp, streaming, persistent)
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -227,20 +233,20 @@ struct Params {
 //   state     [B, HV, V, K] : (head * V + vv) * K + kk
 //   a, b      [B, 1, HV]    : head
 //   A_log, dt_bias [HV]     : hv
+//
+// Updates rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * 8 + warp) * ROWS:
+// the work of one warp. Warps never wait for each other (no block barrier).
 template <int ROWS, bool STREAMING>
-__global__ void __launch_bounds__(kThreadsPerBlock) gdn_decode_v4_kernel(const Params p) {
+__device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, int batch) {
   static_assert(kHeadV % (kWarpsPerBlock * ROWS) == 0, "blocks must tile V exactly");
   const int lane = threadIdx.x % kWarpSize;  // owns K columns [k0, k0 + 4)
   const int warp = threadIdx.x / kWarpSize;
   const int k0 = lane * kKPerLane;
-  // Block x covers rows [x * 8 * ROWS, (x + 1) * 8 * ROWS); warp w of it covers
+  // Chunk x covers rows [x * 8 * ROWS, (x + 1) * 8 * ROWS); warp w of it covers
   // rows [v0, v0 + ROWS) with v0 = x * 8 * ROWS + w * ROWS = (x * 8 + w) * ROWS.
-  const int v0 = (blockIdx.x * kWarpsPerBlock + warp) * ROWS;
-  const int hv = blockIdx.y;
-  const int batch = blockIdx.z;
+  const int v0 = (chunk * kWarpsPerBlock + warp) * ROWS;
   const int hq = hv / kGroup;  // GVA: q/k head h / 2 serves v head h
   const int64_t head = static_cast<int64_t>(batch) * kNumVHeads + hv;
-
   // All loads first: the ROWS state rows (the DRAM traffic), then the small operands.
   const int64_t tile = (head * kHeadV + v0) * kHeadK + k0;  // state[batch, hv, v0, k0]
   float4 s[ROWS];
@@ -281,6 +287,28 @@ __global__ void __launch_bounds__(kThreadsPerBlock) gdn_decode_v4_kernel(const P
   if (lane == 0) store_bf16xN(p.output + head * kHeadV + v0, o, p.scale);
 }
 
+
+// One block per chunk of 8 * ROWS rows: grid (V / (8 * ROWS), HV, B).
+template <int ROWS, bool STREAMING>
+__global__ void __launch_bounds__(kThreadsPerBlock) gdn_decode_v4_kernel(const Params p) {
+  update_rows<ROWS, STREAMING>(p, blockIdx.x, blockIdx.y, blockIdx.z);
+}
+
+// Persistent variant: at most one wave of blocks; block i updates chunks i,
+// i + gridDim.x, ... of the flattened (batch, hv, chunk) space. A warp that
+// finishes a chunk goes straight on to its next one, where in the one-shot
+// grid its slot stays idle until the other 7 warps of the block are done and
+// the block retires (the refill granularity is a block, not a warp).
+template <int ROWS, bool STREAMING>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    gdn_decode_v4_persistent_kernel(const Params p, int num_chunks) {
+  constexpr int kChunksPerHead = kHeadV / (kWarpsPerBlock * ROWS);
+  for (int chunk = blockIdx.x; chunk < num_chunks; chunk += gridDim.x) {
+    const int head = chunk / kChunksPerHead;  // batch * HV + hv
+    update_rows<ROWS, STREAMING>(p, chunk % kChunksPerHead, head % kNumVHeads, head / kNumVHeads);
+  }
+}
+
 // ---------------------------------------------------------------- host side
 
 // Address of element 0 (DLPack keeps a separate byte offset).
@@ -314,6 +342,7 @@ void check_tensor(const ffi::TensorView& t, const char* name, DLDataTypeCode cod
 struct LaunchConfig {
   int64_t rows_per_warp;
   bool streaming;
+  bool persistent;
 };
 
 // Mirrors LAUNCH_TABLE in main.py (measured by tune.py on an H100): the first
@@ -324,21 +353,57 @@ LaunchConfig default_config(int64_t batch) {
     LaunchConfig config;
   };
   constexpr Entry kTable[] = {
-      {2, {1, true}}, {4, {4, false}}, {8, {1, false}}, {16, {2, true}}, {32, {8, true}},
+      {2, {1, true, false}},  {4, {4, false, false}},  {8, {1, false, false}},
+      {16, {2, true, false}}, {32, {8, true, false}},
   };
   for (const Entry& entry : kTable) {
     if (batch <= entry.max_batch) return entry.config;
   }
-  return {8, false};
+  return {8, false, false};
+}
+
+constexpr int kMaxDevices = 64;
+
+// Blocks of `kernel` that fit on all SMs of `device_id` at once (one wave),
+// queried once per device and kernel (a host-side occupancy calculation: no
+// allocation, no synchronization), then read from the cache.
+template <typename Kernel>
+int one_wave_blocks(Kernel kernel, int device_id) {
+  static int cache[kMaxDevices] = {};  // 0: not queried yet (one array per kernel)
+  TVM_FFI_CHECK(device_id >= 0 && device_id < kMaxDevices, ValueError) << "device id " << device_id;
+  if (cache[device_id] == 0) {
+    int sms = 0, blocks_per_sm = 0;
+    TVM_FFI_CHECK_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_id));
+    TVM_FFI_CHECK_CUDA_ERROR(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreadsPerBlock, 0));
+    cache[device_id] = sms * (blocks_per_sm > 0 ? blocks_per_sm : 1);
+  }
+  return cache[device_id];
+}
+
+template <int ROWS, bool STREAMING>
+void launch_policy(const Params& params, int64_t batch, bool persistent, int device_id,
+                   cudaStream_t stream) {
+  constexpr int kChunksPerHead = kHeadV / (kWarpsPerBlock * ROWS);
+  if (persistent) {
+    const int64_t chunks = batch * kNumVHeads * kChunksPerHead;
+    auto* kernel = gdn_decode_v4_persistent_kernel<ROWS, STREAMING>;
+    const int64_t wave = one_wave_blocks(kernel, device_id);
+    const unsigned blocks = static_cast<unsigned>(chunks < wave ? chunks : wave);
+    kernel<<<blocks, kThreadsPerBlock, 0, stream>>>(params, static_cast<int>(chunks));
+  } else {
+    const dim3 grid(kChunksPerHead, kNumVHeads, static_cast<unsigned>(batch));
+    gdn_decode_v4_kernel<ROWS, STREAMING><<<grid, kThreadsPerBlock, 0, stream>>>(params);
+  }
 }
 
 template <int ROWS>
-void launch(const Params& params, int64_t batch, bool streaming, cudaStream_t stream) {
-  const dim3 grid(kHeadV / (kWarpsPerBlock * ROWS), kNumVHeads, static_cast<unsigned>(batch));
-  if (streaming) {
-    gdn_decode_v4_kernel<ROWS, true><<<grid, kThreadsPerBlock, 0, stream>>>(params);
+void launch(const Params& params, int64_t batch, const LaunchConfig& config, int device_id,
+            cudaStream_t stream) {
+  if (config.streaming) {
+    launch_policy<ROWS, true>(params, batch, config.persistent, device_id, stream);
   } else {
-    gdn_decode_v4_kernel<ROWS, false><<<grid, kThreadsPerBlock, 0, stream>>>(params);
+    launch_policy<ROWS, false>(params, batch, config.persistent, device_id, stream);
   }
 }
 
@@ -346,7 +411,7 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
                        ffi::TensorView state, ffi::TensorView A_log, ffi::TensorView a,
                        ffi::TensorView dt_bias, ffi::TensorView b, double scale,
                        ffi::TensorView output, ffi::TensorView new_state, int64_t rows_per_warp,
-                       bool streaming) {
+                       bool streaming, bool persistent) {
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   const int64_t batch = q.size(0);
   const int device_id = q.device().device_id;
@@ -380,12 +445,13 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
   ffi::CUDADeviceGuard guard(device_id);
   // The caller's stream (torch's current stream when called with torch tensors).
   auto stream = static_cast<cudaStream_t>(TVMFFIEnvGetStream(kDLCUDA, device_id));
+  const LaunchConfig config{rows_per_warp, streaming, persistent};
   switch (rows_per_warp) {
-    case 1: launch<1>(params, batch, streaming, stream); break;
-    case 2: launch<2>(params, batch, streaming, stream); break;
-    case 4: launch<4>(params, batch, streaming, stream); break;
-    case 8: launch<8>(params, batch, streaming, stream); break;
-    case 16: launch<16>(params, batch, streaming, stream); break;
+    case 1: launch<1>(params, batch, config, device_id, stream); break;
+    case 2: launch<2>(params, batch, config, device_id, stream); break;
+    case 4: launch<4>(params, batch, config, device_id, stream); break;
+    case 8: launch<8>(params, batch, config, device_id, stream); break;
+    case 16: launch<16>(params, batch, config, device_id, stream); break;
     default:
       TVM_FFI_THROW(ValueError) << "rows_per_warp must be 1, 2, 4, 8 or 16, not " << rows_per_warp;
   }
@@ -399,7 +465,7 @@ void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::Te
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   const LaunchConfig config = default_config(q.size(0));
   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
-                    config.rows_per_warp, config.streaming);
+                    config.rows_per_warp, config.streaming, config.persistent);
 }
 
 }  // namespace

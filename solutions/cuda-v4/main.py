@@ -37,15 +37,18 @@ ROWS_PER_WARP_CHOICES = (1, 2, 4, 8, 16)
 
 
 class LaunchConfig(NamedTuple):
-    """One compiled variant of the kernel.
+    """One variant of the kernel.
 
     rows_per_warp: V rows per warp (a block of 8 warps covers 8x as many).
     streaming: evict-first cache policy on the state loads/stores
         (ld/st.global.cs) instead of the default one.
+    persistent: one wave of blocks looping over the row chunks instead of
+        one block per chunk (kernel.cu's header says why).
     """
 
     rows_per_warp: int
     streaming: bool
+    persistent: bool = False
 
 
 #: ``(largest batch, config)`` pairs, first match wins; ``None`` matches any
@@ -70,7 +73,7 @@ def load():
 
     Returns:
         The exported ``gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b,
-        scale, output, new_state, rows_per_warp, streaming)`` function. (The module also
+        scale, output, new_state, rows_per_warp, streaming, persistent)`` function. (The module also
         exports ``gdn_decode`` without the last argument: the contest entry.)
 
     Raises:
@@ -113,7 +116,7 @@ def run_with_config(inputs: dict, config: LaunchConfig) -> dict:
     output, new_state = inputs["output"], inputs["new_state"]
     kernel(inputs["q"], inputs["k"], inputs["v"], inputs["state"], inputs["A_log"],
            inputs["a"], inputs["dt_bias"], inputs["b"], resolve_scale(inputs.get("scale")),
-           output, new_state, config.rows_per_warp, config.streaming)
+           output, new_state, config.rows_per_warp, config.streaming, config.persistent)
     return {"output": output, "new_state": new_state}
 
 

@@ -5,7 +5,7 @@ Usage (from the repository root)::
     python solutions/cuda-v4/tune.py --out DIR [--batches 1,2,4,...] [--iters 100]
 
 For each batch size B it checks cuda-v1 and every cuda-v4 variant (rows per
-warp x cache policy) once against ``harness.reference.gdn_decode`` (atol =
+warp x cache policy x one-shot or persistent grid) once against ``harness.reference.gdn_decode`` (atol =
 rtol = 1e-2; destinations NaN-filled first so unwritten elements fail), then
 times it with the harness's CUPTI tier (CUDA events where cupti-python is
 missing; the tier is recorded) under a cold L2 and keeps the median.
@@ -48,8 +48,10 @@ def load_solution_module(folder: str):
 
 
 def config_name(config) -> str:
-    """``r4/stream`` or ``r4/default``: rows per warp and cache policy."""
-    return f"r{config.rows_per_warp}/{'stream' if config.streaming else 'default'}"
+    """``r4/stream``, ``r4/default``, ``r4/default/persistent``: rows per warp,
+    cache policy and (when set) the persistent grid."""
+    name = f"r{config.rows_per_warp}/{'stream' if config.streaming else 'default'}"
+    return name + "/persistent" if config.persistent else name
 
 
 def configurations(v1, v4, inputs: dict) -> dict:
@@ -57,8 +59,10 @@ def configurations(v1, v4, inputs: dict) -> dict:
     configs = {"cuda-v1": lambda: v1.run(inputs)}
     for rows in v4.ROWS_PER_WARP_CHOICES:
         for streaming in (True, False):
-            config = v4.LaunchConfig(rows, streaming)
-            configs[f"cuda-v4/{config_name(config)}"] = lambda config=config: v4.run_with_config(inputs, config)
+            for persistent in (False, True):
+                config = v4.LaunchConfig(rows, streaming, persistent)
+                configs[f"cuda-v4/{config_name(config)}"] = \
+                    lambda config=config: v4.run_with_config(inputs, config)
     return configs
 
 
@@ -84,10 +88,10 @@ def measure_batch(batch: int, v1, v4, timer: KernelTimer) -> dict:
             "config_in_use": config_name(v4.launch_config(batch))}
 
 
-def parse_config(name: str) -> tuple[int, bool]:
-    """``cuda-v4/r4/stream`` -> (4, True)."""
-    _, rows, policy = name.split("/")
-    return int(rows[1:]), policy == "stream"
+def parse_config(name: str) -> tuple[int, bool, bool]:
+    """``cuda-v4/r4/stream`` -> (4, True, False); ``cuda-v4/r8/default/persistent`` -> (8, False, True)."""
+    _, rows, policy, *grid = name.split("/")
+    return int(rows[1:]), policy == "stream", grid == ["persistent"]
 
 
 def print_report(report: dict) -> None:

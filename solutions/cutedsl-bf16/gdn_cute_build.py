@@ -8,8 +8,9 @@ host allocation and no stream query on the hot path (TVM-FFI checks the
 tensors' shapes, dtypes, devices and alignment in C++ on every call).
 
 What a compiled kernel depends on, and so its cache key (:class:`KernelKey`):
-the state dtype, the head counts H and HV, the head sizes K and V, the tile
-height ``tile_v`` and the rows per pipeline stage, and the target arch. The
+the state dtype, the head counts H and HV, the head sizes K and V, the
+launch configuration (:class:`LaunchConfig`: tile height ``tile_v``, rows per
+pipeline stage, load path, cache policy) and the target arch. The
 batch size is a *dynamic* extent (one kernel serves every B; only the launch
 grid depends on it) and ``scale`` is a runtime argument, so neither is in the
 key. There is no q/k L2-normalization option: this definition has none.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import cutlass
 import cutlass.cute as cute
@@ -37,8 +39,41 @@ TILE_CHOICES = (128, 64, 32, 16, 8)
 MAX_TILE_SMEM_BYTES = 48 * 1024
 #: launch at least this many CTAs per SM where the tile height allows it
 MIN_CTAS_PER_SM = 2
+#: the ``regs`` load path holds a thread's whole share of the tile in
+#: registers: at most this many bytes of state per thread (64 registers)
+MAX_REG_TILE_BYTES_PER_THREAD = 256
 MAX_ROWS_PER_STAGE = 4
 DEFAULT_ARCH = "sm_90a"
+LOAD_PATHS = ("smem", "regs")
+
+
+class LaunchConfig(NamedTuple):
+    """How the kernel cuts and moves the state (gdn_cute_kernel's docstring).
+
+    tile_v: V rows per CTA.
+    rows_per_stage: rows a thread reduces together (independent shuffles).
+    load: ``"smem"`` (cp.async into shared memory) or ``"regs"``
+        (ld.global straight into registers).
+    streaming: ``.cs`` (evict-first) cache operator on the state stores, and
+        on the loads of the ``regs`` path.
+    """
+
+    tile_v: int
+    rows_per_stage: int
+    load: str = "smem"
+    streaming: bool = False
+
+    @property
+    def name(self) -> str:
+        """``t64/s1``, ``t64/s1/regs``, ``t64/s1/regs/cs``: how tune.py names it."""
+        return "/".join([f"t{self.tile_v}", f"s{self.rows_per_stage}"] + (["regs"] if self.load == "regs" else [])
+                        + (["cs"] if self.streaming else []))
+
+    @classmethod
+    def from_name(cls, name: str) -> "LaunchConfig":
+        """Inverse of :attr:`name`."""
+        tile, stage, *flags = name.split("/")
+        return cls(int(tile[1:]), int(stage[1:]), "regs" if "regs" in flags else "smem", "cs" in flags)
 
 
 @dataclass(frozen=True)
@@ -53,6 +88,8 @@ class KernelKey:
     tile_v: int
     rows_per_stage: int
     arch: str
+    load: str = "smem"
+    streaming: bool = False
 
 
 def _state_bits(dtype: torch.dtype) -> int:
@@ -111,21 +148,30 @@ def rows_per_stage(tile_v: int, head_k: int, state_dtype: torch.dtype) -> int:
     return min(tile_v // row_groups(head_k, state_dtype), MAX_ROWS_PER_STAGE)
 
 
-def valid_configs(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[tuple[int, int]]:
-    """Every ``(tile_v, rows_per_stage)`` the kernel can be compiled with (tune.py times them)."""
+def fits_registers(tile_v: int, head_k: int, state_dtype: torch.dtype) -> bool:
+    """Whether a thread's share of a ``tile_v``-row tile fits the ``regs`` path's budget."""
+    return tile_v * head_k * _state_bits(state_dtype) // 8 // THREADS <= MAX_REG_TILE_BYTES_PER_THREAD
+
+
+def valid_configs(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[LaunchConfig]:
+    """Every :class:`LaunchConfig` the kernel can be compiled with (tune.py times them)."""
     configs = []
     for tile in valid_tiles(head_v, head_k, state_dtype):
         rows_per_thread = tile // row_groups(head_k, state_dtype)
-        configs += [(tile, r) for r in (1, 2, 4) if r <= rows_per_thread and rows_per_thread % r == 0]
+        loads = [path for path in LOAD_PATHS if path == "smem" or fits_registers(tile, head_k, state_dtype)]
+        configs += [LaunchConfig(tile, r, load, streaming)
+                    for load in loads for streaming in (False, True)
+                    for r in (1, 2, 4) if r <= rows_per_thread and rows_per_thread % r == 0]
     return configs
 
 
 #: Measured launch table for this definition's shape (H=4, HV=8, K=V=128):
-#: state dtype -> ``(largest batch | None, (tile_v, rows_per_stage))`` pairs,
-#: first match wins. Written from tune.py's output; see LAUNCH_TABLE_SOURCE.
-LAUNCH_TABLE: dict[torch.dtype, tuple[tuple[int | None, tuple[int, int]], ...]] = {
-    torch.float32: ((16, (8, 1)), (64, (16, 2)), (None, (8, 2))),
-    torch.bfloat16: ((16, (8, 1)), (32, (32, 2)), (64, (64, 1)), (256, (64, 2)), (None, (64, 4))),
+#: state dtype -> ``(largest batch | None, LaunchConfig)`` pairs, first match
+#: wins. Written from tune.py's output; see LAUNCH_TABLE_SOURCE.
+LAUNCH_TABLE: dict[torch.dtype, tuple[tuple[int | None, LaunchConfig], ...]] = {
+    torch.float32: ((16, LaunchConfig(8, 1)), (64, LaunchConfig(16, 2)), (None, LaunchConfig(8, 2))),
+    torch.bfloat16: ((16, LaunchConfig(8, 1)), (32, LaunchConfig(32, 2)), (64, LaunchConfig(64, 1)),
+                     (256, LaunchConfig(64, 2)), (None, LaunchConfig(64, 4))),
 }
 LAUNCH_TABLE_SOURCE = ("tune.py on an NVIDIA H100 80GB HBM3, CUPTI tier, cold L2, median of 100, "
                        "2026-11-22: results/tuning/cutedsl_tune.json")
@@ -133,13 +179,13 @@ TUNED_SHAPE = (4, 8, 128, 128)  # (H, HV, K, V) the table was measured for
 
 
 def choose_config(batch: int, num_q_heads: int, num_v_heads: int, head_k: int, head_v: int,
-                  state_dtype: torch.dtype, num_sms: int) -> tuple[int, int]:
-    """``(tile_v, rows_per_stage)``: the measured table where it covers this
-    shape and dtype, else the heuristic (:func:`choose_tile_v`)."""
+                  state_dtype: torch.dtype, num_sms: int) -> LaunchConfig:
+    """The measured table's config where it covers this shape and dtype,
+    else the heuristic (:func:`choose_tile_v`, shared-memory path)."""
     if (num_q_heads, num_v_heads, head_k, head_v) == TUNED_SHAPE and state_dtype in LAUNCH_TABLE:
-        return lookup_launch_config(LAUNCH_TABLE[state_dtype], batch)
+        return LaunchConfig(*lookup_launch_config(LAUNCH_TABLE[state_dtype], batch))
     tile = choose_tile_v(batch, num_v_heads, head_k, head_v, state_dtype, num_sms)
-    return tile, rows_per_stage(tile, head_k, state_dtype)
+    return LaunchConfig(tile, rows_per_stage(tile, head_k, state_dtype))
 
 
 def target_arch() -> str:
@@ -192,8 +238,13 @@ def compile_kernel(key: KernelKey):
             its diagnostics reach the caller).
     """
     validate_shapes(key.num_q_heads, key.num_v_heads, key.head_k, key.head_v, key.state_dtype)
+    if key.load not in LOAD_PATHS:
+        raise ValueError(f"load path must be one of {LOAD_PATHS}, got {key.load!r}")
+    if key.load == "regs" and not fits_registers(key.tile_v, key.head_k, key.state_dtype):
+        raise ValueError(f"tile_v={key.tile_v} holds more than {MAX_REG_TILE_BYTES_PER_THREAD} B of state "
+                         "per thread: too many registers for the regs load path")
     args = _fake_tensors(key)
     stream = cute.runtime.make_fake_stream(use_tvm_ffi_env_stream=True)
     return cute.compile(gdn_decode_launch, *args.values(), cutlass.Float32(1.0), stream,
-                        key.tile_v, key.rows_per_stage,
+                        key.tile_v, key.rows_per_stage, key.load == "regs", key.streaming,
                         options=f"--gpu-arch {key.arch} --enable-tvm-ffi")

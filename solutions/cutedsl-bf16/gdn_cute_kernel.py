@@ -8,15 +8,24 @@ every state access is one 128-bit load or store, and a warp touches 512
 contiguous bytes per access. fp32 state: 4 row groups of 32 lanes; bf16
 state: 8 row groups of 16 lanes (two rows per warp).
 
-Pipeline. Each thread first issues ``cp.async`` (16 B, L2-only) copies of
-*every* state row it will own into shared memory, in ``stages`` commit
-groups, then computes the gates, loads q/k/v and forms ``k.q`` while those
-copies are in flight, and finally processes stage after stage, waiting
-only for the stage it needs (``cp.async.wait_group``). A thread reads back
-exactly the shared-memory bytes it copied itself, so no CTA barrier is
-needed, and a warp's 128-bit shared reads are contiguous (no bank
-conflicts). Shared memory, rather than registers, holds the in-flight tile
-so that the whole tile can be in flight at a small register cost.
+Pipeline. Each thread first issues the loads of *every* state row it will
+own, then computes the gates, loads q/k/v and forms ``k.q`` while those
+loads are in flight, and finally processes its rows stage after stage
+(``rows_per_stage`` rows per stage: independent reductions for ILP). Two
+load paths, chosen by measurement (tune.py):
+
+* ``smem``: ``cp.async`` (16 B, L2-only) copies into shared memory, one
+  commit group per stage; a stage waits only for its own group
+  (``cp.async.wait_group``). A thread reads back exactly the shared-memory
+  bytes it copied itself, so no CTA barrier is needed, and a warp's 128-bit
+  shared reads are contiguous (no bank conflicts). The whole tile is in
+  flight at a small register cost.
+* ``regs``: 128-bit ``ld.global`` straight into registers (the whole tile
+  still in flight, now in registers; no shared memory, no extra copy
+  through it), optionally with the evict-first ``.cs`` cache operator.
+
+Stores of the new state are 128-bit ``st.global``, with ``.cs`` (evict
+first: the state is touched once) when ``streaming`` is set.
 
 Math per row ``r`` (fp32), with ``s`` the row before the decay:
 ``u = g (s.k)``, ``d = beta (v_r - u)``, ``s' = g s + d k``,
@@ -29,7 +38,7 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass.cute.nvgpu import cpasync
+from cutlass.cute.nvgpu import CopyG2ROp, CopyR2GOp, LoadCacheMode, StoreCacheMode, cpasync
 
 THREADS = 128
 WARP_SIZE = 32
@@ -92,15 +101,16 @@ def load_vec_f32(src: cute.Tensor, dst: cute.Tensor, staging: cute.Tensor):
 
 
 @cute.jit
-def store_vec(src: cute.Tensor, dst: cute.Tensor, staging: cute.Tensor):
-    """Round fp32 ``src`` to ``staging``'s dtype (nearest-even) and vector-store it to ``dst``."""
+def store_vec(atom: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor, staging: cute.Tensor):
+    """Round fp32 ``src`` to ``staging``'s dtype (nearest-even) and store it to ``dst`` with ``atom``."""
     staging.store(src.load().to(staging.element_type))
-    cute.autovec_copy(staging, dst)
+    cute.copy(atom, staging, dst)
 
 
 @cute.kernel
 def gdn_decode_kernel(
-    copy_atom: cute.CopyAtom,
+    load_atom: cute.CopyAtom,
+    store_atom: cute.CopyAtom,
     q: cute.Tensor,  # [B, 1, H, K] bf16
     k: cute.Tensor,  # [B, 1, H, K] bf16
     v: cute.Tensor,  # [B, 1, HV, V] bf16
@@ -118,6 +128,7 @@ def gdn_decode_kernel(
     head_v: cutlass.Constexpr[int],
     tile_v: cutlass.Constexpr[int],
     rows_per_stage: cutlass.Constexpr[int],
+    load_regs: cutlass.Constexpr[bool],
 ):
     """One CTA: rows ``[chunk*tile_v, (chunk+1)*tile_v)`` of one state tile."""
     vec: cutlass.Constexpr[int] = vec_elems(state_in.element_type.width)
@@ -138,19 +149,26 @@ def gdn_decode_kernel(
     i_h = i_hv // group_size
     row0 = chunk * tile_v
 
-    smem = cutlass.memory.SmemAllocator()
-    s_tile = smem.allocate_tensor(state_in.element_type, cute.make_layout((tile_v, head_k), stride=(head_k, 1)), 16)
     g_in = state_in[(i_n, i_hv, None, None)]  # (V, K)
     g_out = state_out[(i_n, i_hv, None, None)]
 
-    # 1. Put the whole tile in flight: one commit group per stage. Local row
-    #    of (stage s, slot j) is (s*rows_per_stage + j)*groups + group, so
-    #    neighbouring groups (and warps) take neighbouring rows.
-    for s in cutlass.range_constexpr(stages):
-        for j in cutlass.range_constexpr(rows_per_stage):
-            row = (s * rows_per_stage + j) * groups + group
-            cute.copy(copy_atom, lane_slice(g_in, row0 + row, lane, vec), lane_slice(s_tile, row, lane, vec))
-        cute.arch.cp_async_commit_group()
+    # 1. Put the whole tile in flight. Local row of (stage s, slot j) is
+    #    (s*rows_per_stage + j)*groups + group, so neighbouring groups (and
+    #    warps) take neighbouring rows.
+    if cutlass.const_expr(load_regs):
+        r_raw = cute.make_rmem_tensor(cute.make_layout((rows_per_thread, vec), stride=(vec, 1)),
+                                      state_in.element_type)
+        for t in cutlass.range_constexpr(rows_per_thread):
+            cute.copy(load_atom, lane_slice(g_in, row0 + t * groups + group, lane, vec), r_raw[(t, None)])
+    else:  # one cp.async commit group per stage
+        smem = cutlass.memory.SmemAllocator()
+        s_tile = smem.allocate_tensor(state_in.element_type,
+                                      cute.make_layout((tile_v, head_k), stride=(head_k, 1)), 16)
+        for s in cutlass.range_constexpr(stages):
+            for j in cutlass.range_constexpr(rows_per_stage):
+                row = (s * rows_per_stage + j) * groups + group
+                cute.copy(load_atom, lane_slice(g_in, row0 + row, lane, vec), lane_slice(s_tile, row, lane, vec))
+            cute.arch.cp_async_commit_group()
 
     # 2. While the state streams in: gates, q/k slices, v entries, k.q.
     g, beta = decay_and_beta(cutlass.Float32(A_log[i_hv]), cutlass.Float32(a[(i_n, 0, i_hv)]),
@@ -174,10 +192,14 @@ def gdn_decode_kernel(
     s_staging = cute.make_rmem_tensor(cute.make_layout((vec,)), state_in.element_type)
     dots = cute.make_rmem_tensor(cute.make_layout((2 * rows_per_stage,)), cutlass.Float32)
     for s in cutlass.range_constexpr(stages):
-        cute.arch.cp_async_wait_group(stages - 1 - s)
+        if cutlass.const_expr(not load_regs):
+            cute.arch.cp_async_wait_group(stages - 1 - s)
         for j in cutlass.range_constexpr(rows_per_stage):
             row = (s * rows_per_stage + j) * groups + group
-            load_vec_f32(lane_slice(s_tile, row, lane, vec), r_s[(j, None)], s_staging)
+            if cutlass.const_expr(load_regs):
+                r_s[(j, None)].store(r_raw[(s * rows_per_stage + j, None)].load().to(cutlass.Float32))
+            else:
+                load_vec_f32(lane_slice(s_tile, row, lane, vec), r_s[(j, None)], s_staging)
             dots[2 * j] = cutlass.Float32(0.0)
             dots[2 * j + 1] = cutlass.Float32(0.0)
             for e in cutlass.range_constexpr(vec):
@@ -189,7 +211,7 @@ def gdn_decode_kernel(
             delta = beta * (r_v[s * rows_per_stage + j] - g * dots[2 * j])
             for e in cutlass.range_constexpr(vec):
                 r_s[(j, e)] = g * r_s[(j, e)] + delta * r_k[e]
-            store_vec(r_s[(j, None)], lane_slice(g_out, row0 + row, lane, vec), s_staging)
+            store_vec(store_atom, r_s[(j, None)], lane_slice(g_out, row0 + row, lane, vec), s_staging)
             if lane == 0:
                 o = scale * (g * dots[2 * j + 1] + delta * kq[0])
                 out[(i_n, 0, i_hv, row0 + row)] = o.to(cutlass.BFloat16)
@@ -211,8 +233,10 @@ def gdn_decode_launch(
     stream,
     tile_v: cutlass.Constexpr[int],
     rows_per_stage: cutlass.Constexpr[int],
+    load_regs: cutlass.Constexpr[bool],
+    streaming: cutlass.Constexpr[bool],
 ):
-    """Host side: build the cp.async atom and launch ``B * HV * V/tile_v`` CTAs.
+    """Host side: build the copy atoms and launch ``B * HV * V/tile_v`` CTAs.
 
     Head counts and sizes are static in the tensor types (compiled in); the
     batch size is the dynamic extent of ``q``'s first mode.
@@ -222,12 +246,23 @@ def gdn_decode_launch(
     num_v_heads: cutlass.Constexpr[int] = v.shape[2]
     head_v: cutlass.Constexpr[int] = v.shape[3]
     elem_bytes: cutlass.Constexpr[int] = state_in.element_type.width // 8
-    # cp.async.cg: 16 bytes straight to shared memory, cached in L2 only (the
-    # state is touched once, L1 would only be polluted).
-    copy_atom = cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL),
-                                    state_in.element_type, num_bits_per_copy=VEC_BYTES * 8)
+    dtype = state_in.element_type
+    if cutlass.const_expr(load_regs):
+        load_mode = LoadCacheMode.STREAMING if streaming else LoadCacheMode.ALWAYS
+        load_atom = cute.make_copy_atom(CopyG2ROp(), dtype, num_bits_per_copy=VEC_BYTES * 8,
+                                        load_cache_mode=load_mode)
+        smem_bytes = 0
+    else:
+        # cp.async.cg: 16 bytes straight to shared memory, cached in L2 only
+        # (the state is touched once, L1 would only be polluted).
+        load_atom = cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dtype,
+                                        num_bits_per_copy=VEC_BYTES * 8)
+        smem_bytes = tile_v * head_k * elem_bytes + 128
+    store_mode = StoreCacheMode.STREAMING if streaming else StoreCacheMode.WRITE_BACK
+    store_atom = cute.make_copy_atom(CopyR2GOp(), dtype, num_bits_per_copy=VEC_BYTES * 8,
+                                     store_cache_mode=store_mode)
     batch = q.shape[0]
     grid = batch * num_v_heads * (head_v // tile_v)
-    gdn_decode_kernel(copy_atom, q, k, v, state_in, state_out, A_log, a, dt_bias, b, out, scale,
-                      num_q_heads, num_v_heads, head_k, head_v, tile_v, rows_per_stage).launch(
-        grid=(grid, 1, 1), block=(THREADS, 1, 1), smem=tile_v * head_k * elem_bytes + 128, stream=stream)
+    gdn_decode_kernel(load_atom, store_atom, q, k, v, state_in, state_out, A_log, a, dt_bias, b, out, scale,
+                      num_q_heads, num_v_heads, head_k, head_v, tile_v, rows_per_stage, load_regs).launch(
+        grid=(grid, 1, 1), block=(THREADS, 1, 1), smem=smem_bytes, stream=stream)

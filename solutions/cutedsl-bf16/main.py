@@ -49,9 +49,10 @@ def _launch_key(inputs: dict[str, Any]) -> tuple:
     return (state.dtype, state.shape, inputs["q"].shape, inputs["v"].shape, state.device)
 
 
-def kernel_key(inputs: dict[str, Any], config: tuple[int, int] | None = None) -> build.KernelKey:
-    """The compile key for these inputs; ``config`` = ``(tile_v, rows_per_stage)``
-    overrides the launch table (tune.py measures every valid one).
+def kernel_key(inputs: dict[str, Any], config: tuple | None = None) -> build.KernelKey:
+    """The compile key for these inputs; ``config`` (a ``build.LaunchConfig``
+    or a tuple of its leading fields) overrides the launch table (tune.py
+    measures every valid one).
 
     Raises:
         ValueError: inconsistent shapes or dtypes, or a shape the design
@@ -70,9 +71,9 @@ def kernel_key(inputs: dict[str, Any], config: tuple[int, int] | None = None) ->
     if config is None:
         config = build.choose_config(batch, num_q_heads, num_v_heads, head_k, head_v, new_state.dtype,
                                      _num_sms(q.device))
-    tile_v, stage_rows = config
-    return build.KernelKey(new_state.dtype, num_q_heads, num_v_heads, head_k, head_v, tile_v, stage_rows,
-                           build.target_arch())
+    config = build.LaunchConfig(*config)
+    return build.KernelKey(new_state.dtype, num_q_heads, num_v_heads, head_k, head_v, config.tile_v,
+                           config.rows_per_stage, build.target_arch(), config.load, config.streaming)
 
 
 def prepare(inputs: dict[str, Any]) -> Callable:

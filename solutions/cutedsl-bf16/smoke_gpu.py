@@ -97,13 +97,13 @@ def check_case(dtype_name: str, batch: int, inplace: bool, scale: float, tol: To
 def compile_all() -> None:
     """Compile every variant the checks and timings use, with tracebacks on failure."""
     for dtype_name, dtype in DTYPES.items():
-        for tile, stage_rows in build.valid_configs(V, K, dtype):
-            key = build.KernelKey(dtype, H, HV, K, V, tile, stage_rows, build.target_arch())
+        for config in build.valid_configs(V, K, dtype):
+            key = build.KernelKey(dtype, H, HV, K, V, config.tile_v, config.rows_per_stage, build.target_arch(),
+                                  config.load, config.streaming)
             start = time.perf_counter()
             try:
                 build.compile_kernel(key)
-                print(f"  compiled {dtype_name:8s} tile_v={tile:<3d} rows/stage={stage_rows} "
-                      f"in {time.perf_counter() - start:5.2f} s")
+                print(f"  compiled {dtype_name:8s} {config.name:16s} in {time.perf_counter() - start:5.2f} s")
             except Exception:
                 print(f"  COMPILE FAILED {key}")
                 traceback.print_exc()

@@ -3,9 +3,12 @@
 Usage (from the repository root)::
 
     python solutions/cutedsl-bf16/tune.py --out DIR [--batches 1,2,4,...] [--iters 100]
+        [--dtypes float32,bfloat16] [--only REGEX]
 
 For each state dtype (float32, bfloat16) and batch size B it compiles every
-valid ``(tile_v, rows_per_stage)`` of the kernel, checks it once against
+valid launch configuration of the kernel (``gdn_cute_build.LaunchConfig``:
+tile height, rows per stage, load path, cache policy; ``--only`` keeps the
+names matching a regular expression, plus the one in use), checks it once against
 ``harness.reference.gdn_decode`` on NaN-poisoned destinations (fp32 state:
 atol = rtol = 1e-2; bf16 state: solution.toml's derived tolerance), then
 times it with the harness's CUPTI tier (CUDA events where cupti-python is
@@ -22,6 +25,7 @@ configurations.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -48,17 +52,21 @@ def tolerance(dtype_name: str) -> Tolerance:
     return load_meta(HERE).tolerances.get(dtype_name, DEFAULT_TOLERANCE)
 
 
-def measure(dtype_name: str, batch: int, timer: KernelTimer) -> dict:
-    """Check and time every configuration, the copy floor and FlashInfer at one B."""
+def measure(dtype_name: str, batch: int, timer: KernelTimer, only: str = "") -> dict:
+    """Check and time the configurations whose name matches ``only`` (all when
+    empty) and the one in use, the copy floor and FlashInfer at one B."""
     inputs = random_inputs(batch, "cuda", seed=batch, state_dtype=STATE_DTYPES[dtype_name])
     expected = reference_outputs(inputs)
     key = solution.kernel_key(inputs)
+    in_use = build.LaunchConfig(key.tile_v, key.rows_per_stage, key.load, key.streaming)
     row = {"batch": batch, "copy_floor_us": timer(lambda: inputs["new_state"].copy_(inputs["state"])),
-           "configs": {}, "in_use": [key.tile_v, key.rows_per_stage]}
-    for tile, stage_rows in build.valid_configs(HEAD_V, HEAD_K, STATE_DTYPES[dtype_name]):
-        name = f"t{tile}/s{stage_rows}"
+           "configs": {}, "in_use": in_use.name}
+    for config in build.valid_configs(HEAD_V, HEAD_K, STATE_DTYPES[dtype_name]):
+        name = config.name
+        if config != in_use and not re.search(only, name):
+            continue
         try:  # compiled here, so that the timed call is the launch alone
-            compiled = build.compile_kernel(solution.kernel_key(inputs, (tile, stage_rows)))
+            compiled = build.compile_kernel(solution.kernel_key(inputs, config))
         except Exception as exc:  # one variant that does not compile must not end the tune
             row["configs"][name] = failure_row(exc)
             continue
@@ -71,12 +79,6 @@ def measure(dtype_name: str, batch: int, timer: KernelTimer) -> dict:
     return row
 
 
-def parse_config(name: str) -> tuple[int, int]:
-    """``t32/s2`` -> (32, 2)."""
-    tile, stage = name.split("/")
-    return int(tile[1:]), int(stage[1:])
-
-
 def print_report(report: dict) -> None:
     """Per dtype: best config, its time, the copy floor and FlashInfer per B."""
     print(f"{report['device']}  (median of {report['iters']} cold-L2 calls, {report['tier']} tier, µs)")
@@ -86,12 +88,13 @@ def print_report(report: dict) -> None:
         for r in rows:
             best = r["best"]
             us = r["configs"][best]["us"] if best else float("nan")
-            in_use = "t{}/s{}".format(*r["in_use"])
+            in_use = r["in_use"]
             in_use_us = r["configs"].get(in_use, {}).get("us", float("nan"))
             fi = r["flashinfer_us"] or float("nan")
-            print(f"{'':>17}{r['batch']:>4} {r['copy_floor_us']:8.2f} {fi:10.2f} {us:9.2f} {best or '-':>7} "
+            print(f"{'':>17}{r['batch']:>4} {r['copy_floor_us']:8.2f} {fi:10.2f} {us:9.2f} {best or '-':>14} "
                   f"{in_use_us:8.2f}  {us / r['copy_floor_us']:.3f}  {us / fi:.3f}")
-        table = compress_table([(r["batch"], parse_config(r["best"])) for r in rows if r["best"]])
+        table = compress_table([(r["batch"], tuple(build.LaunchConfig.from_name(r["best"])))
+                                for r in rows if r["best"]])
         print(f"LAUNCH_TABLE[torch.{dtype_name}] = {tuple((limit, cfg) for limit, cfg in table)}")
     bad = [f"{d} B={r['batch']} {n}" for d, rows in report["dtypes"].items() for r in rows
            for n, c in r["configs"].items() if not c["correct"]]
@@ -103,14 +106,16 @@ def main(argv=None) -> int:
     parser.add_argument("--out", required=True, type=Path, help="folder for cutedsl_tune.json")
     parser.add_argument("--batches", default=",".join(map(str, DEFAULT_BATCHES)))
     parser.add_argument("--iters", type=int, default=100)
+    parser.add_argument("--dtypes", default=",".join(STATE_DTYPES), help="state dtypes to tune")
+    parser.add_argument("--only", default="", help="regular expression: tune only the matching config names")
     args = parser.parse_args(argv)
     timer = KernelTimer("cuda", iters=args.iters)
     report = {"device": torch.cuda.get_device_name(), "capability": list(torch.cuda.get_device_capability()),
               "torch": torch.__version__, "iters": args.iters, "dtypes": {}}
-    for dtype_name in STATE_DTYPES:
+    for dtype_name in args.dtypes.split(","):
         rows = report["dtypes"][dtype_name] = []
         for batch in (int(b) for b in args.batches.split(",")):
-            rows.append(measure(dtype_name, batch, timer))
+            rows.append(measure(dtype_name, batch, timer, args.only))
             print(f"measured {dtype_name} B={batch}", file=sys.stderr, flush=True)
     report.update(tier=timer.tier, why_not_cupti=timer.why_not_cupti)
     path = write_report(args.out, "cutedsl_tune.json", report)
