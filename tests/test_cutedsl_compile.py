@@ -92,7 +92,7 @@ def test_cache_key_covers_shape_parameters(build):
     kernel keyed on (T, B) only); the batch size is dynamic, not keyed."""
     fields = set(build.KernelKey.__dataclass_fields__)
     assert {"state_dtype", "num_q_heads", "num_v_heads", "head_k", "head_v", "tile_v", "rows_per_stage",
-            "arch", "load", "streaming"} == fields
+            "arch", "load", "streaming", "parts"} == fields
 
 
 @needs_cutlass
@@ -112,18 +112,20 @@ _PTX_SCRIPT = textwrap.dedent("""
     out = {}
     for name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
         for tile in (8, 32, 64):
-            for load, streaming in (("smem", False), ("regs", True)):
-                rps = build.rows_per_stage(tile, 128, dtype)
-                key = build.KernelKey(dtype, 4, 8, 128, 128, tile, rps, "sm_90a", load, streaming)
+            for load, streaming, parts in (("smem", False, 1), ("regs", True, 1), ("regs", False, 2)):
+                if tile not in build.valid_tiles(128, 128, dtype, parts):
+                    continue
+                rps = build.rows_per_stage(tile, 128, dtype, parts)
+                key = build.KernelKey(dtype, 4, 8, 128, 128, tile, rps, "sm_90a", load, streaming, parts)
                 ptx = build.compile_kernel(key).artifacts.PTX  # the text, or the path of a dump
-                out[f"{name}-{tile}-{load}"] = ptx if chr(10) in ptx else open(ptx).read()
+                out[f"{name}-{tile}-{load}-p{parts}"] = ptx if chr(10) in ptx else open(ptx).read()
     json.dump(out, sys.stdout)
 """)
 
 
 @pytest.fixture(scope="module")
 def ptx_texts(tmp_path_factory):
-    """PTX of twelve variants, compiled in a fresh process (PTX dumping is set
+    """PTX of the kernel variants the invariant tests read, compiled in a fresh process (PTX dumping is set
     by environment variables read when the DSL starts)."""
     if not HAVE_CUTLASS:
         pytest.skip("nvidia-cutlass-dsl (module 'cutlass') not installed")
@@ -151,7 +153,7 @@ def _rows_per_thread(variant: str) -> tuple[int, int]:
 def test_ptx_invariants_smem_path(ptx_texts, variant):
     rows, lanes = _rows_per_thread(variant)
     stages = rows // min(rows, 4)
-    ptx = ptx_texts[f"{variant}-smem"]
+    ptx = ptx_texts[f"{variant}-smem-p1"]
     copies = [line for line in ptx.splitlines() if "cp.async.cg.shared.global" in line]
     assert len(copies) == rows and all(line.rstrip().endswith("16, 16;") for line in copies)
     assert ptx.count("cp.async.commit_group") == stages
@@ -159,6 +161,22 @@ def test_ptx_invariants_smem_path(ptx_texts, variant):
     assert ptx.count("ld.shared.v4.b32") == rows
     assert ptx.count("st.global.v4.b32") == rows  # write-back policy: no .cs
     assert "bar.sync" not in ptx and "barrier.sync" not in ptx
+    assert ptx.count("shfl.sync.bfly") == (2 * rows + 1) * int(math.log2(lanes))
+
+
+@needs_cutlass
+@pytest.mark.parametrize("variant", [v for v in _VARIANTS if v != "bfloat16-8"])
+def test_ptx_invariants_two_parts_per_lane(ptx_texts, variant):
+    """Two 16-byte pieces per lane and row: half the lanes per row, twice the
+    rows per CTA at once, so a thread owns half the rows, each with two
+    loads and stores, and every reduction has one butterfly step less."""
+    rows, lanes = _rows_per_thread(variant)
+    rows, lanes = rows // 2, lanes // 2
+    ptx = ptx_texts[f"{variant}-regs-p2"]
+    state_loads = [line for line in ptx.splitlines() if "ld.global.v4.b32" in line]
+    assert len(state_loads) >= 2 * rows  # the state's, plus (bf16) q and k's 16-byte pieces
+    assert ptx.count("st.global.v4.b32") == 2 * rows
+    assert "cp.async" not in ptx and "ld.shared" not in ptx
     assert ptx.count("shfl.sync.bfly") == (2 * rows + 1) * int(math.log2(lanes))
     assert ptx.count("cvt.rn.bf16") >= rows  # bf16 output rounding (and bf16 state stores)
 
@@ -169,7 +187,7 @@ def test_ptx_invariants_regs_streaming_path(ptx_texts, variant):
     """Registers instead of shared memory: one 128-bit evict-first load and
     store per row, no cp.async, no shared memory traffic, no barrier."""
     rows, lanes = _rows_per_thread(variant)
-    ptx = ptx_texts[f"{variant}-regs"]
+    ptx = ptx_texts[f"{variant}-regs-p1"]
     assert ptx.count("ld.global.cs.v4.b32") == rows
     assert ptx.count("st.global.cs.v4.b32") == rows
     assert "cp.async" not in ptx and "ld.shared" not in ptx
@@ -222,9 +240,24 @@ def test_valid_configs_cover_every_tile_and_divide_the_rows(build):
 
 
 @needs_cutlass
-def test_regs_path_refuses_a_tile_too_big_for_registers(build):
-    key = build.KernelKey(torch.float32, 4, 8, 128, 128, 128, 4, "sm_90a", "regs", False)
+def test_regs_path_refuses_a_tile_too_big_for_registers(build, monkeypatch):
+    monkeypatch.setattr(build, "MAX_REG_TILE_BYTES_PER_THREAD", 128)  # fp32 tile 64: 256 B a thread
+    key = build.KernelKey(torch.float32, 4, 8, 128, 128, 64, 4, "sm_90a", "regs", False)
     with pytest.raises(ValueError, match="registers"):
+        build.compile_kernel(key)
+
+
+@needs_cutlass
+@pytest.mark.parametrize("tile, stage_rows, parts, match", [
+    (128, 1, 1, "tile_v=128"), (8, 1, 2, "tile_v=8"), (32, 1, 4, "parts=4"), (8, 2, 2, "rows_per_stage=2")])
+def test_compile_refuses_invalid_tile_parts_or_stage(build, tile, stage_rows, parts, match):
+    """fp32 tile 128 needs 64 KiB of shared memory; with 2 parts a bf16 row
+    group is 8 lanes, so 16 groups need a tile of at least 16 rows; an fp32
+    8-row tile in 2 parts leaves each thread 1 row (a 2-row stage would
+    compile to a kernel that does nothing)."""
+    dtype = torch.bfloat16 if (tile, stage_rows) == (8, 1) else torch.float32
+    key = build.KernelKey(dtype, 4, 8, 128, 128, tile, stage_rows, "sm_90a", "smem", False, parts)
+    with pytest.raises(ValueError, match=match):
         build.compile_kernel(key)
 
 
@@ -233,8 +266,8 @@ def test_launch_table_wins_over_the_heuristic_for_the_tuned_shape(build, monkeyp
     table = ((4, build.LaunchConfig(8, 1)), (None, build.LaunchConfig(32, 2, "regs", True)))
     monkeypatch.setattr(build, "LAUNCH_TABLE", {torch.float32: table})
     choose = lambda batch, shape=(4, 8, 128, 128): build.choose_config(batch, *shape, torch.float32, 132)  # noqa: E731
-    assert choose(1) == choose(4) == (8, 1, "smem", False) and choose(512) == (32, 2, "regs", True)
+    assert choose(1) == choose(4) == (8, 1, "smem", False, 1) and choose(512) == (32, 2, "regs", True, 1)
     # another shape, or a dtype the table lacks, falls back to the heuristic
     tile = build.choose_tile_v(512, 16, 128, 128, torch.float32, 132)
-    assert choose(512, (4, 16, 128, 128)) == (tile, build.rows_per_stage(tile, 128, torch.float32), "smem", False)
+    assert choose(512, (4, 16, 128, 128)) == (tile, build.rows_per_stage(tile, 128, torch.float32), "smem", False, 1)
     assert build.choose_config(1, 4, 8, 128, 128, torch.bfloat16, 132)[0] == 8

@@ -56,24 +56,28 @@ class LaunchConfig(NamedTuple):
         (ld.global straight into registers).
     streaming: ``.cs`` (evict-first) cache operator on the state stores, and
         on the loads of the ``regs`` path.
+    parts: 16-byte pieces of a row per lane (1, or 2: half the lanes per
+        row, one shuffle step less per reduction).
     """
 
     tile_v: int
     rows_per_stage: int
     load: str = "smem"
     streaming: bool = False
+    parts: int = 1
 
     @property
     def name(self) -> str:
-        """``t64/s1``, ``t64/s1/regs``, ``t64/s1/regs/cs``: how tune.py names it."""
+        """``t64/s1``, ``t64/s1/regs``, ``t64/s1/regs/cs/p2``: how tune.py names it."""
         return "/".join([f"t{self.tile_v}", f"s{self.rows_per_stage}"] + (["regs"] if self.load == "regs" else [])
-                        + (["cs"] if self.streaming else []))
+                        + (["cs"] if self.streaming else []) + ([f"p{self.parts}"] if self.parts != 1 else []))
 
     @classmethod
     def from_name(cls, name: str) -> "LaunchConfig":
         """Inverse of :attr:`name`."""
         tile, stage, *flags = name.split("/")
-        return cls(int(tile[1:]), int(stage[1:]), "regs" if "regs" in flags else "smem", "cs" in flags)
+        parts = next((int(flag[1:]) for flag in flags if flag.startswith("p")), 1)
+        return cls(int(tile[1:]), int(stage[1:]), "regs" if "regs" in flags else "smem", "cs" in flags, parts)
 
 
 @dataclass(frozen=True)
@@ -90,20 +94,21 @@ class KernelKey:
     arch: str
     load: str = "smem"
     streaming: bool = False
+    parts: int = 1
 
 
 def _state_bits(dtype: torch.dtype) -> int:
     return torch.finfo(dtype).bits
 
 
-def lanes_per_row(head_k: int, state_dtype: torch.dtype) -> int:
-    """Threads sharing one V row: K / (16 bytes of state elements)."""
-    return head_k * _state_bits(state_dtype) // 128
+def lanes_per_row(head_k: int, state_dtype: torch.dtype, parts: int = 1) -> int:
+    """Threads sharing one V row: K / (``parts`` 16-byte pieces of state per lane)."""
+    return head_k * _state_bits(state_dtype) // (128 * parts)
 
 
-def row_groups(head_k: int, state_dtype: torch.dtype) -> int:
+def row_groups(head_k: int, state_dtype: torch.dtype, parts: int = 1) -> int:
     """Rows a CTA works on at once (one per group of ``lanes_per_row`` threads)."""
-    return THREADS // lanes_per_row(head_k, state_dtype)
+    return THREADS // lanes_per_row(head_k, state_dtype, parts)
 
 
 def validate_shapes(num_q_heads: int, num_v_heads: int, head_k: int, head_v: int, state_dtype: torch.dtype) -> None:
@@ -121,10 +126,10 @@ def validate_shapes(num_q_heads: int, num_v_heads: int, head_k: int, head_v: int
                          f"{row_groups(head_k, state_dtype)} row groups")
 
 
-def valid_tiles(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[int]:
+def valid_tiles(head_v: int, head_k: int, state_dtype: torch.dtype, parts: int = 1) -> list[int]:
     """Tile heights (largest first) that divide V, give every row group whole
     rows and fit :data:`MAX_TILE_SMEM_BYTES` of shared memory."""
-    groups = row_groups(head_k, state_dtype)
+    groups = row_groups(head_k, state_dtype, parts)
     row_bytes = head_k * _state_bits(state_dtype) // 8
     return [t for t in TILE_CHOICES
             if head_v % t == 0 and t % groups == 0 and t * row_bytes <= MAX_TILE_SMEM_BYTES]
@@ -143,9 +148,17 @@ def choose_tile_v(batch: int, num_v_heads: int, head_k: int, head_v: int, state_
     return valid[-1]
 
 
-def rows_per_stage(tile_v: int, head_k: int, state_dtype: torch.dtype) -> int:
+def rows_per_stage(tile_v: int, head_k: int, state_dtype: torch.dtype, parts: int = 1) -> int:
     """Rows one thread processes per pipeline stage (independent work for ILP)."""
-    return min(tile_v // row_groups(head_k, state_dtype), MAX_ROWS_PER_STAGE)
+    return min(tile_v // row_groups(head_k, state_dtype, parts), MAX_ROWS_PER_STAGE)
+
+
+def valid_parts(head_k: int, state_dtype: torch.dtype) -> list[int]:
+    """16-byte pieces per lane and row that leave a power-of-two number of
+    lanes per row, at least 8 (a row is then at least 128 contiguous bytes
+    per access)."""
+    return [p for p in (1, 2) if lanes_per_row(head_k, state_dtype, p) >= 8
+            and head_k * _state_bits(state_dtype) % (128 * p) == 0]
 
 
 def fits_registers(tile_v: int, head_k: int, state_dtype: torch.dtype) -> bool:
@@ -156,12 +169,13 @@ def fits_registers(tile_v: int, head_k: int, state_dtype: torch.dtype) -> bool:
 def valid_configs(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[LaunchConfig]:
     """Every :class:`LaunchConfig` the kernel can be compiled with (tune.py times them)."""
     configs = []
-    for tile in valid_tiles(head_v, head_k, state_dtype):
-        rows_per_thread = tile // row_groups(head_k, state_dtype)
-        loads = [path for path in LOAD_PATHS if path == "smem" or fits_registers(tile, head_k, state_dtype)]
-        configs += [LaunchConfig(tile, r, load, streaming)
-                    for load in loads for streaming in (False, True)
-                    for r in (1, 2, 4) if r <= rows_per_thread and rows_per_thread % r == 0]
+    for parts in valid_parts(head_k, state_dtype):
+        for tile in valid_tiles(head_v, head_k, state_dtype, parts):
+            rows_per_thread = tile // row_groups(head_k, state_dtype, parts)
+            loads = [path for path in LOAD_PATHS if path == "smem" or fits_registers(tile, head_k, state_dtype)]
+            configs += [LaunchConfig(tile, r, load, streaming, parts)
+                        for load in loads for streaming in (False, True)
+                        for r in (1, 2, 4) if r <= rows_per_thread and rows_per_thread % r == 0]
     return configs
 
 
@@ -238,6 +252,16 @@ def compile_kernel(key: KernelKey):
             its diagnostics reach the caller).
     """
     validate_shapes(key.num_q_heads, key.num_v_heads, key.head_k, key.head_v, key.state_dtype)
+    if key.parts not in valid_parts(key.head_k, key.state_dtype):
+        raise ValueError(f"parts={key.parts} is not one of {valid_parts(key.head_k, key.state_dtype)} "
+                         f"for K={key.head_k} and {key.state_dtype}")
+    if key.tile_v not in valid_tiles(key.head_v, key.head_k, key.state_dtype, key.parts):
+        raise ValueError(f"tile_v={key.tile_v} is not one of "
+                         f"{valid_tiles(key.head_v, key.head_k, key.state_dtype, key.parts)} for parts={key.parts}")
+    rows_per_thread = key.tile_v // row_groups(key.head_k, key.state_dtype, key.parts)
+    if key.rows_per_stage < 1 or rows_per_thread % key.rows_per_stage:
+        raise ValueError(f"rows_per_stage={key.rows_per_stage} does not divide the {rows_per_thread} rows "
+                         f"a thread owns (tile_v={key.tile_v}, parts={key.parts})")
     if key.load not in LOAD_PATHS:
         raise ValueError(f"load path must be one of {LOAD_PATHS}, got {key.load!r}")
     if key.load == "regs" and not fits_registers(key.tile_v, key.head_k, key.state_dtype):
@@ -246,5 +270,5 @@ def compile_kernel(key: KernelKey):
     args = _fake_tensors(key)
     stream = cute.runtime.make_fake_stream(use_tvm_ffi_env_stream=True)
     return cute.compile(gdn_decode_launch, *args.values(), cutlass.Float32(1.0), stream,
-                        key.tile_v, key.rows_per_stage, key.load == "regs", key.streaming,
+                        key.tile_v, key.rows_per_stage, key.load == "regs", key.streaming, key.parts,
                         options=f"--gpu-arch {key.arch} --enable-tvm-ffi")

@@ -2,11 +2,15 @@
 
 Work split. One CTA of 128 threads updates ``tile_v`` consecutive V rows of
 one ``(sequence, v-head)`` state tile ``S[V, K]``. A *row group* of
-``lanes = K / vec`` threads owns one V row at a time, each lane ``vec``
-consecutive K elements, where ``vec`` is 16 bytes of state (4 fp32 or 8 bf16):
-every state access is one 128-bit load or store, and a warp touches 512
-contiguous bytes per access. fp32 state: 4 row groups of 32 lanes; bf16
-state: 8 row groups of 16 lanes (two rows per warp).
+``lanes = K / (parts * vec)`` threads owns one V row at a time, where ``vec``
+is 16 bytes of state (4 fp32 or 8 bf16): every state access is one 128-bit
+load or store. With ``parts = 1`` each lane owns ``vec`` consecutive K
+elements and a warp touches 512 contiguous bytes per access (fp32 state: 4
+row groups of 32 lanes; bf16 state: 8 row groups of 16 lanes, two rows per
+warp). With ``parts = 2`` a lane owns two 16-byte pieces of its row, half a
+row apart, in half as many lanes: each shuffle reduction has one butterfly
+step less and serves twice the elements (bf16 rows need twice the
+arithmetic per byte of fp32 rows, so their reductions weigh more).
 
 Pipeline. Each thread first issues the loads of *every* state row it will
 own, then computes the gates, loads q/k/v and forms ``k.q`` while those
@@ -84,13 +88,22 @@ def decay_and_beta(A_log_h: cutlass.Float32, a_x: cutlass.Float32, dt_bias_h: cu
 
 
 @cute.jit
-def lane_slice(rows: cute.Tensor, row, lane, vec: cutlass.Constexpr[int]):
-    """Rank-1 view of the ``vec`` elements of row ``row`` that lane ``lane`` owns.
+def lane_slice(rows: cute.Tensor, row, lane, part: cutlass.Constexpr[int], lanes: cutlass.Constexpr[int],
+               vec: cutlass.Constexpr[int]):
+    """Rank-1 view of part ``part`` of row ``row`` owned by lane ``lane``:
+    elements ``[(part*lanes + lane)*vec, +vec)``, so that for each part the
+    ``lanes`` lanes of a row group read ``lanes*vec`` contiguous elements.
 
     Rank 1 on purpose: ``cute.copy`` takes mode 0 as the atom's vector, so a
     ``(1, vec)`` tile would turn into ``vec`` overlapping 16-byte copies.
     """
-    return cute.local_tile(rows[(row, None)], (vec,), (lane,))
+    return cute.local_tile(rows[(row, None)], (vec,), (part * lanes + lane,))
+
+
+@cute.jit
+def part_of(values: cute.Tensor, part: cutlass.Constexpr[int], vec: cutlass.Constexpr[int]):
+    """The ``vec`` register elements of part ``part`` of a rank-1 ``parts*vec`` fragment."""
+    return cute.local_tile(values, (vec,), (part,))
 
 
 @cute.jit
@@ -129,10 +142,12 @@ def gdn_decode_kernel(
     tile_v: cutlass.Constexpr[int],
     rows_per_stage: cutlass.Constexpr[int],
     load_regs: cutlass.Constexpr[bool],
+    parts: cutlass.Constexpr[int],
 ):
     """One CTA: rows ``[chunk*tile_v, (chunk+1)*tile_v)`` of one state tile."""
     vec: cutlass.Constexpr[int] = vec_elems(state_in.element_type.width)
-    lanes: cutlass.Constexpr[int] = head_k // vec
+    lanes: cutlass.Constexpr[int] = head_k // (vec * parts)
+    lane_elems: cutlass.Constexpr[int] = parts * vec  # state elements a lane owns per row
     groups: cutlass.Constexpr[int] = THREADS // lanes
     rows_per_thread: cutlass.Constexpr[int] = tile_v // groups
     stages: cutlass.Constexpr[int] = rows_per_thread // rows_per_stage
@@ -156,10 +171,12 @@ def gdn_decode_kernel(
     #    (s*rows_per_stage + j)*groups + group, so neighbouring groups (and
     #    warps) take neighbouring rows.
     if cutlass.const_expr(load_regs):
-        r_raw = cute.make_rmem_tensor(cute.make_layout((rows_per_thread, vec), stride=(vec, 1)),
+        r_raw = cute.make_rmem_tensor(cute.make_layout((rows_per_thread, lane_elems), stride=(lane_elems, 1)),
                                       state_in.element_type)
         for t in cutlass.range_constexpr(rows_per_thread):
-            cute.copy(load_atom, lane_slice(g_in, row0 + t * groups + group, lane, vec), r_raw[(t, None)])
+            for p in cutlass.range_constexpr(parts):
+                cute.copy(load_atom, lane_slice(g_in, row0 + t * groups + group, lane, p, lanes, vec),
+                          part_of(r_raw[(t, None)], p, vec))
     else:  # one cp.async commit group per stage
         smem = cutlass.memory.SmemAllocator()
         s_tile = smem.allocate_tensor(state_in.element_type,
@@ -167,28 +184,34 @@ def gdn_decode_kernel(
         for s in cutlass.range_constexpr(stages):
             for j in cutlass.range_constexpr(rows_per_stage):
                 row = (s * rows_per_stage + j) * groups + group
-                cute.copy(load_atom, lane_slice(g_in, row0 + row, lane, vec), lane_slice(s_tile, row, lane, vec))
+                for p in cutlass.range_constexpr(parts):
+                    cute.copy(load_atom, lane_slice(g_in, row0 + row, lane, p, lanes, vec),
+                              lane_slice(s_tile, row, lane, p, lanes, vec))
             cute.arch.cp_async_commit_group()
 
     # 2. While the state streams in: gates, q/k slices, v entries, k.q.
     g, beta = decay_and_beta(cutlass.Float32(A_log[i_hv]), cutlass.Float32(a[(i_n, 0, i_hv)]),
                              cutlass.Float32(dt_bias[i_hv]), cutlass.Float32(b[(i_n, 0, i_hv)]))
-    r_q = cute.make_rmem_tensor(cute.make_layout((vec,)), cutlass.Float32)
-    r_k = cute.make_rmem_tensor(cute.make_layout((vec,)), cutlass.Float32)
+    r_q = cute.make_rmem_tensor(cute.make_layout((lane_elems,)), cutlass.Float32)
+    r_k = cute.make_rmem_tensor(cute.make_layout((lane_elems,)), cutlass.Float32)
     qk_staging = cute.make_rmem_tensor(cute.make_layout((vec,)), q.element_type)
-    load_vec_f32(cute.local_tile(q, (1, 1, 1, vec), (i_n, 0, i_h, lane)), r_q, qk_staging)
-    load_vec_f32(cute.local_tile(k, (1, 1, 1, vec), (i_n, 0, i_h, lane)), r_k, qk_staging)
+    for p in cutlass.range_constexpr(parts):
+        load_vec_f32(cute.local_tile(q, (1, 1, 1, vec), (i_n, 0, i_h, p * lanes + lane)), part_of(r_q, p, vec),
+                     qk_staging)
+        load_vec_f32(cute.local_tile(k, (1, 1, 1, vec), (i_n, 0, i_h, p * lanes + lane)), part_of(r_k, p, vec),
+                     qk_staging)
     r_v = cute.make_rmem_tensor(cute.make_layout((rows_per_thread,)), cutlass.Float32)
     for t in cutlass.range_constexpr(rows_per_thread):
         r_v[t] = cutlass.Float32(v[(i_n, 0, i_hv, row0 + t * groups + group)])
     kq = cute.make_rmem_tensor(cute.make_layout((1,)), cutlass.Float32)
     kq[0] = cutlass.Float32(0.0)
-    for e in cutlass.range_constexpr(vec):
+    for e in cutlass.range_constexpr(lane_elems):
         kq[0] = kq[0] + r_k[e] * r_q[e]
     group_sum(kq, lanes)
 
     # 3. Stage by stage: wait for its rows, reduce, update, store.
-    r_s = cute.make_rmem_tensor(cute.make_layout((rows_per_stage, vec), stride=(vec, 1)), cutlass.Float32)
+    r_s = cute.make_rmem_tensor(cute.make_layout((rows_per_stage, lane_elems), stride=(lane_elems, 1)),
+                                cutlass.Float32)
     s_staging = cute.make_rmem_tensor(cute.make_layout((vec,)), state_in.element_type)
     dots = cute.make_rmem_tensor(cute.make_layout((2 * rows_per_stage,)), cutlass.Float32)
     for s in cutlass.range_constexpr(stages):
@@ -199,19 +222,23 @@ def gdn_decode_kernel(
             if cutlass.const_expr(load_regs):
                 r_s[(j, None)].store(r_raw[(s * rows_per_stage + j, None)].load().to(cutlass.Float32))
             else:
-                load_vec_f32(lane_slice(s_tile, row, lane, vec), r_s[(j, None)], s_staging)
+                for p in cutlass.range_constexpr(parts):
+                    load_vec_f32(lane_slice(s_tile, row, lane, p, lanes, vec), part_of(r_s[(j, None)], p, vec),
+                                 s_staging)
             dots[2 * j] = cutlass.Float32(0.0)
             dots[2 * j + 1] = cutlass.Float32(0.0)
-            for e in cutlass.range_constexpr(vec):
+            for e in cutlass.range_constexpr(lane_elems):
                 dots[2 * j] = dots[2 * j] + r_s[(j, e)] * r_k[e]
                 dots[2 * j + 1] = dots[2 * j + 1] + r_s[(j, e)] * r_q[e]
         group_sum(dots, lanes)
         for j in cutlass.range_constexpr(rows_per_stage):
             row = (s * rows_per_stage + j) * groups + group
             delta = beta * (r_v[s * rows_per_stage + j] - g * dots[2 * j])
-            for e in cutlass.range_constexpr(vec):
+            for e in cutlass.range_constexpr(lane_elems):
                 r_s[(j, e)] = g * r_s[(j, e)] + delta * r_k[e]
-            store_vec(store_atom, r_s[(j, None)], lane_slice(g_out, row0 + row, lane, vec), s_staging)
+            for p in cutlass.range_constexpr(parts):
+                store_vec(store_atom, part_of(r_s[(j, None)], p, vec),
+                          lane_slice(g_out, row0 + row, lane, p, lanes, vec), s_staging)
             if lane == 0:
                 o = scale * (g * dots[2 * j + 1] + delta * kq[0])
                 out[(i_n, 0, i_hv, row0 + row)] = o.to(cutlass.BFloat16)
@@ -235,6 +262,7 @@ def gdn_decode_launch(
     rows_per_stage: cutlass.Constexpr[int],
     load_regs: cutlass.Constexpr[bool],
     streaming: cutlass.Constexpr[bool],
+    parts: cutlass.Constexpr[int],
 ):
     """Host side: build the copy atoms and launch ``B * HV * V/tile_v`` CTAs.
 
@@ -264,5 +292,5 @@ def gdn_decode_launch(
     batch = q.shape[0]
     grid = batch * num_v_heads * (head_v // tile_v)
     gdn_decode_kernel(load_atom, store_atom, q, k, v, state_in, state_out, A_log, a, dt_bias, b, out, scale,
-                      num_q_heads, num_v_heads, head_k, head_v, tile_v, rows_per_stage, load_regs).launch(
+                      num_q_heads, num_v_heads, head_k, head_v, tile_v, rows_per_stage, load_regs, parts).launch(
         grid=(grid, 1, 1), block=(THREADS, 1, 1), smem=smem_bytes, stream=stream)

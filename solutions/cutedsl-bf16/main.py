@@ -73,7 +73,8 @@ def kernel_key(inputs: dict[str, Any], config: tuple | None = None) -> build.Ker
                                      _num_sms(q.device))
     config = build.LaunchConfig(*config)
     return build.KernelKey(new_state.dtype, num_q_heads, num_v_heads, head_k, head_v, config.tile_v,
-                           config.rows_per_stage, build.target_arch(), config.load, config.streaming)
+                           config.rows_per_stage, build.target_arch(), config.load, config.streaming,
+                           config.parts)
 
 
 def prepare(inputs: dict[str, Any]) -> Callable:

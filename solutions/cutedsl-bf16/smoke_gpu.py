@@ -99,7 +99,7 @@ def compile_all() -> None:
     for dtype_name, dtype in DTYPES.items():
         for config in build.valid_configs(V, K, dtype):
             key = build.KernelKey(dtype, H, HV, K, V, config.tile_v, config.rows_per_stage, build.target_arch(),
-                                  config.load, config.streaming)
+                                  config.load, config.streaming, config.parts)
             start = time.perf_counter()
             try:
                 build.compile_kernel(key)
