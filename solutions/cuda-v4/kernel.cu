@@ -38,9 +38,6 @@
 //   u[v] = sum_k S[v, k] * k[k]                 (k of q/k head h / 2)
 //   S   += (beta * (v[v] - u[v])) * k[k]
 //   o[v] = scale * sum_k S[v, k] * q[k]         (updated S)
-// computed from the loaded rows S0, so that the two reductions do not wait
-// for each other (one round of shuffles, not two after one another):
-//   u = g (S0 k),  S1 = g S0 + d k with d = beta (v - u),  S1 q = g (S0 q) + d (k.q)
 //
 // Blocks of 256 threads.
 // Exported (tvm-ffi, destination passing style, definition argument order):
@@ -266,25 +263,26 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   const Gates gates = compute_gates(__ldg(p.A_log + hv), __ldg(p.dt_bias + hv),
                                     load_bf16(p.a + head), load_bf16(p.b + head));
 
-  // Both reductions on the loaded rows S0 (see the header): per row S0.k and
-  // S0.q, plus k.q once, all reduced together so the shuffle chains interleave.
-  float dots[2 * ROWS + 1];  // [2r] = S0[r].k, [2r + 1] = S0[r].q, [2 ROWS] = k.q
+  // Decay, then u = S k.
+  float u[ROWS];
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {
-    dots[2 * r] = dot4(s[r], k4);
-    dots[2 * r + 1] = dot4(s[r], q4);
+    s[r] = scale4(s[r], gates.g);
+    u[r] = dot4(s[r], k4);
   }
-  dots[2 * ROWS] = dot4(k4, q4);
-  warp_allreduce_sum(dots);
+  warp_allreduce_sum(u);
 
-  // Rank-1 delta update and store of the new state; o = S1 q from the sums.
+  // Rank-1 delta update, streaming store of the new state, partial o = S q
+  // with the updated rows.
   float o[ROWS];
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {
-    const float delta = gates.beta * (vr[r] - gates.g * dots[2 * r]);
-    store_state4<STREAMING>(p.new_state + tile + r * kHeadK, axpy4(delta, k4, scale4(s[r], gates.g)));
-    o[r] = fmaf(gates.g, dots[2 * r + 1], delta * dots[2 * ROWS]);
+    const float delta = gates.beta * (vr[r] - u[r]);
+    s[r] = axpy4(delta, k4, s[r]);
+    store_state4<STREAMING>(p.new_state + tile + r * kHeadK, s[r]);
+    o[r] = dot4(s[r], q4);
   }
+  warp_allreduce_sum(o);
 
   if (lane == 0) store_bf16xN(p.output + head * kHeadV + v0, o, p.scale);
 }
@@ -292,8 +290,7 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
 
 // One block per chunk of 8 * ROWS rows: grid (V / (8 * ROWS), HV, B).
 template <int ROWS, bool STREAMING>
-__global__ void __launch_bounds__(kThreadsPerBlock)
-    gdn_decode_v4_kernel(const Params p) {
+__global__ void __launch_bounds__(kThreadsPerBlock) gdn_decode_v4_kernel(const Params p) {
   update_rows<ROWS, STREAMING>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
 

@@ -183,12 +183,15 @@ def valid_configs(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[La
 #: state dtype -> ``(largest batch | None, LaunchConfig)`` pairs, first match
 #: wins. Written from tune.py's output; see LAUNCH_TABLE_SOURCE.
 LAUNCH_TABLE: dict[torch.dtype, tuple[tuple[int | None, LaunchConfig], ...]] = {
-    torch.float32: ((16, LaunchConfig(8, 1)), (64, LaunchConfig(16, 2)), (None, LaunchConfig(8, 2))),
-    torch.bfloat16: ((16, LaunchConfig(8, 1)), (32, LaunchConfig(32, 2)), (64, LaunchConfig(64, 1)),
-                     (256, LaunchConfig(64, 2)), (None, LaunchConfig(64, 4))),
+    torch.float32: ((16, LaunchConfig(8, 1)), (32, LaunchConfig(16, 2)),
+                    (None, LaunchConfig(32, 4, "regs", False, 2))),
+    torch.bfloat16: ((16, LaunchConfig(8, 1)), (32, LaunchConfig(32, 4, "regs", True)),
+                     (64, LaunchConfig(128, 1, "regs", True)), (None, LaunchConfig(64, 1, "regs", False, 2))),
 }
-LAUNCH_TABLE_SOURCE = ("tune.py on an NVIDIA H100 80GB HBM3, CUPTI tier, cold L2, median of 100, "
-                       "2026-11-22: results/tuning/cutedsl_tune.json")
+LAUNCH_TABLE_SOURCE = ("tune.py on an NVIDIA H100 80GB HBM3, CUPTI tier, cold L2, median of 100, 2026-11-22/23: "
+                       "results/tuning/cutedsl_tune.json (B <= 16 fp32, B <= 16 bf16), "
+                       "cutedsl_tune_regs_{bf16,f32}.json (regs path, streaming) and "
+                       "cutedsl_tune_parts_{bf16,f32}.json (two parts per lane; B >= 64)")
 TUNED_SHAPE = (4, 8, 128, 128)  # (H, HV, K, V) the table was measured for
 
 
