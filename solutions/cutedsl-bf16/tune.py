@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     timer = KernelTimer("cuda", iters=args.iters)
     report = {"device": torch.cuda.get_device_name(), "capability": list(torch.cuda.get_device_capability()),
-              "torch": torch.__version__, "iters": args.iters, "dtypes": {}}
+              "torch": torch.__version__, "iters": args.iters, "only": args.only, "dtypes": {}}
     for dtype_name in args.dtypes.split(","):
         rows = report["dtypes"][dtype_name] = []
         for batch in (int(b) for b in args.batches.split(",")):
