@@ -67,7 +67,8 @@ def print_table(frame: pd.DataFrame, console=None) -> None:
     for col in ("solution", "B", "status", "out max abs", "state max abs", "tier", "µs", "×floor", "speedup"):
         table.add_column(col, justify="left" if col in ("solution", "status", "tier") else "right")
     for _, r in frame.iterrows():
-        tier = r.get("headline_tier")
+        # a SKIPPED/failed row has no headline tier: NaN in a frame where other rows have one
+        tier = r.get("headline_tier") if isinstance(r.get("headline_tier"), str) else None
         style = "green" if r["status"] == "PASSED" else ("yellow" if r["status"] == "SKIPPED" else "red")
         table.add_row(
             r["solution"], str(r["batch_size"]), f"[{style}]{r['status']}[/{style}]",
