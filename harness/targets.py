@@ -49,10 +49,12 @@ class Target:
     def describe(self) -> str:
         relation = "<" if self.strict else "≤"
         scale = "" if self.factor == 1.0 else f"{self.factor:g}× "
-        upper = f"–{self.max_batch}" if self.max_batch and self.max_batch != self.min_batch else ""
-        batches = "every B" if self.min_batch == 1 and self.max_batch is None else (
-            f"B = {self.min_batch}" if self.max_batch == self.min_batch else f"B ≥ {self.min_batch}" if
-            self.max_batch is None else f"B = {self.min_batch}{upper}")
+        if self.max_batch is None:
+            batches = "every B" if self.min_batch == 1 else f"B ≥ {self.min_batch}"
+        elif self.max_batch == self.min_batch:
+            batches = f"B = {self.min_batch}"
+        else:
+            batches = f"B = {self.min_batch}–{self.max_batch}"
         return f"{self.solution} {relation} {scale}{self.other}, {batches}"
 
     def covers(self, batch: int) -> bool:

@@ -240,6 +240,14 @@ def test_valid_configs_cover_every_tile_and_divide_the_rows(build):
 
 
 @needs_cutlass
+def test_kernel_key_round_trips_every_launch_config(build):
+    for dtype in (torch.float32, torch.bfloat16):
+        for config in build.valid_configs(128, 128, dtype):
+            key = build.KernelKey.for_config(dtype, 4, 8, 128, 128, config, "sm_90a")
+            assert key.config == config and (key.state_dtype, key.arch) == (dtype, "sm_90a")
+
+
+@needs_cutlass
 def test_regs_path_refuses_a_tile_too_big_for_registers(build, monkeypatch):
     monkeypatch.setattr(build, "MAX_REG_TILE_BYTES_PER_THREAD", 128)  # fp32 tile 64: 256 B a thread
     key = build.KernelKey(torch.float32, 4, 8, 128, 128, 64, 4, "sm_90a", "regs", False)

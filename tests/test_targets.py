@@ -50,3 +50,12 @@ def test_no_common_run_is_no_data_and_a_failed_batch_is_missed():
                            ("r", "2026-01-01", "a", 2, float("nan")), ("r", "2026-01-01", "b", 2, 2.0)])
     row = judge(Target(0, "a", "b"), failed)  # a failed at B=2: its number is NaN
     assert row["verdict"] == "MISSED" and "no passing number at B = 2" in row["detail"]
+
+
+def test_describe_names_the_batch_range():
+    from harness.targets import Target
+
+    assert Target(5, "a", "b").describe() == "a ≤ b, every B"
+    assert Target(5, "a", "copy-floor", 1.02, min_batch=16).describe() == "a ≤ 1.02× copy-floor, B ≥ 16"
+    assert Target(5, "a", "b", min_batch=1, max_batch=1, strict=True).describe() == "a < b, B = 1"
+    assert Target(5, "a", "b", min_batch=2, max_batch=8).describe() == "a ≤ b, B = 2–8"

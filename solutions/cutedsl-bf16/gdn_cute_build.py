@@ -96,6 +96,18 @@ class KernelKey:
     streaming: bool = False
     parts: int = 1
 
+    @classmethod
+    def for_config(cls, state_dtype: torch.dtype, num_q_heads: int, num_v_heads: int, head_k: int, head_v: int,
+                   config: LaunchConfig, arch: str) -> "KernelKey":
+        """The key of one problem shape compiled with ``config``."""
+        return cls(state_dtype, num_q_heads, num_v_heads, head_k, head_v, config.tile_v, config.rows_per_stage,
+                   arch, config.load, config.streaming, config.parts)
+
+    @property
+    def config(self) -> LaunchConfig:
+        """The launch configuration part of the key."""
+        return LaunchConfig(self.tile_v, self.rows_per_stage, self.load, self.streaming, self.parts)
+
 
 def _state_bits(dtype: torch.dtype) -> int:
     return torch.finfo(dtype).bits
@@ -189,7 +201,7 @@ LAUNCH_TABLE: dict[torch.dtype, tuple[tuple[int | None, LaunchConfig], ...]] = {
                      (64, LaunchConfig(128, 1, "regs", True)), (None, LaunchConfig(64, 1, "regs", False, 2))),
 }
 LAUNCH_TABLE_SOURCE = ("tune.py on an NVIDIA H100 80GB HBM3, CUPTI tier, cold L2, median of 100, 2026-11-22/23: "
-                       "results/tuning/cutedsl_tune.json (B <= 16 fp32, B <= 16 bf16), "
+                       "results/tuning/cutedsl_tune.json (fp32 B <= 32, bf16 B <= 16), "
                        "cutedsl_tune_regs_{bf16,f32}.json (regs path, streaming) and "
                        "cutedsl_tune_parts_{bf16,f32}.json (two parts per lane; B >= 64)")
 TUNED_SHAPE = (4, 8, 128, 128)  # (H, HV, K, V) the table was measured for

@@ -98,8 +98,7 @@ def compile_all() -> None:
     """Compile every variant the checks and timings use, with tracebacks on failure."""
     for dtype_name, dtype in DTYPES.items():
         for config in build.valid_configs(V, K, dtype):
-            key = build.KernelKey(dtype, H, HV, K, V, config.tile_v, config.rows_per_stage, build.target_arch(),
-                                  config.load, config.streaming, config.parts)
+            key = build.KernelKey.for_config(dtype, H, HV, K, V, config, build.target_arch())
             start = time.perf_counter()
             try:
                 build.compile_kernel(key)

@@ -57,8 +57,7 @@ def measure(dtype_name: str, batch: int, timer: KernelTimer, only: str = "") -> 
     empty) and the one in use, the copy floor and FlashInfer at one B."""
     inputs = random_inputs(batch, "cuda", seed=batch, state_dtype=STATE_DTYPES[dtype_name])
     expected = reference_outputs(inputs)
-    key = solution.kernel_key(inputs)
-    in_use = build.LaunchConfig(key.tile_v, key.rows_per_stage, key.load, key.streaming, key.parts)
+    in_use = solution.kernel_key(inputs).config
     row = {"batch": batch, "copy_floor_us": timer(lambda: inputs["new_state"].copy_(inputs["state"])),
            "configs": {}, "in_use": in_use.name}
     for config in build.valid_configs(HEAD_V, HEAD_K, STATE_DTYPES[dtype_name]):
