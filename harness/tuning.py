@@ -80,6 +80,13 @@ def check_call(call: Callable[[], object], inputs: dict, expected: tuple,
             "max_abs_err_output": out.max_abs, "max_abs_err_state": state.max_abs}
 
 
+def tuner_timing(iters: int = 100, warmup: int = 5) -> TimingConfig:
+    """The timing settings of the tuners: a tune times configs back to back,
+    so the GPU stays at its working clock and a short ramp per config
+    (0.05 s) is enough."""
+    return TimingConfig(warmup=warmup, iters=iters, budget_s=5.0, warm_s=0.05)
+
+
 class KernelTimer:
     """Median µs of a zero-argument call under a cold L2, CUPTI tier if possible.
 
@@ -89,9 +96,7 @@ class KernelTimer:
 
     def __init__(self, device, iters: int = 100, warmup: int = 5):
         self.flush = L2Flusher(device)
-        # warm_s: a tune times configs back to back, so the GPU stays at its
-        # working clock; a short ramp per config is enough.
-        self.config = TimingConfig(warmup=warmup, iters=iters, budget_s=5.0, warm_s=0.05)
+        self.config = tuner_timing(iters, warmup)
         self.tier = "cupti"
         self.why_not_cupti: str | None = None
 

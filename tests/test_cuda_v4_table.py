@@ -16,16 +16,16 @@ def _main_module():
     return module
 
 
-_CONFIG = r"\{(\d+), (true|false), (true|false)\}"  # {rows, streaming, persistent}
+_CONFIG = r"\{(\d+), (true|false), (\d+)\}"  # {rows, streaming, lanes per row}
 
 
-def _config(rows: str, streaming: str, persistent: str) -> tuple[int, bool, bool]:
-    return int(rows), streaming == "true", persistent == "true"
+def _config(rows: str, streaming: str, lanes: str) -> tuple[int, bool, int]:
+    return int(rows), streaming == "true", int(lanes)
 
 
-def _kernel_table() -> tuple[list[tuple[int, tuple[int, bool, bool]]], tuple[int, bool, bool]]:
+def _kernel_table() -> tuple[list[tuple[int, tuple[int, bool, int]]], tuple[int, bool, int]]:
     """(entries [(max batch, config)], fallback config) parsed from kernel.cu,
-    a config being (rows, streaming, persistent)."""
+    a config being (rows, streaming, lanes per row)."""
     source = (V4 / "kernel.cu").read_text()
     body = source[source.index("LaunchConfig default_config("):]
     body = body[:body.index("\n}\n")]
@@ -41,12 +41,12 @@ def test_kernel_default_config_mirrors_main_launch_table():
     for batch in range(1, 1025):
         config = main.launch_config(batch)
         expected = next((cfg for limit, cfg in entries if batch <= limit), fallback)
-        assert (config.rows_per_warp, config.streaming, config.persistent) == expected, f"B={batch}"
+        assert tuple(config) == expected, f"B={batch}"
 
 
 def test_every_table_entry_is_a_compiled_shape():
     main = _main_module()
-    assert all(cfg.rows_per_warp in main.ROWS_PER_WARP_CHOICES for _, cfg in main.LAUNCH_TABLE)
+    assert all(cfg.is_compiled() for _, cfg in main.LAUNCH_TABLE)
     assert main.LAUNCH_TABLE[-1][0] is None  # the last entry serves every larger batch
 
 
@@ -56,7 +56,17 @@ def test_tune_names_round_trip_every_variant():
     tune = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tune)
     names = [name for name in tune.configurations(None, main, inputs={}) if name.startswith("cuda-v4/")]
-    assert len(names) == len(main.ROWS_PER_WARP_CHOICES) * 4  # x policy x grid
+    # rows x policy x lanes, less the shapes whose lane groups cannot tile the rows:
+    # 16 lanes need an even rows_per_warp (not 1), 8 lanes a multiple of 4 (not 1, 2).
+    assert len(names) == 2 * (5 + 4 + 3)
     for name in names:
-        rows, streaming, persistent = tune.parse_config(name)
-        assert f"cuda-v4/{tune.config_name(main.LaunchConfig(rows, streaming, persistent))}" == name
+        config = main.LaunchConfig(*tune.parse_config(name))
+        assert config.is_compiled() and f"cuda-v4/{tune.config_name(config)}" == name
+
+
+def test_is_compiled_matches_the_kernels_rule():
+    main = _main_module()
+    assert main.LaunchConfig(8, False, 16).is_compiled()
+    assert not main.LaunchConfig(1, False, 16).is_compiled()  # two rows in flight, one row to do
+    assert not main.LaunchConfig(2, True, 8).is_compiled()
+    assert not main.LaunchConfig(8, False, 4).is_compiled()   # not an instantiated lane count

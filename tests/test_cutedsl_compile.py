@@ -92,7 +92,7 @@ def test_cache_key_covers_shape_parameters(build):
     kernel keyed on (T, B) only); the batch size is dynamic, not keyed."""
     fields = set(build.KernelKey.__dataclass_fields__)
     assert {"state_dtype", "num_q_heads", "num_v_heads", "head_k", "head_v", "tile_v", "rows_per_stage",
-            "arch", "load", "streaming", "parts"} == fields
+            "arch", "load", "streaming", "parts", "reg_rows"} == fields
 
 
 @needs_cutlass
@@ -119,6 +119,10 @@ _PTX_SCRIPT = textwrap.dedent("""
                 key = build.KernelKey(dtype, 4, 8, 128, 128, tile, rps, "sm_90a", load, streaming, parts)
                 ptx = build.compile_kernel(key).artifacts.PTX  # the text, or the path of a dump
                 out[f"{name}-{tile}-{load}-p{parts}"] = ptx if chr(10) in ptx else open(ptx).read()
+        tile = 128 if dtype == torch.bfloat16 else 32  # mixed path: 4 of a thread's rows in registers
+        key = build.KernelKey(dtype, 4, 8, 128, 128, tile, 2, "sm_90a", "mixed", False, 1, 4)
+        ptx = build.compile_kernel(key).artifacts.PTX
+        out[f"{name}-{tile}-mixed4"] = ptx if chr(10) in ptx else open(ptx).read()
     json.dump(out, sys.stdout)
 """)
 
@@ -195,6 +199,48 @@ def test_ptx_invariants_regs_streaming_path(ptx_texts, variant):
     assert ptx.count("shfl.sync.bfly") == (2 * rows + 1) * int(math.log2(lanes))
 
 
+@needs_cutlass
+@pytest.mark.parametrize("variant, rows, lanes", [("float32-32-mixed4", 8, 32), ("bfloat16-128-mixed4", 16, 16)])
+def test_ptx_invariants_mixed_path(ptx_texts, variant, rows, lanes):
+    """The first 4 of a thread's rows by ld.global into registers, the rest by
+    cp.async through shared memory (one commit group per 2-row stage), and
+    the kernel compiled for 8 resident CTAs per SM."""
+    smem_rows = rows - 4
+    ptx = ptx_texts[variant]
+    copies = [line for line in ptx.splitlines() if "cp.async.cg.shared.global" in line]
+    assert len(copies) == smem_rows
+    assert ptx.count("ld.shared.v4.b32") == smem_rows
+    assert ptx.count("cp.async.commit_group") == ptx.count("cp.async.wait_group") == smem_rows // 2
+    state_loads = ptx.count("ld.global.v4.b32")  # bf16: q and k are 16-byte loads too
+    assert state_loads == 4 + (2 if variant.startswith("bfloat16") else 0)
+    assert ptx.count("st.global.v4.b32") == rows
+    assert "bar.sync" not in ptx and "barrier.sync" not in ptx
+    assert ptx.count("shfl.sync.bfly") == (2 * rows + 1) * int(math.log2(lanes))
+    assert ".minnctapersm 8" in ptx
+
+
+@needs_cutlass
+def test_mixed_path_occupancy_bound_follows_shared_memory(build):
+    """bf16 tile 128: 12 rows of 8 groups x 256 B = 24 KiB in shared memory
+    leaves room for 9 CTAs, capped at 8; with 2 register rows, 28 KiB: 7."""
+    mixed = lambda reg_rows: build.LaunchConfig(128, 2, "mixed", False, 1, reg_rows)  # noqa: E731
+    assert build.mixed_smem_bytes(mixed(4), 128, torch.bfloat16) == 24 * 1024
+    assert build.min_ctas_per_sm(mixed(4), 128, torch.bfloat16) == 8
+    assert build.min_ctas_per_sm(mixed(2), 128, torch.bfloat16) == 7
+    assert build.min_ctas_per_sm(build.LaunchConfig(128, 2, "regs"), 128, torch.bfloat16) == 0
+
+
+@needs_cutlass
+@pytest.mark.parametrize("reg_rows, load, match", [(16, "mixed", "reg_rows=16"), (3, "mixed", "reg_rows=3"),
+                                                   (4, "regs", "only for the mixed")])
+def test_compile_refuses_invalid_register_rows(build, reg_rows, load, match):
+    """bf16 tile 128: a thread owns 16 rows; all 16 in registers is the regs
+    path, 3 is not a multiple of the 2-row stage."""
+    key = build.KernelKey(torch.bfloat16, 4, 8, 128, 128, 128, 2, "sm_90a", load, False, 1, reg_rows)
+    with pytest.raises(ValueError, match=match):
+        build.compile_kernel(key)
+
+
 @pytest.fixture(scope="module")
 def solution_module():
     """The solution's entry module, loaded the way the harness loads it."""
@@ -232,7 +278,12 @@ def test_valid_configs_cover_every_tile_and_divide_the_rows(build):
         assert {config.tile_v for config in configs} == set(build.valid_tiles(128, 128, dtype))
         for config in configs:
             assert (config.tile_v // build.row_groups(128, dtype)) % config.rows_per_stage == 0
-            assert config.load == "smem" or build.fits_registers(config.tile_v, 128, dtype)
+            assert config.load != "regs" or build.fits_registers(config.tile_v, 128, dtype)
+            if config.load == "mixed":
+                assert 0 < config.reg_rows < build.rows_per_thread(config.tile_v, 128, dtype, config.parts)
+                assert config.reg_rows % config.rows_per_stage == 0 and config.name.split("/")[2].startswith("mix")
+            else:
+                assert config.reg_rows == 0
             assert build.LaunchConfig.from_name(config.name) == config
         assert len({config.name for config in configs}) == len(configs)
     # fp32 tile 128 holds 512 B per thread: shared memory only (and not even that: 64 KiB > 48 KiB)
@@ -274,8 +325,9 @@ def test_launch_table_wins_over_the_heuristic_for_the_tuned_shape(build, monkeyp
     table = ((4, build.LaunchConfig(8, 1)), (None, build.LaunchConfig(32, 2, "regs", True)))
     monkeypatch.setattr(build, "LAUNCH_TABLE", {torch.float32: table})
     choose = lambda batch, shape=(4, 8, 128, 128): build.choose_config(batch, *shape, torch.float32, 132)  # noqa: E731
-    assert choose(1) == choose(4) == (8, 1, "smem", False, 1) and choose(512) == (32, 2, "regs", True, 1)
+    assert choose(1) == choose(4) == (8, 1, "smem", False, 1, 0) and choose(512) == (32, 2, "regs", True, 1, 0)
     # another shape, or a dtype the table lacks, falls back to the heuristic
     tile = build.choose_tile_v(512, 16, 128, 128, torch.float32, 132)
-    assert choose(512, (4, 16, 128, 128)) == (tile, build.rows_per_stage(tile, 128, torch.float32), "smem", False, 1)
+    assert choose(512, (4, 16, 128, 128)) == (tile, build.rows_per_stage(tile, 128, torch.float32), "smem", False, 1,
+                                              0)
     assert build.choose_config(1, 4, 8, 128, 128, torch.bfloat16, 132)[0] == 8

@@ -3,10 +3,9 @@
 //
 // Design: 8 warps per block; each warp owns ROWS consecutive V rows of one
 // (batch, v-head) state tile (ROWS is a template parameter: 1, 2, 4, 8, 16),
-// so a block covers 8 * ROWS rows. Lane l owns K columns [4l, 4l+4) of each of
-// its rows (one float4; a row is one coalesced 512-byte warp access). A warp
-// issues the loads of all its rows, q/k/v and the gate inputs before any
-// arithmetic, so their DRAM latencies overlap.
+// so a block covers 8 * ROWS rows. A warp issues the loads of all its rows,
+// q/k/v and the gate inputs before any arithmetic, so their DRAM latencies
+// overlap.
 //
 // Choosing ROWS trades parallelism for amortization:
 //   * small B (latency-bound): ROWS = 1 gives 16 * 8 * B blocks of 8 warps,
@@ -14,8 +13,19 @@
 //   * large B (bandwidth-bound): larger ROWS means fewer, fatter warps, so the
 //     per-warp fixed work (q/k/v/gate loads and gate math) is paid once per
 //     ROWS rows instead of once per row.
-// The host picks ROWS from the batch size (main.py's table, measured by
-// tune.py); `gdn_decode` uses a built-in default for callers without one.
+//
+// Lanes per row (template parameter LANES: 32, 16 or 8). With LANES = 32 a
+// row is one coalesced 512-byte warp access and lane l owns K columns
+// [4l, 4l + 4) (one float4). With LANES = 16 or 8 the warp splits into
+// 32 / LANES lane groups that work on different rows at once; a lane owns
+// 128 / (4 * LANES) float4 pieces of each of its rows, piece c at K columns
+// 4 * (l + c * LANES) (so each load instruction still reads whole 128-byte
+// lines), and each of its two row reductions has log2(32 / LANES) butterfly
+// steps fewer while serving as many elements: fewer shuffles per state byte.
+//
+// The host picks ROWS, LANES and the cache policy from the batch size
+// (main.py's table, measured by tune.py); `gdn_decode` uses a built-in
+// default for callers without one.
 //
 // Cache policy of the state traffic (template parameter STREAMING):
 //   * streaming: ld.global.cs / st.global.cs (evict-first: the state is touched
@@ -25,11 +35,9 @@
 // Which one is faster is a measurement, not a principle: tune.py times both
 // at every batch size and the table records the winner.
 //
-// Grid, a runtime choice (`persistent`):
-//   * one-shot: one block per chunk of 8 * ROWS rows, grid (V / (8 * ROWS), HV, B);
-//   * persistent: one wave of blocks (SMs x resident blocks per SM) that loop
-//     over the chunks, so a warp that finishes starts its next chunk at once
-//     instead of idling until its whole block retires.
+// Grid: one block per chunk of 8 * ROWS rows, grid (V / (8 * ROWS), HV, B).
+// (A persistent grid, one wave of blocks looping over the chunks, measured
+// slower at every B and ROWS on an H100: results/cuda-notes.md.)
 //
 // Math (fp32), per (batch b, v-head h), S = state[b, h] as [V, K]:
 //   g    = exp(-exp(A_log[h]) * softplus(a[b, h] + dt_bias[h]))
@@ -43,7 +51,7 @@
 // Exported (tvm-ffi, destination passing style, definition argument order):
 //   gdn_decode(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state)
 //   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
-//                     rows_per_warp, streaming, persistent)
+//                     rows_per_warp, streaming, lanes_per_row)
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -67,12 +75,11 @@ constexpr int kHeadK = 128;                         // K
 constexpr int kHeadV = 128;                         // V
 constexpr int kGroup = kNumVHeads / kNumQKHeads;    // v heads per q/k head (GVA)
 constexpr int kWarpSize = 32;
-constexpr int kKPerLane = kHeadK / kWarpSize;       // 4 K columns per lane = one float4
 constexpr int kWarpsPerBlock = 8;
 constexpr int kThreadsPerBlock = kWarpsPerBlock * kWarpSize;
 constexpr float kDefaultScale = 0.08838834764831845f;  // 1 / sqrt(128)
 
-static_assert(kKPerLane == 4, "a lane's K slice must be exactly one float4");
+constexpr int kPiece = 4;                           // K columns per float4 piece
 
 // ---------------------------------------------------------------- device helpers
 
@@ -183,13 +190,14 @@ __device__ __forceinline__ float4 scale4(float4 x, float s) {
   return make_float4(s * x.x, s * x.y, s * x.z, s * x.w);
 }
 
-// Sum of x[i] over the 32 lanes of the warp, left in every lane. The offset
-// loop is the outer one so the N independent shuffle chains interleave (ILP).
+// Sum of x[i] over each aligned group of LANES lanes, left in every lane of
+// the group (the butterfly never crosses a group). The offset loop is the
+// outer one so the N independent shuffle chains interleave (ILP).
 // Requires all 32 lanes of the warp to be active (no lane ever exits early).
-template <int N>
-__device__ __forceinline__ void warp_allreduce_sum(float (&x)[N]) {
+template <int LANES, int N>
+__device__ __forceinline__ void group_allreduce_sum(float (&x)[N]) {
 #pragma unroll
-  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
+  for (int offset = LANES / 2; offset > 0; offset >>= 1) {
 #pragma unroll
     for (int i = 0; i < N; ++i) x[i] += __shfl_xor_sync(0xffffffffu, x[i], offset);
   }
@@ -236,77 +244,81 @@ struct Params {
 //
 // Updates rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * 8 + warp) * ROWS:
 // the work of one warp. Warps never wait for each other (no block barrier).
-template <int ROWS, bool STREAMING>
+template <int ROWS, bool STREAMING, int LANES>
 __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, int batch) {
+  constexpr int kGroups = kWarpSize / LANES;            // rows a warp works on at once
+  constexpr int kPieces = kHeadK / (kPiece * LANES);    // float4 pieces per lane and row
+  constexpr int kLaneRows = ROWS / kGroups;             // rows per lane
   static_assert(kHeadV % (kWarpsPerBlock * ROWS) == 0, "blocks must tile V exactly");
-  const int lane = threadIdx.x % kWarpSize;  // owns K columns [k0, k0 + 4)
+  static_assert(kWarpSize % LANES == 0 && ROWS % kGroups == 0, "lane groups must tile the rows");
+  const int lane = threadIdx.x % kWarpSize;
+  const int group = lane / LANES;  // the lane's row group
+  const int sub = lane % LANES;    // owns K columns kPiece * (sub + c * LANES) + [0, 4), c < kPieces
   const int warp = threadIdx.x / kWarpSize;
-  const int k0 = lane * kKPerLane;
   // Chunk x covers rows [x * 8 * ROWS, (x + 1) * 8 * ROWS); warp w of it covers
-  // rows [v0, v0 + ROWS) with v0 = x * 8 * ROWS + w * ROWS = (x * 8 + w) * ROWS.
-  const int v0 = (chunk * kWarpsPerBlock + warp) * ROWS;
+  // [(x * 8 + w) * ROWS, + ROWS), of which lane group j takes kLaneRows rows from v0.
+  const int v0 = (chunk * kWarpsPerBlock + warp) * ROWS + group * kLaneRows;
   const int hq = hv / kGroup;  // GVA: q/k head h / 2 serves v head h
   const int64_t head = static_cast<int64_t>(batch) * kNumVHeads + hv;
-  // All loads first: the ROWS state rows (the DRAM traffic), then the small operands.
+  const int k0 = kPiece * sub;
+  // All loads first: the state rows (the DRAM traffic), then the small operands.
+  // 16-byte aligned: rows are 512 B apart and every piece starts at a multiple of 16 B.
   const int64_t tile = (head * kHeadV + v0) * kHeadK + k0;  // state[batch, hv, v0, k0]
-  float4 s[ROWS];
+  float4 s[kLaneRows][kPieces];
 #pragma unroll
-  for (int r = 0; r < ROWS; ++r) {
-    // Row v0 + r; 16-byte aligned: rows are 512 B apart and k0 * 4 B is a multiple of 16.
-    s[r] = load_state4<STREAMING>(p.state + tile + r * kHeadK);
+  for (int r = 0; r < kLaneRows; ++r) {
+#pragma unroll
+    for (int c = 0; c < kPieces; ++c) {
+      s[r][c] = load_state4<STREAMING>(p.state + tile + r * kHeadK + c * kPiece * LANES);
+    }
   }
   const int64_t qk = (static_cast<int64_t>(batch) * kNumQKHeads + hq) * kHeadK + k0;
-  const float4 q4 = load_bf16x4(p.q + qk);  // 8-byte aligned: k0 * 2 B is a multiple of 8
-  const float4 k4 = load_bf16x4(p.k + qk);
-  float vr[ROWS];                               // v[batch, 0, hv, v0 + r]
-  load_bf16xN(p.v + head * kHeadV + v0, vr);    // aligned: v0 * 2 B is a multiple of 2 * ROWS
+  float4 q4[kPieces], k4[kPieces];
+#pragma unroll
+  for (int c = 0; c < kPieces; ++c) {  // 8-byte aligned: every piece starts at a multiple of 8 B
+    q4[c] = load_bf16x4(p.q + qk + c * kPiece * LANES);
+    k4[c] = load_bf16x4(p.k + qk + c * kPiece * LANES);
+  }
+  float vr[kLaneRows];                          // v[batch, 0, hv, v0 + r]
+  load_bf16xN(p.v + head * kHeadV + v0, vr);    // aligned: v0 * 2 B is a multiple of 2 * kLaneRows
   const Gates gates = compute_gates(__ldg(p.A_log + hv), __ldg(p.dt_bias + hv),
                                     load_bf16(p.a + head), load_bf16(p.b + head));
 
   // Decay, then u = S k.
-  float u[ROWS];
+  float u[kLaneRows];
 #pragma unroll
-  for (int r = 0; r < ROWS; ++r) {
-    s[r] = scale4(s[r], gates.g);
-    u[r] = dot4(s[r], k4);
+  for (int r = 0; r < kLaneRows; ++r) {
+    u[r] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kPieces; ++c) {
+      s[r][c] = scale4(s[r][c], gates.g);
+      u[r] += dot4(s[r][c], k4[c]);
+    }
   }
-  warp_allreduce_sum(u);
+  group_allreduce_sum<LANES>(u);
 
-  // Rank-1 delta update, streaming store of the new state, partial o = S q
-  // with the updated rows.
-  float o[ROWS];
+  // Rank-1 delta update, store of the new state, partial o = S q with the updated rows.
+  float o[kLaneRows];
 #pragma unroll
-  for (int r = 0; r < ROWS; ++r) {
+  for (int r = 0; r < kLaneRows; ++r) {
     const float delta = gates.beta * (vr[r] - u[r]);
-    s[r] = axpy4(delta, k4, s[r]);
-    store_state4<STREAMING>(p.new_state + tile + r * kHeadK, s[r]);
-    o[r] = dot4(s[r], q4);
+    o[r] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kPieces; ++c) {
+      s[r][c] = axpy4(delta, k4[c], s[r][c]);
+      store_state4<STREAMING>(p.new_state + tile + r * kHeadK + c * kPiece * LANES, s[r][c]);
+      o[r] += dot4(s[r][c], q4[c]);
+    }
   }
-  warp_allreduce_sum(o);
+  group_allreduce_sum<LANES>(o);
 
-  if (lane == 0) store_bf16xN(p.output + head * kHeadV + v0, o, p.scale);
+  if (sub == 0) store_bf16xN(p.output + head * kHeadV + v0, o, p.scale);
 }
-
 
 // One block per chunk of 8 * ROWS rows: grid (V / (8 * ROWS), HV, B).
-template <int ROWS, bool STREAMING>
+template <int ROWS, bool STREAMING, int LANES>
 __global__ void __launch_bounds__(kThreadsPerBlock) gdn_decode_v4_kernel(const Params p) {
-  update_rows<ROWS, STREAMING>(p, blockIdx.x, blockIdx.y, blockIdx.z);
-}
-
-// Persistent variant: at most one wave of blocks; block i updates chunks i,
-// i + gridDim.x, ... of the flattened (batch, hv, chunk) space. A warp that
-// finishes a chunk goes straight on to its next one, where in the one-shot
-// grid its slot stays idle until the other 7 warps of the block are done and
-// the block retires (the refill granularity is a block, not a warp).
-template <int ROWS, bool STREAMING>
-__global__ void __launch_bounds__(kThreadsPerBlock)
-    gdn_decode_v4_persistent_kernel(const Params p, int num_chunks) {
-  constexpr int kChunksPerHead = kHeadV / (kWarpsPerBlock * ROWS);
-  for (int chunk = blockIdx.x; chunk < num_chunks; chunk += gridDim.x) {
-    const int head = chunk / kChunksPerHead;  // batch * HV + hv
-    update_rows<ROWS, STREAMING>(p, chunk % kChunksPerHead, head % kNumVHeads, head / kNumVHeads);
-  }
+  update_rows<ROWS, STREAMING, LANES>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
 
 // ---------------------------------------------------------------- host side
@@ -342,7 +354,7 @@ void check_tensor(const ffi::TensorView& t, const char* name, DLDataTypeCode cod
 struct LaunchConfig {
   int64_t rows_per_warp;
   bool streaming;
-  bool persistent;
+  int64_t lanes_per_row;
 };
 
 // Mirrors LAUNCH_TABLE in main.py (measured by tune.py on an H100): the first
@@ -353,65 +365,64 @@ LaunchConfig default_config(int64_t batch) {
     LaunchConfig config;
   };
   constexpr Entry kTable[] = {
-      {2, {1, true, false}},  {4, {4, false, false}},  {8, {1, false, false}},
-      {16, {2, true, false}}, {32, {8, true, false}},
+      {2, {1, true, 32}},  {4, {4, false, 32}},  {8, {1, false, 32}},
+      {16, {2, true, 32}}, {32, {8, true, 32}},
   };
   for (const Entry& entry : kTable) {
     if (batch <= entry.max_batch) return entry.config;
   }
-  return {8, false, false};
+  return {8, false, 32};
 }
 
-constexpr int kMaxDevices = 64;
-
-// Blocks of `kernel` that fit on all SMs of `device_id` at once (one wave),
-// queried once per device and kernel (a host-side occupancy calculation: no
-// allocation, no synchronization), then read from the cache.
-template <typename Kernel>
-int one_wave_blocks(Kernel kernel, int device_id) {
-  static int cache[kMaxDevices] = {};  // 0: not queried yet (one array per kernel)
-  TVM_FFI_CHECK(device_id >= 0 && device_id < kMaxDevices, ValueError) << "device id " << device_id;
-  if (cache[device_id] == 0) {
-    int sms = 0, blocks_per_sm = 0;
-    TVM_FFI_CHECK_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_id));
-    TVM_FFI_CHECK_CUDA_ERROR(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreadsPerBlock, 0));
-    cache[device_id] = sms * (blocks_per_sm > 0 ? blocks_per_sm : 1);
-  }
-  return cache[device_id];
+template <int ROWS, bool STREAMING, int LANES>
+void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
+  const dim3 grid(kHeadV / (kWarpsPerBlock * ROWS), kNumVHeads, static_cast<unsigned>(batch));
+  gdn_decode_v4_kernel<ROWS, STREAMING, LANES><<<grid, kThreadsPerBlock, 0, stream>>>(params);
 }
 
+// Only the shapes whose lane groups tile the rows (ROWS a multiple of 32 / LANES)
+// are instantiated; validate_config has rejected the others.
 template <int ROWS, bool STREAMING>
-void launch_policy(const Params& params, int64_t batch, bool persistent, int device_id,
-                   cudaStream_t stream) {
-  constexpr int kChunksPerHead = kHeadV / (kWarpsPerBlock * ROWS);
-  if (persistent) {
-    const int64_t chunks = batch * kNumVHeads * kChunksPerHead;
-    auto* kernel = gdn_decode_v4_persistent_kernel<ROWS, STREAMING>;
-    const int64_t wave = one_wave_blocks(kernel, device_id);
-    const unsigned blocks = static_cast<unsigned>(chunks < wave ? chunks : wave);
-    kernel<<<blocks, kThreadsPerBlock, 0, stream>>>(params, static_cast<int>(chunks));
-  } else {
-    const dim3 grid(kChunksPerHead, kNumVHeads, static_cast<unsigned>(batch));
-    gdn_decode_v4_kernel<ROWS, STREAMING><<<grid, kThreadsPerBlock, 0, stream>>>(params);
+void launch_lanes(const Params& params, int64_t batch, int64_t lanes, cudaStream_t stream) {
+  if (lanes == 32) {
+    launch_kernel<ROWS, STREAMING, 32>(params, batch, stream);
+  } else if constexpr (ROWS % 2 == 0) {
+    if (lanes == 16) {
+      launch_kernel<ROWS, STREAMING, 16>(params, batch, stream);
+    } else if constexpr (ROWS % 4 == 0) {
+      launch_kernel<ROWS, STREAMING, 8>(params, batch, stream);
+    }
   }
 }
 
 template <int ROWS>
-void launch(const Params& params, int64_t batch, const LaunchConfig& config, int device_id,
-            cudaStream_t stream) {
+void launch(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
   if (config.streaming) {
-    launch_policy<ROWS, true>(params, batch, config.persistent, device_id, stream);
+    launch_lanes<ROWS, true>(params, batch, config.lanes_per_row, stream);
   } else {
-    launch_policy<ROWS, false>(params, batch, config.persistent, device_id, stream);
+    launch_lanes<ROWS, false>(params, batch, config.lanes_per_row, stream);
   }
+}
+
+// Throws ValueError for a shape that kernel.cu does not instantiate.
+void validate_config(const LaunchConfig& config) {
+  const int64_t rows = config.rows_per_warp, lanes = config.lanes_per_row;
+  TVM_FFI_CHECK(rows == 1 || rows == 2 || rows == 4 || rows == 8 || rows == 16, ValueError)
+      << "rows_per_warp must be 1, 2, 4, 8 or 16, not " << rows;
+  TVM_FFI_CHECK(lanes == 32 || lanes == 16 || lanes == 8, ValueError)
+      << "lanes_per_row must be 32, 16 or 8, not " << lanes;
+  TVM_FFI_CHECK(rows % (kWarpSize / lanes) == 0, ValueError)
+      << "lanes_per_row " << lanes << " puts " << kWarpSize / lanes
+      << " rows in flight per warp: rows_per_warp must be a multiple of that, not " << rows;
 }
 
 void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
                        ffi::TensorView state, ffi::TensorView A_log, ffi::TensorView a,
                        ffi::TensorView dt_bias, ffi::TensorView b, double scale,
                        ffi::TensorView output, ffi::TensorView new_state, int64_t rows_per_warp,
-                       bool streaming, bool persistent) {
+                       bool streaming, int64_t lanes_per_row) {
+  const LaunchConfig config{rows_per_warp, streaming, lanes_per_row};
+  validate_config(config);
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   const int64_t batch = q.size(0);
   const int device_id = q.device().device_id;
@@ -445,15 +456,12 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
   ffi::CUDADeviceGuard guard(device_id);
   // The caller's stream (torch's current stream when called with torch tensors).
   auto stream = static_cast<cudaStream_t>(TVMFFIEnvGetStream(kDLCUDA, device_id));
-  const LaunchConfig config{rows_per_warp, streaming, persistent};
   switch (rows_per_warp) {
-    case 1: launch<1>(params, batch, config, device_id, stream); break;
-    case 2: launch<2>(params, batch, config, device_id, stream); break;
-    case 4: launch<4>(params, batch, config, device_id, stream); break;
-    case 8: launch<8>(params, batch, config, device_id, stream); break;
-    case 16: launch<16>(params, batch, config, device_id, stream); break;
-    default:
-      TVM_FFI_THROW(ValueError) << "rows_per_warp must be 1, 2, 4, 8 or 16, not " << rows_per_warp;
+    case 1: launch<1>(params, batch, config, stream); break;
+    case 2: launch<2>(params, batch, config, stream); break;
+    case 4: launch<4>(params, batch, config, stream); break;
+    case 8: launch<8>(params, batch, config, stream); break;
+    case 16: launch<16>(params, batch, config, stream); break;
   }
   TVM_FFI_CHECK_CUDA_ERROR(cudaGetLastError());
 }
@@ -465,7 +473,7 @@ void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::Te
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   const LaunchConfig config = default_config(q.size(0));
   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
-                    config.rows_per_warp, config.streaming, config.persistent);
+                    config.rows_per_warp, config.streaming, config.lanes_per_row);
 }
 
 }  // namespace

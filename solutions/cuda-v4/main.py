@@ -1,9 +1,9 @@
 """cuda-v4 entry point: the latency-tuned CUDA kernel in ``kernel.cu``.
 
-The kernel has two template parameters, "rows per warp" (each block has 8
-warps, so it covers ``8 * rows`` V rows) and the cache policy of the state
-traffic (streaming or default); :data:`LAUNCH_TABLE` picks both from the
-batch size. ``tune.py`` in this folder measures every variant on a GPU and
+The kernel has three template parameters, "rows per warp" (each block has 8
+warps, so it covers ``8 * rows`` V rows), the cache policy of the state
+traffic (streaming or default) and the lanes that share one row (32, 16 or
+8); :data:`LAUNCH_TABLE` picks all three from the batch size. ``tune.py`` in this folder measures every variant on a GPU and
 prints a replacement table.
 
 The kernel is compiled once per machine (at import when a GPU is visible,
@@ -34,6 +34,8 @@ _DEFAULT_SCALE = 1.0 / math.sqrt(_HEAD_K)
 
 #: Block shapes compiled into kernel.cu (rows of V per warp).
 ROWS_PER_WARP_CHOICES = (1, 2, 4, 8, 16)
+#: Lanes per V row compiled into kernel.cu (a warp has 32 lanes).
+LANES_PER_ROW_CHOICES = (32, 16, 8)
 
 
 class LaunchConfig(NamedTuple):
@@ -42,13 +44,21 @@ class LaunchConfig(NamedTuple):
     rows_per_warp: V rows per warp (a block of 8 warps covers 8x as many).
     streaming: evict-first cache policy on the state loads/stores
         (ld/st.global.cs) instead of the default one.
-    persistent: one wave of blocks looping over the row chunks instead of
-        one block per chunk (kernel.cu's header says why).
+    lanes_per_row: lanes that share one V row (32: one float4 per lane and
+        row; 16 or 8: a warp works on 2 or 4 rows at once and each lane holds
+        2 or 4 float4 of each of its rows, so each reduction has fewer
+        butterfly steps). ``rows_per_warp`` must be a multiple of
+        ``32 / lanes_per_row``.
     """
 
     rows_per_warp: int
     streaming: bool
-    persistent: bool = False
+    lanes_per_row: int = 32
+
+    def is_compiled(self) -> bool:
+        """Whether kernel.cu instantiates this shape (it raises ValueError otherwise)."""
+        return (self.rows_per_warp in ROWS_PER_WARP_CHOICES and self.lanes_per_row in LANES_PER_ROW_CHOICES
+                and self.rows_per_warp % (32 // self.lanes_per_row) == 0)
 
 
 #: ``(largest batch, config)`` pairs, first match wins; ``None`` matches any
@@ -73,7 +83,7 @@ def load():
 
     Returns:
         The exported ``gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b,
-        scale, output, new_state, rows_per_warp, streaming, persistent)`` function. (The module also
+        scale, output, new_state, rows_per_warp, streaming, lanes_per_row)`` function. (The module also
         exports ``gdn_decode`` without the last argument: the contest entry.)
 
     Raises:
@@ -109,14 +119,14 @@ def run_with_config(inputs: dict, config: LaunchConfig) -> dict:
     """:func:`run` with an explicit launch configuration (tune.py measures them all).
 
     Raises:
-        ValueError: ``config.rows_per_warp`` is not in :data:`ROWS_PER_WARP_CHOICES`
-            (raised by the kernel).
+        ValueError: a shape kernel.cu does not compile (``not config.is_compiled()``;
+            raised by the kernel).
     """
     kernel = _kernel or load()
     output, new_state = inputs["output"], inputs["new_state"]
     kernel(inputs["q"], inputs["k"], inputs["v"], inputs["state"], inputs["A_log"],
            inputs["a"], inputs["dt_bias"], inputs["b"], resolve_scale(inputs.get("scale")),
-           output, new_state, config.rows_per_warp, config.streaming, config.persistent)
+           output, new_state, config.rows_per_warp, config.streaming, config.lanes_per_row)
     return {"output": output, "new_state": new_state}
 
 

@@ -5,7 +5,7 @@ Usage (from the repository root)::
     python solutions/cuda-v4/tune.py --out DIR [--batches 1,2,4,...] [--iters 100]
 
 For each batch size B it checks cuda-v1 and every cuda-v4 variant (rows per
-warp x cache policy x one-shot or persistent grid) once against ``harness.reference.gdn_decode`` (atol =
+warp x cache policy x lanes per row) once against ``harness.reference.gdn_decode`` (atol =
 rtol = 1e-2; destinations NaN-filled first so unwritten elements fail), then
 times it with the harness's CUPTI tier (CUDA events where cupti-python is
 missing; the tier is recorded) under a cold L2 and keeps the median.
@@ -48,10 +48,10 @@ def load_solution_module(folder: str):
 
 
 def config_name(config) -> str:
-    """``r4/stream``, ``r4/default``, ``r4/default/persistent``: rows per warp,
-    cache policy and (when set) the persistent grid."""
+    """``r4/stream``, ``r4/default``, ``r4/default/l16``: rows per warp, cache
+    policy and, unless it is 32 (a whole warp per row), the lanes per row."""
     name = f"r{config.rows_per_warp}/{'stream' if config.streaming else 'default'}"
-    return name + "/persistent" if config.persistent else name
+    return name if config.lanes_per_row == 32 else f"{name}/l{config.lanes_per_row}"
 
 
 def configurations(v1, v4, inputs: dict) -> dict:
@@ -59,10 +59,11 @@ def configurations(v1, v4, inputs: dict) -> dict:
     configs = {"cuda-v1": lambda: v1.run(inputs)}
     for rows in v4.ROWS_PER_WARP_CHOICES:
         for streaming in (True, False):
-            for persistent in (False, True):
-                config = v4.LaunchConfig(rows, streaming, persistent)
-                configs[f"cuda-v4/{config_name(config)}"] = \
-                    lambda config=config: v4.run_with_config(inputs, config)
+            for lanes in v4.LANES_PER_ROW_CHOICES:
+                config = v4.LaunchConfig(rows, streaming, lanes)
+                if config.is_compiled():
+                    configs[f"cuda-v4/{config_name(config)}"] = \
+                        lambda config=config: v4.run_with_config(inputs, config)
     return configs
 
 
@@ -88,10 +89,10 @@ def measure_batch(batch: int, v1, v4, timer: KernelTimer) -> dict:
             "config_in_use": config_name(v4.launch_config(batch))}
 
 
-def parse_config(name: str) -> tuple[int, bool, bool]:
-    """``cuda-v4/r4/stream`` -> (4, True, False); ``cuda-v4/r8/default/persistent`` -> (8, False, True)."""
-    _, rows, policy, *grid = name.split("/")
-    return int(rows[1:]), policy == "stream", grid == ["persistent"]
+def parse_config(name: str) -> tuple[int, bool, int]:
+    """``cuda-v4/r4/stream`` -> (4, True, 32); ``cuda-v4/r8/default/l16`` -> (8, False, 16)."""
+    _, rows, policy, *lanes = name.split("/")
+    return int(rows[1:]), policy == "stream", int(lanes[0][1:]) if lanes else 32
 
 
 def print_report(report: dict) -> None:

@@ -10,7 +10,8 @@ tensors' shapes, dtypes, devices and alignment in C++ on every call).
 What a compiled kernel depends on, and so its cache key (:class:`KernelKey`):
 the state dtype, the head counts H and HV, the head sizes K and V, the
 launch configuration (:class:`LaunchConfig`: tile height ``tile_v``, rows per
-pipeline stage, load path, cache policy) and the target arch. The
+pipeline stage, load path and its register rows, cache policy, parts per
+lane) and the target arch. The
 batch size is a *dynamic* extent (one kernel serves every B; only the launch
 grid depends on it) and ``scale`` is a runtime argument, so neither is in the
 key. There is no q/k L2-normalization option: this definition has none.
@@ -29,7 +30,7 @@ import torch
 
 # Imported eagerly: the harness removes the solution folder from sys.path
 # once the entry module is loaded, so a lazy import would fail at first run.
-from gdn_cute_kernel import THREADS, gdn_decode_launch
+from gdn_cute_kernel import SMEM_SLACK_BYTES, THREADS, gdn_decode_launch
 from harness.tuning import lookup_launch_config
 
 SUPPORTED_STATE_DTYPES = (torch.float32, torch.bfloat16)
@@ -43,8 +44,17 @@ MIN_CTAS_PER_SM = 2
 #: registers: at most this many bytes of state per thread (64 registers)
 MAX_REG_TILE_BYTES_PER_THREAD = 256
 MAX_ROWS_PER_STAGE = 4
+#: the ``mixed`` path is compiled for as many resident CTAs per SM as its
+#: shared memory allows, up to this many (128 threads x 64 registers x 8 =
+#: the 64K-register file): its point is to hold more state per SM than
+#: registers or shared memory alone
+MAX_MIXED_CTAS_PER_SM = 8
+#: shared memory per SM a kernel can use, and what the driver reserves per CTA
+#: (H100 / B200: 227 KiB and 1 KiB; CUDA programming guide, compute capabilities)
+SMEM_PER_SM_BYTES = 227 * 1024
+SMEM_RESERVED_PER_CTA_BYTES = 1024
 DEFAULT_ARCH = "sm_90a"
-LOAD_PATHS = ("smem", "regs")
+LOAD_PATHS = ("smem", "regs", "mixed")
 
 
 class LaunchConfig(NamedTuple):
@@ -52,12 +62,14 @@ class LaunchConfig(NamedTuple):
 
     tile_v: V rows per CTA.
     rows_per_stage: rows a thread reduces together (independent shuffles).
-    load: ``"smem"`` (cp.async into shared memory) or ``"regs"``
-        (ld.global straight into registers).
+    load: ``"smem"`` (cp.async into shared memory), ``"regs"`` (ld.global
+        straight into registers) or ``"mixed"`` (a thread's first
+        ``reg_rows`` rows into registers, the rest into shared memory).
     streaming: ``.cs`` (evict-first) cache operator on the state stores, and
-        on the loads of the ``regs`` path.
+        on the loads into registers.
     parts: 16-byte pieces of a row per lane (1, or 2: half the lanes per
         row, one shuffle step less per reduction).
+    reg_rows: rows per thread in registers on the ``mixed`` path (0 otherwise).
     """
 
     tile_v: int
@@ -65,11 +77,13 @@ class LaunchConfig(NamedTuple):
     load: str = "smem"
     streaming: bool = False
     parts: int = 1
+    reg_rows: int = 0
 
     @property
     def name(self) -> str:
-        """``t64/s1``, ``t64/s1/regs``, ``t64/s1/regs/cs/p2``: how tune.py names it."""
-        return "/".join([f"t{self.tile_v}", f"s{self.rows_per_stage}"] + (["regs"] if self.load == "regs" else [])
+        """``t64/s1``, ``t64/s1/regs``, ``t64/s1/regs/cs/p2``, ``t128/s2/mix4``: how tune.py names it."""
+        load = {"smem": [], "regs": ["regs"], "mixed": [f"mix{self.reg_rows}"]}[self.load]
+        return "/".join([f"t{self.tile_v}", f"s{self.rows_per_stage}"] + load
                         + (["cs"] if self.streaming else []) + ([f"p{self.parts}"] if self.parts != 1 else []))
 
     @classmethod
@@ -77,7 +91,9 @@ class LaunchConfig(NamedTuple):
         """Inverse of :attr:`name`."""
         tile, stage, *flags = name.split("/")
         parts = next((int(flag[1:]) for flag in flags if flag.startswith("p")), 1)
-        return cls(int(tile[1:]), int(stage[1:]), "regs" if "regs" in flags else "smem", "cs" in flags, parts)
+        reg_rows = next((int(flag[3:]) for flag in flags if flag.startswith("mix")), 0)
+        load = "mixed" if reg_rows else "regs" if "regs" in flags else "smem"
+        return cls(int(tile[1:]), int(stage[1:]), load, "cs" in flags, parts, reg_rows)
 
 
 @dataclass(frozen=True)
@@ -95,18 +111,19 @@ class KernelKey:
     load: str = "smem"
     streaming: bool = False
     parts: int = 1
+    reg_rows: int = 0
 
     @classmethod
     def for_config(cls, state_dtype: torch.dtype, num_q_heads: int, num_v_heads: int, head_k: int, head_v: int,
                    config: LaunchConfig, arch: str) -> "KernelKey":
         """The key of one problem shape compiled with ``config``."""
         return cls(state_dtype, num_q_heads, num_v_heads, head_k, head_v, config.tile_v, config.rows_per_stage,
-                   arch, config.load, config.streaming, config.parts)
+                   arch, config.load, config.streaming, config.parts, config.reg_rows)
 
     @property
     def config(self) -> LaunchConfig:
         """The launch configuration part of the key."""
-        return LaunchConfig(self.tile_v, self.rows_per_stage, self.load, self.streaming, self.parts)
+        return LaunchConfig(self.tile_v, self.rows_per_stage, self.load, self.streaming, self.parts, self.reg_rows)
 
 
 def _state_bits(dtype: torch.dtype) -> int:
@@ -178,16 +195,58 @@ def fits_registers(tile_v: int, head_k: int, state_dtype: torch.dtype) -> bool:
     return tile_v * head_k * _state_bits(state_dtype) // 8 // THREADS <= MAX_REG_TILE_BYTES_PER_THREAD
 
 
+def rows_per_thread(tile_v: int, head_k: int, state_dtype: torch.dtype, parts: int = 1) -> int:
+    """State rows each thread owns in a ``tile_v``-row tile."""
+    return tile_v // row_groups(head_k, state_dtype, parts)
+
+
+def register_rows(config: LaunchConfig, head_k: int, state_dtype: torch.dtype) -> int:
+    """Rows per thread ``config`` loads into registers (the kernel's ``reg_rows``)."""
+    if config.load == "mixed":
+        return config.reg_rows
+    return rows_per_thread(config.tile_v, head_k, state_dtype, config.parts) if config.load == "regs" else 0
+
+
+def mixed_register_rows(tile_v: int, head_k: int, state_dtype: torch.dtype, parts: int, stage_rows: int) -> list[int]:
+    """``reg_rows`` choices of the ``mixed`` path: powers of two, a multiple
+    of ``stage_rows``, below the rows a thread owns, within the register budget."""
+    rows = rows_per_thread(tile_v, head_k, state_dtype, parts)
+    row_bytes = head_k * _state_bits(state_dtype) // 8 // lanes_per_row(head_k, state_dtype, parts)
+    return [r for r in (1, 2, 4, 8, 16) if r < rows and r % stage_rows == 0
+            and r * row_bytes <= MAX_REG_TILE_BYTES_PER_THREAD]
+
+
+def mixed_smem_bytes(config: LaunchConfig, head_k: int, state_dtype: torch.dtype) -> int:
+    """Shared memory of one CTA on the ``mixed`` path: the rows not in registers."""
+    smem_rows = rows_per_thread(config.tile_v, head_k, state_dtype, config.parts) - config.reg_rows
+    return smem_rows * row_groups(head_k, state_dtype, config.parts) * head_k * _state_bits(state_dtype) // 8
+
+
+def min_ctas_per_sm(config: LaunchConfig, head_k: int, state_dtype: torch.dtype) -> int:
+    """Resident CTAs per SM the kernel is compiled for (0: the compiler's choice).
+
+    Only the ``mixed`` path asks: as many CTAs as its shared memory allows,
+    at most :data:`MAX_MIXED_CTAS_PER_SM`, so that registers never cap the
+    occupancy below that (ptxas fits the registers to the bound).
+    """
+    if config.load != "mixed":
+        return 0
+    per_cta = mixed_smem_bytes(config, head_k, state_dtype) + SMEM_SLACK_BYTES + SMEM_RESERVED_PER_CTA_BYTES
+    return max(1, min(SMEM_PER_SM_BYTES // per_cta, MAX_MIXED_CTAS_PER_SM))
+
+
 def valid_configs(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[LaunchConfig]:
     """Every :class:`LaunchConfig` the kernel can be compiled with (tune.py times them)."""
     configs = []
     for parts in valid_parts(head_k, state_dtype):
         for tile in valid_tiles(head_v, head_k, state_dtype, parts):
-            rows_per_thread = tile // row_groups(head_k, state_dtype, parts)
-            loads = [path for path in LOAD_PATHS if path == "smem" or fits_registers(tile, head_k, state_dtype)]
-            configs += [LaunchConfig(tile, r, load, streaming, parts)
-                        for load in loads for streaming in (False, True)
-                        for r in (1, 2, 4) if r <= rows_per_thread and rows_per_thread % r == 0]
+            rows = rows_per_thread(tile, head_k, state_dtype, parts)
+            loads = ["smem", "regs"] if fits_registers(tile, head_k, state_dtype) else ["smem"]
+            for stage_rows in (r for r in (1, 2, 4) if r <= rows and rows % r == 0):
+                for streaming in (False, True):
+                    configs += [LaunchConfig(tile, stage_rows, load, streaming, parts) for load in loads]
+                    configs += [LaunchConfig(tile, stage_rows, "mixed", streaming, parts, reg_rows)
+                                for reg_rows in mixed_register_rows(tile, head_k, state_dtype, parts, stage_rows)]
     return configs
 
 
@@ -273,17 +332,25 @@ def compile_kernel(key: KernelKey):
     if key.tile_v not in valid_tiles(key.head_v, key.head_k, key.state_dtype, key.parts):
         raise ValueError(f"tile_v={key.tile_v} is not one of "
                          f"{valid_tiles(key.head_v, key.head_k, key.state_dtype, key.parts)} for parts={key.parts}")
-    rows_per_thread = key.tile_v // row_groups(key.head_k, key.state_dtype, key.parts)
-    if key.rows_per_stage < 1 or rows_per_thread % key.rows_per_stage:
-        raise ValueError(f"rows_per_stage={key.rows_per_stage} does not divide the {rows_per_thread} rows "
+    rows = rows_per_thread(key.tile_v, key.head_k, key.state_dtype, key.parts)
+    if key.rows_per_stage < 1 or rows % key.rows_per_stage:
+        raise ValueError(f"rows_per_stage={key.rows_per_stage} does not divide the {rows} rows "
                          f"a thread owns (tile_v={key.tile_v}, parts={key.parts})")
     if key.load not in LOAD_PATHS:
         raise ValueError(f"load path must be one of {LOAD_PATHS}, got {key.load!r}")
     if key.load == "regs" and not fits_registers(key.tile_v, key.head_k, key.state_dtype):
         raise ValueError(f"tile_v={key.tile_v} holds more than {MAX_REG_TILE_BYTES_PER_THREAD} B of state "
                          "per thread: too many registers for the regs load path")
+    if key.load == "mixed" and key.reg_rows not in mixed_register_rows(key.tile_v, key.head_k, key.state_dtype,
+                                                                      key.parts, key.rows_per_stage):
+        raise ValueError(f"reg_rows={key.reg_rows} is not one of "
+                         f"{mixed_register_rows(key.tile_v, key.head_k, key.state_dtype, key.parts, key.rows_per_stage)}"
+                         f" for the mixed path of {key.config.name}")
+    if key.load != "mixed" and key.reg_rows:
+        raise ValueError(f"reg_rows={key.reg_rows} is only for the mixed load path, not {key.load!r}")
     args = _fake_tensors(key)
     stream = cute.runtime.make_fake_stream(use_tvm_ffi_env_stream=True)
     return cute.compile(gdn_decode_launch, *args.values(), cutlass.Float32(1.0), stream,
-                        key.tile_v, key.rows_per_stage, key.load == "regs", key.streaming, key.parts,
+                        key.tile_v, key.rows_per_stage, register_rows(key.config, key.head_k, key.state_dtype),
+                        key.streaming, key.parts, min_ctas_per_sm(key.config, key.head_k, key.state_dtype),
                         options=f"--gpu-arch {key.arch} --enable-tvm-ffi")

@@ -15,8 +15,10 @@ arithmetic per byte of fp32 rows, so their reductions weigh more).
 Pipeline. Each thread first issues the loads of *every* state row it will
 own, then computes the gates, loads q/k/v and forms ``k.q`` while those
 loads are in flight, and finally processes its rows stage after stage
-(``rows_per_stage`` rows per stage: independent reductions for ILP). Two
-load paths, chosen by measurement (tune.py):
+(``rows_per_stage`` rows per stage: independent reductions for ILP). A
+thread's first ``reg_rows`` rows are loaded straight into registers, the
+rest through shared memory, so there are three load paths, chosen by
+measurement (tune.py):
 
 * ``smem``: ``cp.async`` (16 B, L2-only) copies into shared memory, one
   commit group per stage; a stage waits only for its own group
@@ -27,6 +29,11 @@ load paths, chosen by measurement (tune.py):
 * ``regs``: 128-bit ``ld.global`` straight into registers (the whole tile
   still in flight, now in registers; no shared memory, no extra copy
   through it), optionally with the evict-first ``.cs`` cache operator.
+* ``mixed``: the first rows in registers, the rest through shared memory.
+  Registers and shared memory together hold more state per SM than either
+  alone, so more of a large batch is in flight at once (bf16 state at
+  B = 128 is 248 KB per SM on an H100: more than the 227 KB of shared
+  memory or what the registers can spare).
 
 Stores of the new state are 128-bit ``st.global``, with ``.cs`` (evict
 first: the state is touched once) when ``streaming`` is set.
@@ -47,6 +54,7 @@ from cutlass.cute.nvgpu import CopyG2ROp, CopyR2GOp, LoadCacheMode, StoreCacheMo
 THREADS = 128
 WARP_SIZE = 32
 VEC_BYTES = 16  # one cp.async / LDG.128 / STG.128 per lane and row
+SMEM_SLACK_BYTES = 128  # requested beyond the tile: room to align its start
 
 
 def vec_elems(state_bits: int) -> int:
@@ -122,7 +130,8 @@ def store_vec(atom: cute.CopyAtom, src: cute.Tensor, dst: cute.Tensor, staging: 
 
 @cute.kernel
 def gdn_decode_kernel(
-    load_atom: cute.CopyAtom,
+    reg_load_atom: cute.CopyAtom,
+    smem_load_atom: cute.CopyAtom,
     store_atom: cute.CopyAtom,
     q: cute.Tensor,  # [B, 1, H, K] bf16
     k: cute.Tensor,  # [B, 1, H, K] bf16
@@ -141,16 +150,23 @@ def gdn_decode_kernel(
     head_v: cutlass.Constexpr[int],
     tile_v: cutlass.Constexpr[int],
     rows_per_stage: cutlass.Constexpr[int],
-    load_regs: cutlass.Constexpr[bool],
+    reg_rows: cutlass.Constexpr[int],
     parts: cutlass.Constexpr[int],
 ):
-    """One CTA: rows ``[chunk*tile_v, (chunk+1)*tile_v)`` of one state tile."""
+    """One CTA: rows ``[chunk*tile_v, (chunk+1)*tile_v)`` of one state tile.
+
+    ``reg_rows``: rows per thread loaded into registers with ``reg_load_atom``
+    (its first ones); the others go through shared memory with
+    ``smem_load_atom``. A multiple of ``rows_per_stage``.
+    """
     vec: cutlass.Constexpr[int] = vec_elems(state_in.element_type.width)
     lanes: cutlass.Constexpr[int] = head_k // (vec * parts)
     lane_elems: cutlass.Constexpr[int] = parts * vec  # state elements a lane owns per row
     groups: cutlass.Constexpr[int] = THREADS // lanes
     rows_per_thread: cutlass.Constexpr[int] = tile_v // groups
     stages: cutlass.Constexpr[int] = rows_per_thread // rows_per_stage
+    reg_stages: cutlass.Constexpr[int] = reg_rows // rows_per_stage  # the first stages, all in registers
+    smem_rows: cutlass.Constexpr[int] = rows_per_thread - reg_rows
     chunks: cutlass.Constexpr[int] = head_v // tile_v
     group_size: cutlass.Constexpr[int] = num_v_heads // num_q_heads
 
@@ -167,26 +183,27 @@ def gdn_decode_kernel(
     g_in = state_in[(i_n, i_hv, None, None)]  # (V, K)
     g_out = state_out[(i_n, i_hv, None, None)]
 
-    # 1. Put the whole tile in flight. Local row of (stage s, slot j) is
-    #    (s*rows_per_stage + j)*groups + group, so neighbouring groups (and
-    #    warps) take neighbouring rows.
-    if cutlass.const_expr(load_regs):
-        r_raw = cute.make_rmem_tensor(cute.make_layout((rows_per_thread, lane_elems), stride=(lane_elems, 1)),
+    # 1. Put the whole tile in flight. The thread's row t (stage t //
+    #    rows_per_stage) is local row t*groups + group, so neighbouring groups
+    #    (and warps) take neighbouring rows. Rows t < reg_rows go to registers,
+    #    the others to shared-memory row (t - reg_rows)*groups + group.
+    if cutlass.const_expr(reg_rows > 0):
+        r_raw = cute.make_rmem_tensor(cute.make_layout((reg_rows, lane_elems), stride=(lane_elems, 1)),
                                       state_in.element_type)
-        for t in cutlass.range_constexpr(rows_per_thread):
+        for t in cutlass.range_constexpr(reg_rows):
             for p in cutlass.range_constexpr(parts):
-                cute.copy(load_atom, lane_slice(g_in, row0 + t * groups + group, lane, p, lanes, vec),
+                cute.copy(reg_load_atom, lane_slice(g_in, row0 + t * groups + group, lane, p, lanes, vec),
                           part_of(r_raw[(t, None)], p, vec))
-    else:  # one cp.async commit group per stage
+    if cutlass.const_expr(smem_rows > 0):  # one cp.async commit group per stage
         smem = cutlass.memory.SmemAllocator()
         s_tile = smem.allocate_tensor(state_in.element_type,
-                                      cute.make_layout((tile_v, head_k), stride=(head_k, 1)), 16)
-        for s in cutlass.range_constexpr(stages):
+                                      cute.make_layout((smem_rows * groups, head_k), stride=(head_k, 1)), 16)
+        for s in cutlass.range_constexpr(stages - reg_stages):
             for j in cutlass.range_constexpr(rows_per_stage):
-                row = (s * rows_per_stage + j) * groups + group
+                s_row = (s * rows_per_stage + j) * groups + group
                 for p in cutlass.range_constexpr(parts):
-                    cute.copy(load_atom, lane_slice(g_in, row0 + row, lane, p, lanes, vec),
-                              lane_slice(s_tile, row, lane, p, lanes, vec))
+                    cute.copy(smem_load_atom, lane_slice(g_in, row0 + reg_rows * groups + s_row, lane, p, lanes, vec),
+                              lane_slice(s_tile, s_row, lane, p, lanes, vec))
             cute.arch.cp_async_commit_group()
 
     # 2. While the state streams in: gates, q/k slices, v entries, k.q.
@@ -215,16 +232,16 @@ def gdn_decode_kernel(
     s_staging = cute.make_rmem_tensor(cute.make_layout((vec,)), state_in.element_type)
     dots = cute.make_rmem_tensor(cute.make_layout((2 * rows_per_stage,)), cutlass.Float32)
     for s in cutlass.range_constexpr(stages):
-        if cutlass.const_expr(not load_regs):
+        if cutlass.const_expr(s >= reg_stages):  # shared-memory stage s - reg_stages: its own group only
             cute.arch.cp_async_wait_group(stages - 1 - s)
         for j in cutlass.range_constexpr(rows_per_stage):
-            row = (s * rows_per_stage + j) * groups + group
-            if cutlass.const_expr(load_regs):
-                r_s[(j, None)].store(r_raw[(s * rows_per_stage + j, None)].load().to(cutlass.Float32))
+            t = s * rows_per_stage + j
+            if cutlass.const_expr(t < reg_rows):
+                r_s[(j, None)].store(r_raw[(t, None)].load().to(cutlass.Float32))
             else:
                 for p in cutlass.range_constexpr(parts):
-                    load_vec_f32(lane_slice(s_tile, row, lane, p, lanes, vec), part_of(r_s[(j, None)], p, vec),
-                                 s_staging)
+                    load_vec_f32(lane_slice(s_tile, (t - reg_rows) * groups + group, lane, p, lanes, vec),
+                                 part_of(r_s[(j, None)], p, vec), s_staging)
             dots[2 * j] = cutlass.Float32(0.0)
             dots[2 * j + 1] = cutlass.Float32(0.0)
             for e in cutlass.range_constexpr(lane_elems):
@@ -260,37 +277,43 @@ def gdn_decode_launch(
     stream,
     tile_v: cutlass.Constexpr[int],
     rows_per_stage: cutlass.Constexpr[int],
-    load_regs: cutlass.Constexpr[bool],
+    reg_rows: cutlass.Constexpr[int],
     streaming: cutlass.Constexpr[bool],
     parts: cutlass.Constexpr[int],
+    min_ctas_per_sm: cutlass.Constexpr[int],
 ):
     """Host side: build the copy atoms and launch ``B * HV * V/tile_v`` CTAs.
 
     Head counts and sizes are static in the tensor types (compiled in); the
-    batch size is the dynamic extent of ``q``'s first mode.
+    batch size is the dynamic extent of ``q``'s first mode. ``reg_rows``:
+    rows per thread loaded into registers (the kernel's docstring).
+    ``min_ctas_per_sm`` > 0: compile for that many resident CTAs per SM
+    (``.minnctapersm``: ptxas caps the registers to fit) and ask for the
+    largest shared-memory carveout; 0 leaves both to the compiler and driver.
     """
     num_q_heads: cutlass.Constexpr[int] = q.shape[2]
     head_k: cutlass.Constexpr[int] = q.shape[3]
     num_v_heads: cutlass.Constexpr[int] = v.shape[2]
     head_v: cutlass.Constexpr[int] = v.shape[3]
     elem_bytes: cutlass.Constexpr[int] = state_in.element_type.width // 8
+    groups: cutlass.Constexpr[int] = THREADS * vec_elems(state_in.element_type.width) * parts // head_k
+    smem_rows: cutlass.Constexpr[int] = tile_v // groups - reg_rows  # per thread
     dtype = state_in.element_type
-    if cutlass.const_expr(load_regs):
-        load_mode = LoadCacheMode.STREAMING if streaming else LoadCacheMode.ALWAYS
-        load_atom = cute.make_copy_atom(CopyG2ROp(), dtype, num_bits_per_copy=VEC_BYTES * 8,
+    load_mode = LoadCacheMode.STREAMING if streaming else LoadCacheMode.ALWAYS
+    reg_load_atom = cute.make_copy_atom(CopyG2ROp(), dtype, num_bits_per_copy=VEC_BYTES * 8,
                                         load_cache_mode=load_mode)
-        smem_bytes = 0
-    else:
-        # cp.async.cg: 16 bytes straight to shared memory, cached in L2 only
-        # (the state is touched once, L1 would only be polluted).
-        load_atom = cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dtype,
-                                        num_bits_per_copy=VEC_BYTES * 8)
-        smem_bytes = tile_v * head_k * elem_bytes + 128
+    # cp.async.cg: 16 bytes straight to shared memory, cached in L2 only
+    # (the state is touched once, L1 would only be polluted).
+    smem_load_atom = cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dtype,
+                                         num_bits_per_copy=VEC_BYTES * 8)
+    smem_bytes = smem_rows * groups * head_k * elem_bytes + SMEM_SLACK_BYTES if smem_rows > 0 else 0
     store_mode = StoreCacheMode.STREAMING if streaming else StoreCacheMode.WRITE_BACK
     store_atom = cute.make_copy_atom(CopyR2GOp(), dtype, num_bits_per_copy=VEC_BYTES * 8,
                                      store_cache_mode=store_mode)
     batch = q.shape[0]
     grid = batch * num_v_heads * (head_v // tile_v)
-    gdn_decode_kernel(load_atom, store_atom, q, k, v, state_in, state_out, A_log, a, dt_bias, b, out, scale,
-                      num_q_heads, num_v_heads, head_k, head_v, tile_v, rows_per_stage, load_regs, parts).launch(
-        grid=(grid, 1, 1), block=(THREADS, 1, 1), smem=smem_bytes, stream=stream)
+    gdn_decode_kernel(reg_load_atom, smem_load_atom, store_atom, q, k, v, state_in, state_out, A_log, a, dt_bias,
+                      b, out, scale, num_q_heads, num_v_heads, head_k, head_v, tile_v, rows_per_stage, reg_rows,
+                      parts).launch(
+        grid=(grid, 1, 1), block=(THREADS, 1, 1), smem=smem_bytes, stream=stream,
+        min_blocks_per_mp=min_ctas_per_sm, preferred_smem_carveout=100 if min_ctas_per_sm else None)
