@@ -140,7 +140,7 @@ def test_second_build_is_a_cache_hit(solution, build_cache, monkeypatch):
 @needs_toolchain
 @pytest.mark.parametrize("solution, functions", [
     ("cuda-v1", {"gdn_decode": ()}),
-    ("cuda-v4", {"gdn_decode": (), "gdn_decode_config": (1, True, 32)}),
+    ("cuda-v4", {"gdn_decode": (), "gdn_decode_config": (1, 0, 32)}),
 ])
 def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache):
     torch = pytest.importorskip("torch")
@@ -158,9 +158,11 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
             getattr(module, name)(*args, *extra)
     if solution == "cuda-v4":  # a shape kernel.cu does not instantiate, refused before any launch
         with pytest.raises(ValueError, match="multiple of that, not 1"):
-            module.gdn_decode_config(*args, 1, True, 16)
+            module.gdn_decode_config(*args, 1, 0, 16)
         with pytest.raises(ValueError, match="lanes_per_row must be 32, 16 or 8, not 4"):
-            module.gdn_decode_config(*args, 8, True, 4)
+            module.gdn_decode_config(*args, 8, 0, 4)
+        with pytest.raises(ValueError, match="cache_policy must be"):
+            module.gdn_decode_config(*args, 8, 4, 32)
 
 
 def test_compile_error_carries_the_nvcc_log(tmp_path):

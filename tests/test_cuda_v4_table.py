@@ -16,16 +16,17 @@ def _main_module():
     return module
 
 
-_CONFIG = r"\{(\d+), (true|false), (\d+)\}"  # {rows, streaming, lanes per row}
+_CONFIG = r"\{(\d+), k(\w+), (\d+)\}"  # {rows, CachePolicy enumerator, lanes per row}
+_POLICY = {"Stream": "stream", "Nc": "nc", "Plain": "plain", "NoAlloc": "noalloc"}  # kernel.cu's CachePolicy
 
 
-def _config(rows: str, streaming: str, lanes: str) -> tuple[int, bool, int]:
-    return int(rows), streaming == "true", int(lanes)
+def _config(rows: str, policy: str, lanes: str) -> tuple[int, str, int]:
+    return int(rows), _POLICY[policy], int(lanes)
 
 
-def _kernel_table() -> tuple[list[tuple[int, tuple[int, bool, int]]], tuple[int, bool, int]]:
+def _kernel_table() -> tuple[list[tuple[int, tuple[int, str, int]]], tuple[int, str, int]]:
     """(entries [(max batch, config)], fallback config) parsed from kernel.cu,
-    a config being (rows, streaming, lanes per row)."""
+    a config being (rows, cache policy, lanes per row)."""
     source = (V4 / "kernel.cu").read_text()
     body = source[source.index("LaunchConfig default_config("):]
     body = body[:body.index("\n}\n")]
@@ -58,7 +59,7 @@ def test_tune_names_round_trip_every_variant():
     names = [name for name in tune.configurations(None, main, inputs={}) if name.startswith("cuda-v4/")]
     # rows x policy x lanes, less the shapes whose lane groups cannot tile the rows:
     # 16 lanes need an even rows_per_warp (not 1), 8 lanes a multiple of 4 (not 1, 2).
-    assert len(names) == 2 * (5 + 4 + 3)
+    assert len(names) == len(main.CACHE_POLICIES) * (5 + 4 + 3)
     for name in names:
         config = main.LaunchConfig(*tune.parse_config(name))
         assert config.is_compiled() and f"cuda-v4/{tune.config_name(config)}" == name
@@ -66,7 +67,17 @@ def test_tune_names_round_trip_every_variant():
 
 def test_is_compiled_matches_the_kernels_rule():
     main = _main_module()
-    assert main.LaunchConfig(8, False, 16).is_compiled()
-    assert not main.LaunchConfig(1, False, 16).is_compiled()  # two rows in flight, one row to do
-    assert not main.LaunchConfig(2, True, 8).is_compiled()
-    assert not main.LaunchConfig(8, False, 4).is_compiled()   # not an instantiated lane count
+    assert main.LaunchConfig(8, "nc", 16).is_compiled()
+    assert not main.LaunchConfig(1, "nc", 16).is_compiled()  # two rows in flight, one row to do
+    assert not main.LaunchConfig(2, "stream", 8).is_compiled()
+    assert not main.LaunchConfig(8, "nc", 4).is_compiled()   # not an instantiated lane count
+    assert not main.LaunchConfig(8, "default", 32).is_compiled()  # not a cache policy
+
+
+def test_cache_policy_indices_match_the_kernels_enum():
+    """main.py passes CACHE_POLICIES.index(policy); kernel.cu's CachePolicy must agree."""
+    main = _main_module()
+    source = (V4 / "kernel.cu").read_text()
+    enum = dict(re.findall(r"k(\w+) = (\d+)", source[source.index("enum CachePolicy"):].split("};")[0]))
+    assert {_POLICY[name]: int(value) for name, value in enum.items()} == \
+        {name: index for index, name in enumerate(main.CACHE_POLICIES)}

@@ -27,13 +27,15 @@
 // (main.py's table, measured by tune.py); `gdn_decode` uses a built-in
 // default for callers without one.
 //
-// Cache policy of the state traffic (template parameter STREAMING):
-//   * streaming: ld.global.cs / st.global.cs (evict-first: the state is touched
+// Cache policy of the state traffic (template parameter POLICY, CachePolicy):
+//   * stream:  ld.global.cs / st.global.cs (evict-first: the state is touched
 //     once, so keep it from displacing anything in L2);
-//   * default:   ld.global.nc / st.global with the default write-back policy,
-//     what Triton and torch's copy kernel emit.
-// Which one is faster is a measurement, not a principle: tune.py times both
-// at every batch size and the table records the winner.
+//   * nc:      ld.global.nc (read-only data path) / st.global (write-back);
+//   * plain:   ld.global / st.global, what Triton emits for fla-recurrent;
+//   * noalloc: ld.global.nc.L1::no_allocate / st.global (the rows are read
+//     once: do not allocate them in L1).
+// Which one is faster is a measurement, not a principle: tune.py times them
+// all at every batch size and the table records the winner.
 //
 // Grid: one block per chunk of 8 * ROWS rows, grid (V / (8 * ROWS), HV, B).
 // (A persistent grid, one wave of blocks looping over the chunks, measured
@@ -51,7 +53,7 @@
 // Exported (tvm-ffi, destination passing style, definition argument order):
 //   gdn_decode(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state)
 //   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
-//                     rows_per_warp, streaming, lanes_per_row)
+//                     rows_per_warp, cache_policy, lanes_per_row)
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -161,16 +163,34 @@ __device__ __forceinline__ void store_bf16xN(uint16_t* p, const float (&x)[N], f
   }
 }
 
-// One float4 of the state, with the cache policy chosen by STREAMING.
-template <bool STREAMING>
+// Values are the `cache_policy` argument and indices into main.py's CACHE_POLICIES.
+enum CachePolicy : int { kStream = 0, kNc = 1, kPlain = 2, kNoAlloc = 3 };
+constexpr int kNumCachePolicies = 4;
+
+// One float4 of the state (16-byte aligned), with the cache policy POLICY.
+template <int POLICY>
 __device__ __forceinline__ float4 load_state4(const float* p) {
-  if constexpr (STREAMING) return __ldcs(reinterpret_cast<const float4*>(p));
-  return __ldg(reinterpret_cast<const float4*>(p));
+  if constexpr (POLICY == kStream) {
+    return __ldcs(reinterpret_cast<const float4*>(p));
+  } else if constexpr (POLICY == kNc) {
+    return __ldg(reinterpret_cast<const float4*>(p));
+  } else {
+    float4 x;
+    if constexpr (POLICY == kPlain) {
+      asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
+                   : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w) : "l"(p));
+    } else {
+      static_assert(POLICY == kNoAlloc, "unknown cache policy");
+      asm volatile("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
+                   : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w) : "l"(p));
+    }
+    return x;
+  }
 }
 
-template <bool STREAMING>
+template <int POLICY>
 __device__ __forceinline__ void store_state4(float* p, float4 x) {
-  if constexpr (STREAMING) {
+  if constexpr (POLICY == kStream) {
     __stcs(reinterpret_cast<float4*>(p), x);
   } else {
     *reinterpret_cast<float4*>(p) = x;
@@ -244,7 +264,7 @@ struct Params {
 //
 // Updates rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * 8 + warp) * ROWS:
 // the work of one warp. Warps never wait for each other (no block barrier).
-template <int ROWS, bool STREAMING, int LANES>
+template <int ROWS, int POLICY, int LANES>
 __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, int batch) {
   constexpr int kGroups = kWarpSize / LANES;            // rows a warp works on at once
   constexpr int kPieces = kHeadK / (kPiece * LANES);    // float4 pieces per lane and row
@@ -269,7 +289,7 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   for (int r = 0; r < kLaneRows; ++r) {
 #pragma unroll
     for (int c = 0; c < kPieces; ++c) {
-      s[r][c] = load_state4<STREAMING>(p.state + tile + r * kHeadK + c * kPiece * LANES);
+      s[r][c] = load_state4<POLICY>(p.state + tile + r * kHeadK + c * kPiece * LANES);
     }
   }
   const int64_t qk = (static_cast<int64_t>(batch) * kNumQKHeads + hq) * kHeadK + k0;
@@ -306,7 +326,7 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
 #pragma unroll
     for (int c = 0; c < kPieces; ++c) {
       s[r][c] = axpy4(delta, k4[c], s[r][c]);
-      store_state4<STREAMING>(p.new_state + tile + r * kHeadK + c * kPiece * LANES, s[r][c]);
+      store_state4<POLICY>(p.new_state + tile + r * kHeadK + c * kPiece * LANES, s[r][c]);
       o[r] += dot4(s[r][c], q4[c]);
     }
   }
@@ -316,9 +336,9 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
 }
 
 // One block per chunk of 8 * ROWS rows: grid (V / (8 * ROWS), HV, B).
-template <int ROWS, bool STREAMING, int LANES>
+template <int ROWS, int POLICY, int LANES>
 __global__ void __launch_bounds__(kThreadsPerBlock) gdn_decode_v4_kernel(const Params p) {
-  update_rows<ROWS, STREAMING, LANES>(p, blockIdx.x, blockIdx.y, blockIdx.z);
+  update_rows<ROWS, POLICY, LANES>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
 
 // ---------------------------------------------------------------- host side
@@ -353,7 +373,7 @@ void check_tensor(const ffi::TensorView& t, const char* name, DLDataTypeCode cod
 // Launch configuration when the caller does not choose (the contest entry point).
 struct LaunchConfig {
   int64_t rows_per_warp;
-  bool streaming;
+  int64_t cache_policy;  // a CachePolicy
   int64_t lanes_per_row;
 };
 
@@ -365,42 +385,43 @@ LaunchConfig default_config(int64_t batch) {
     LaunchConfig config;
   };
   constexpr Entry kTable[] = {
-      {2, {1, true, 32}},  {4, {4, false, 32}},  {8, {1, false, 32}},
-      {16, {2, true, 32}}, {32, {8, true, 32}},
+      {2, {1, kStream, 32}},  {4, {4, kNc, 32}},  {8, {1, kNc, 32}},
+      {16, {2, kStream, 32}}, {32, {8, kStream, 32}},
   };
   for (const Entry& entry : kTable) {
     if (batch <= entry.max_batch) return entry.config;
   }
-  return {8, false, 32};
+  return {8, kNc, 32};
 }
 
-template <int ROWS, bool STREAMING, int LANES>
+template <int ROWS, int POLICY, int LANES>
 void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
   const dim3 grid(kHeadV / (kWarpsPerBlock * ROWS), kNumVHeads, static_cast<unsigned>(batch));
-  gdn_decode_v4_kernel<ROWS, STREAMING, LANES><<<grid, kThreadsPerBlock, 0, stream>>>(params);
+  gdn_decode_v4_kernel<ROWS, POLICY, LANES><<<grid, kThreadsPerBlock, 0, stream>>>(params);
 }
 
 // Only the shapes whose lane groups tile the rows (ROWS a multiple of 32 / LANES)
 // are instantiated; validate_config has rejected the others.
-template <int ROWS, bool STREAMING>
+template <int ROWS, int POLICY>
 void launch_lanes(const Params& params, int64_t batch, int64_t lanes, cudaStream_t stream) {
   if (lanes == 32) {
-    launch_kernel<ROWS, STREAMING, 32>(params, batch, stream);
+    launch_kernel<ROWS, POLICY, 32>(params, batch, stream);
   } else if constexpr (ROWS % 2 == 0) {
     if (lanes == 16) {
-      launch_kernel<ROWS, STREAMING, 16>(params, batch, stream);
+      launch_kernel<ROWS, POLICY, 16>(params, batch, stream);
     } else if constexpr (ROWS % 4 == 0) {
-      launch_kernel<ROWS, STREAMING, 8>(params, batch, stream);
+      launch_kernel<ROWS, POLICY, 8>(params, batch, stream);
     }
   }
 }
 
 template <int ROWS>
 void launch(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
-  if (config.streaming) {
-    launch_lanes<ROWS, true>(params, batch, config.lanes_per_row, stream);
-  } else {
-    launch_lanes<ROWS, false>(params, batch, config.lanes_per_row, stream);
+  switch (config.cache_policy) {
+    case kStream: launch_lanes<ROWS, kStream>(params, batch, config.lanes_per_row, stream); break;
+    case kNc: launch_lanes<ROWS, kNc>(params, batch, config.lanes_per_row, stream); break;
+    case kPlain: launch_lanes<ROWS, kPlain>(params, batch, config.lanes_per_row, stream); break;
+    case kNoAlloc: launch_lanes<ROWS, kNoAlloc>(params, batch, config.lanes_per_row, stream); break;
   }
 }
 
@@ -409,6 +430,8 @@ void validate_config(const LaunchConfig& config) {
   const int64_t rows = config.rows_per_warp, lanes = config.lanes_per_row;
   TVM_FFI_CHECK(rows == 1 || rows == 2 || rows == 4 || rows == 8 || rows == 16, ValueError)
       << "rows_per_warp must be 1, 2, 4, 8 or 16, not " << rows;
+  TVM_FFI_CHECK(config.cache_policy >= 0 && config.cache_policy < kNumCachePolicies, ValueError)
+      << "cache_policy must be 0 (stream), 1 (nc), 2 (plain) or 3 (noalloc), not " << config.cache_policy;
   TVM_FFI_CHECK(lanes == 32 || lanes == 16 || lanes == 8, ValueError)
       << "lanes_per_row must be 32, 16 or 8, not " << lanes;
   TVM_FFI_CHECK(rows % (kWarpSize / lanes) == 0, ValueError)
@@ -420,8 +443,8 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
                        ffi::TensorView state, ffi::TensorView A_log, ffi::TensorView a,
                        ffi::TensorView dt_bias, ffi::TensorView b, double scale,
                        ffi::TensorView output, ffi::TensorView new_state, int64_t rows_per_warp,
-                       bool streaming, int64_t lanes_per_row) {
-  const LaunchConfig config{rows_per_warp, streaming, lanes_per_row};
+                       int64_t cache_policy, int64_t lanes_per_row) {
+  const LaunchConfig config{rows_per_warp, cache_policy, lanes_per_row};
   validate_config(config);
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   const int64_t batch = q.size(0);
@@ -473,7 +496,7 @@ void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::Te
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   const LaunchConfig config = default_config(q.size(0));
   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
-                    config.rows_per_warp, config.streaming, config.lanes_per_row);
+                    config.rows_per_warp, config.cache_policy, config.lanes_per_row);
 }
 
 }  // namespace

@@ -2,9 +2,10 @@
 
 The kernel has three template parameters, "rows per warp" (each block has 8
 warps, so it covers ``8 * rows`` V rows), the cache policy of the state
-traffic (streaming or default) and the lanes that share one row (32, 16 or
-8); :data:`LAUNCH_TABLE` picks all three from the batch size. ``tune.py`` in this folder measures every variant on a GPU and
-prints a replacement table.
+traffic (:data:`CACHE_POLICIES`) and the lanes that share one row (32, 16 or
+8); :data:`LAUNCH_TABLE` picks all three from the batch size. ``tune.py``
+in this folder measures every variant on a GPU and prints a replacement
+table.
 
 The kernel is compiled once per machine (at import when a GPU is visible,
 else at the first ``run``/:func:`load`) and cached on disk by
@@ -36,14 +37,19 @@ _DEFAULT_SCALE = 1.0 / math.sqrt(_HEAD_K)
 ROWS_PER_WARP_CHOICES = (1, 2, 4, 8, 16)
 #: Lanes per V row compiled into kernel.cu (a warp has 32 lanes).
 LANES_PER_ROW_CHOICES = (32, 16, 8)
+#: Cache policies of the state loads/stores compiled into kernel.cu; the
+#: kernel takes the index (its ``CachePolicy`` enum). kernel.cu's header
+#: gives the instructions of each.
+CACHE_POLICIES = ("stream", "nc", "plain", "noalloc")
 
 
 class LaunchConfig(NamedTuple):
     """One variant of the kernel.
 
     rows_per_warp: V rows per warp (a block of 8 warps covers 8x as many).
-    streaming: evict-first cache policy on the state loads/stores
-        (ld/st.global.cs) instead of the default one.
+    cache_policy: one of :data:`CACHE_POLICIES`: ``stream`` (ld/st.global.cs,
+        evict-first), ``nc`` (ld.global.nc, st.global), ``plain`` (ld.global,
+        st.global) or ``noalloc`` (ld.global.nc.L1::no_allocate, st.global).
     lanes_per_row: lanes that share one V row (32: one float4 per lane and
         row; 16 or 8: a warp works on 2 or 4 rows at once and each lane holds
         2 or 4 float4 of each of its rows, so each reduction has fewer
@@ -52,13 +58,13 @@ class LaunchConfig(NamedTuple):
     """
 
     rows_per_warp: int
-    streaming: bool
+    cache_policy: str
     lanes_per_row: int = 32
 
     def is_compiled(self) -> bool:
-        """Whether kernel.cu instantiates this shape (it raises ValueError otherwise)."""
+        """Whether kernel.cu instantiates this variant (it raises ValueError otherwise)."""
         return (self.rows_per_warp in ROWS_PER_WARP_CHOICES and self.lanes_per_row in LANES_PER_ROW_CHOICES
-                and self.rows_per_warp % (32 // self.lanes_per_row) == 0)
+                and self.rows_per_warp % (32 // self.lanes_per_row) == 0 and self.cache_policy in CACHE_POLICIES)
 
 
 #: ``(largest batch, config)`` pairs, first match wins; ``None`` matches any
@@ -70,10 +76,11 @@ LAUNCH_TABLE: tuple[tuple[int | None, LaunchConfig], ...] = (
     # median of 100), 2026-11-23; results/tuning/cuda_tune.json. Below B = 16
     # most variants are within ~2% of each other (noise level); from B = 64 up
     # the default cache policy beats streaming by 1-3% at every rows-per-warp.
-    (2, LaunchConfig(1, True)), (4, LaunchConfig(4, False)), (8, LaunchConfig(1, False)),
-    (16, LaunchConfig(2, True)), (32, LaunchConfig(8, True)), (None, LaunchConfig(8, False)),
+    (2, LaunchConfig(1, "stream")), (4, LaunchConfig(4, "nc")), (8, LaunchConfig(1, "nc")),
+    (16, LaunchConfig(2, "stream")), (32, LaunchConfig(8, "stream")), (None, LaunchConfig(8, "nc")),
 )
 
+_POLICY_INDEX = {name: index for index, name in enumerate(CACHE_POLICIES)}
 _module = None  # the loaded tvm-ffi module
 _kernel = None  # its gdn_decode_config
 
@@ -83,7 +90,7 @@ def load():
 
     Returns:
         The exported ``gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b,
-        scale, output, new_state, rows_per_warp, streaming, lanes_per_row)`` function. (The module also
+        scale, output, new_state, rows_per_warp, cache_policy, lanes_per_row)`` function. (The module also
         exports ``gdn_decode`` without the last argument: the contest entry.)
 
     Raises:
@@ -119,14 +126,15 @@ def run_with_config(inputs: dict, config: LaunchConfig) -> dict:
     """:func:`run` with an explicit launch configuration (tune.py measures them all).
 
     Raises:
-        ValueError: a shape kernel.cu does not compile (``not config.is_compiled()``;
+        ValueError: a variant kernel.cu does not compile (``not config.is_compiled()``;
             raised by the kernel).
+        KeyError: ``config.cache_policy`` is not in :data:`CACHE_POLICIES`.
     """
     kernel = _kernel or load()
     output, new_state = inputs["output"], inputs["new_state"]
     kernel(inputs["q"], inputs["k"], inputs["v"], inputs["state"], inputs["A_log"],
            inputs["a"], inputs["dt_bias"], inputs["b"], resolve_scale(inputs.get("scale")),
-           output, new_state, config.rows_per_warp, config.streaming, config.lanes_per_row)
+           output, new_state, config.rows_per_warp, _POLICY_INDEX[config.cache_policy], config.lanes_per_row)
     return {"output": output, "new_state": new_state}
 
 

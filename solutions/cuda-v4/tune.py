@@ -48,9 +48,9 @@ def load_solution_module(folder: str):
 
 
 def config_name(config) -> str:
-    """``r4/stream``, ``r4/default``, ``r4/default/l16``: rows per warp, cache
+    """``r4/stream``, ``r4/nc``, ``r4/plain/l16``: rows per warp, cache
     policy and, unless it is 32 (a whole warp per row), the lanes per row."""
-    name = f"r{config.rows_per_warp}/{'stream' if config.streaming else 'default'}"
+    name = f"r{config.rows_per_warp}/{config.cache_policy}"
     return name if config.lanes_per_row == 32 else f"{name}/l{config.lanes_per_row}"
 
 
@@ -58,9 +58,9 @@ def configurations(v1, v4, inputs: dict) -> dict:
     """Name -> zero-argument callable for every configuration to measure."""
     configs = {"cuda-v1": lambda: v1.run(inputs)}
     for rows in v4.ROWS_PER_WARP_CHOICES:
-        for streaming in (True, False):
+        for policy in v4.CACHE_POLICIES:
             for lanes in v4.LANES_PER_ROW_CHOICES:
-                config = v4.LaunchConfig(rows, streaming, lanes)
+                config = v4.LaunchConfig(rows, policy, lanes)
                 if config.is_compiled():
                     configs[f"cuda-v4/{config_name(config)}"] = \
                         lambda config=config: v4.run_with_config(inputs, config)
@@ -89,10 +89,10 @@ def measure_batch(batch: int, v1, v4, timer: KernelTimer) -> dict:
             "config_in_use": config_name(v4.launch_config(batch))}
 
 
-def parse_config(name: str) -> tuple[int, bool, int]:
-    """``cuda-v4/r4/stream`` -> (4, True, 32); ``cuda-v4/r8/default/l16`` -> (8, False, 16)."""
+def parse_config(name: str) -> tuple[int, str, int]:
+    """``cuda-v4/r4/stream`` -> (4, "stream", 32); ``cuda-v4/r8/nc/l16`` -> (8, "nc", 16)."""
     _, rows, policy, *lanes = name.split("/")
-    return int(rows[1:]), policy == "stream", int(lanes[0][1:]) if lanes else 32
+    return int(rows[1:]), policy, int(lanes[0][1:]) if lanes else 32
 
 
 def print_report(report: dict) -> None:
