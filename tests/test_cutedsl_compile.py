@@ -331,3 +331,12 @@ def test_launch_table_wins_over_the_heuristic_for_the_tuned_shape(build, monkeyp
     assert choose(512, (4, 16, 128, 128)) == (tile, build.rows_per_stage(tile, 128, torch.float32), "smem", False, 1,
                                               0)
     assert build.choose_config(1, 4, 8, 128, 128, torch.bfloat16, 132)[0] == 8
+
+
+@needs_cutlass
+def test_every_launch_table_entry_is_a_valid_config(build):
+    """A pasted table entry that compile_kernel would refuse fails here, not at the first run."""
+    for dtype, table in build.LAUNCH_TABLE.items():
+        valid = build.valid_configs(128, 128, dtype)
+        assert all(config in valid for _, config in table), dtype
+        assert table[-1][0] is None  # the last entry serves every larger batch

@@ -385,8 +385,8 @@ LaunchConfig default_config(int64_t batch) {
     LaunchConfig config;
   };
   constexpr Entry kTable[] = {
-      {2, {1, kStream, 32}},  {4, {4, kNc, 32}},  {8, {1, kNc, 32}},
-      {16, {2, kStream, 32}}, {32, {8, kStream, 32}},
+      {2, {1, kStream, 32}},   {4, {4, kNc, 32}},       {8, {1, kNc, 32}},
+      {16, {16, kNoAlloc, 8}}, {32, {8, kStream, 32}}, {64, {8, kNoAlloc, 16}},
   };
   for (const Entry& entry : kTable) {
     if (batch <= entry.max_batch) return entry.config;

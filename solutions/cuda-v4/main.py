@@ -73,11 +73,16 @@ class LaunchConfig(NamedTuple):
 #: kernel.cu's default_config (its contest entry point) mirrors this table.
 LAUNCH_TABLE: tuple[tuple[int | None, LaunchConfig], ...] = (
     # Measured on an NVIDIA H100 80GB HBM3 by tune.py (cold L2, CUPTI tier,
-    # median of 100), 2026-11-23; results/tuning/cuda_tune.json. Below B = 16
-    # most variants are within ~2% of each other (noise level); from B = 64 up
-    # the default cache policy beats streaming by 1-3% at every rows-per-warp.
+    # median of 100), 2026-11-23. B <= 8 and B = 32: results/tuning/cuda_tune.json
+    # (most variants within ~2% of each other below B = 16). B = 16 and 64:
+    # cuda_tune_policies.json, where 8 or 16 lanes per row beat a whole warp
+    # per row by 3% and 1% (the cache policy is within noise there). B >= 128:
+    # 8 rows per warp, a whole warp per row, the nc policy (ld.global.nc):
+    # every other variant is 0.1-5% slower in both cuda_tune_lanes.json and
+    # cuda_tune_policies.json.
     (2, LaunchConfig(1, "stream")), (4, LaunchConfig(4, "nc")), (8, LaunchConfig(1, "nc")),
-    (16, LaunchConfig(2, "stream")), (32, LaunchConfig(8, "stream")), (None, LaunchConfig(8, "nc")),
+    (16, LaunchConfig(16, "noalloc", 8)), (32, LaunchConfig(8, "stream")), (64, LaunchConfig(8, "noalloc", 16)),
+    (None, LaunchConfig(8, "nc")),
 )
 
 _POLICY_INDEX = {name: index for index, name in enumerate(CACHE_POLICIES)}

@@ -255,14 +255,18 @@ def valid_configs(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[La
 #: wins. Written from tune.py's output; see LAUNCH_TABLE_SOURCE.
 LAUNCH_TABLE: dict[torch.dtype, tuple[tuple[int | None, LaunchConfig], ...]] = {
     torch.float32: ((16, LaunchConfig(8, 1)), (32, LaunchConfig(16, 2)),
+                    (64, LaunchConfig(64, 1, "mixed", True, 2, 2)), (128, LaunchConfig(64, 1, "mixed", False, 2, 1)),
                     (None, LaunchConfig(32, 4, "regs", False, 2))),
-    torch.bfloat16: ((16, LaunchConfig(8, 1)), (32, LaunchConfig(32, 4, "regs", True)),
-                     (64, LaunchConfig(128, 1, "regs", True)), (None, LaunchConfig(64, 1, "regs", False, 2))),
+    torch.bfloat16: ((4, LaunchConfig(8, 1)), (8, LaunchConfig(16, 1, "mixed", True, 1, 1)),
+                     (16, LaunchConfig(16, 1, "mixed", False, 1, 1)), (32, LaunchConfig(32, 4, "regs", True)),
+                     (64, LaunchConfig(64, 2, "mixed", True, 2, 2)), (128, LaunchConfig(128, 4, "mixed", True, 1, 4)),
+                     (None, LaunchConfig(128, 4, "mixed", False, 1, 4))),
 }
 LAUNCH_TABLE_SOURCE = ("tune.py on an NVIDIA H100 80GB HBM3, CUPTI tier, cold L2, median of 100, 2026-11-22/23: "
-                       "results/tuning/cutedsl_tune.json (fp32 B <= 32, bf16 B <= 16), "
-                       "cutedsl_tune_regs_{bf16,f32}.json (regs path, streaming) and "
-                       "cutedsl_tune_parts_{bf16,f32}.json (two parts per lane; B >= 64)")
+                       "results/tuning/cutedsl_tune.json (fp32 B <= 32, bf16 B <= 4), "
+                       "cutedsl_tune_regs_bf16.json (bf16 B = 32), cutedsl_tune_parts_f32.json (fp32 B >= 256), "
+                       "cutedsl_tune_mixed_{f32,bf16,bf16_small}.json (the mixed path: fp32 B = 64, 128; "
+                       "bf16 B = 8, 16 and B >= 64)")
 TUNED_SHAPE = (4, 8, 128, 128)  # (H, HV, K, V) the table was measured for
 
 
