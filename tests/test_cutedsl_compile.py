@@ -90,7 +90,9 @@ def test_validate_shapes_rejects(build, args, match):
 def test_cache_key_covers_shape_parameters(build):
     """Every codegen parameter is a field of the key (the reviewed FlashInfer
     kernel keyed on (T, B) only); the batch size is dynamic, not keyed."""
-    fields = set(build.KernelKey.__dataclass_fields__)
+    key_fields = set(build.KernelKey.__dataclass_fields__)
+    assert "config" in key_fields  # the launch configuration is keyed whole, every field of it
+    fields = key_fields - {"config"} | set(build.LaunchConfig._fields)
     assert {"state_dtype", "num_q_heads", "num_v_heads", "head_k", "head_v", "tile_v", "rows_per_stage",
             "arch", "load", "streaming", "parts", "reg_rows"} == fields
 
@@ -99,7 +101,7 @@ def test_cache_key_covers_shape_parameters(build):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("tile", [8, 64])
 def test_compiles_for_sm90a(build, dtype, tile):
-    key = build.KernelKey(dtype, 4, 8, 128, 128, tile, build.rows_per_stage(tile, 128, dtype), "sm_90a")
+    key = build.KernelKey(dtype, 4, 8, 128, 128, build.LaunchConfig(tile, build.rows_per_stage(tile, 128, dtype)), "sm_90a")
     compiled = build.compile_kernel(key)
     assert compiled is not None
     assert build.compile_kernel(key) is compiled  # cached
@@ -116,11 +118,11 @@ _PTX_SCRIPT = textwrap.dedent("""
                 if tile not in build.valid_tiles(128, 128, dtype, parts):
                     continue
                 rps = build.rows_per_stage(tile, 128, dtype, parts)
-                key = build.KernelKey(dtype, 4, 8, 128, 128, tile, rps, "sm_90a", load, streaming, parts)
+                key = build.KernelKey(dtype, 4, 8, 128, 128, build.LaunchConfig(tile, rps, load, streaming, parts), "sm_90a")
                 ptx = build.compile_kernel(key).artifacts.PTX  # the text, or the path of a dump
                 out[f"{name}-{tile}-{load}-p{parts}"] = ptx if chr(10) in ptx else open(ptx).read()
         tile = 128 if dtype == torch.bfloat16 else 32  # mixed path: 4 of a thread's rows in registers
-        key = build.KernelKey(dtype, 4, 8, 128, 128, tile, 2, "sm_90a", "mixed", False, 1, 4)
+        key = build.KernelKey(dtype, 4, 8, 128, 128, build.LaunchConfig(tile, 2, "mixed", False, 1, 4), "sm_90a")
         ptx = build.compile_kernel(key).artifacts.PTX
         out[f"{name}-{tile}-mixed4"] = ptx if chr(10) in ptx else open(ptx).read()
     json.dump(out, sys.stdout)
@@ -236,7 +238,7 @@ def test_mixed_path_occupancy_bound_follows_shared_memory(build):
 def test_compile_refuses_invalid_register_rows(build, reg_rows, load, match):
     """bf16 tile 128: a thread owns 16 rows; all 16 in registers is the regs
     path, 3 is not a multiple of the 2-row stage."""
-    key = build.KernelKey(torch.bfloat16, 4, 8, 128, 128, 128, 2, "sm_90a", load, False, 1, reg_rows)
+    key = build.KernelKey(torch.bfloat16, 4, 8, 128, 128, build.LaunchConfig(128, 2, load, False, 1, reg_rows), "sm_90a")
     with pytest.raises(ValueError, match=match):
         build.compile_kernel(key)
 
@@ -260,7 +262,7 @@ def _cpu_inputs(state_dtype, batch=3):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_kernel_key_from_inputs(solution_module, dtype):
     key = solution_module.kernel_key(_cpu_inputs(dtype), (16, 2))
-    assert (key.state_dtype, key.num_q_heads, key.num_v_heads, key.head_k, key.head_v, key.tile_v) == \
+    assert (key.state_dtype, key.num_q_heads, key.num_v_heads, key.head_k, key.head_v, key.config.tile_v) == \
         (dtype, 4, 8, 128, 128, 16)
 
 
@@ -294,14 +296,14 @@ def test_valid_configs_cover_every_tile_and_divide_the_rows(build):
 def test_kernel_key_round_trips_every_launch_config(build):
     for dtype in (torch.float32, torch.bfloat16):
         for config in build.valid_configs(128, 128, dtype):
-            key = build.KernelKey.for_config(dtype, 4, 8, 128, 128, config, "sm_90a")
+            key = build.KernelKey(dtype, 4, 8, 128, 128, config, "sm_90a")
             assert key.config == config and (key.state_dtype, key.arch) == (dtype, "sm_90a")
 
 
 @needs_cutlass
 def test_regs_path_refuses_a_tile_too_big_for_registers(build, monkeypatch):
     monkeypatch.setattr(build, "MAX_REG_TILE_BYTES_PER_THREAD", 128)  # fp32 tile 64: 256 B a thread
-    key = build.KernelKey(torch.float32, 4, 8, 128, 128, 64, 4, "sm_90a", "regs", False)
+    key = build.KernelKey(torch.float32, 4, 8, 128, 128, build.LaunchConfig(64, 4, "regs", False), "sm_90a")
     with pytest.raises(ValueError, match="registers"):
         build.compile_kernel(key)
 
@@ -315,7 +317,7 @@ def test_compile_refuses_invalid_tile_parts_or_stage(build, tile, stage_rows, pa
     8-row tile in 2 parts leaves each thread 1 row (a 2-row stage would
     compile to a kernel that does nothing)."""
     dtype = torch.bfloat16 if (tile, stage_rows) == (8, 1) else torch.float32
-    key = build.KernelKey(dtype, 4, 8, 128, 128, tile, stage_rows, "sm_90a", "smem", False, parts)
+    key = build.KernelKey(dtype, 4, 8, 128, 128, build.LaunchConfig(tile, stage_rows, "smem", False, parts), "sm_90a")
     with pytest.raises(ValueError, match=match):
         build.compile_kernel(key)
 

@@ -98,32 +98,16 @@ class LaunchConfig(NamedTuple):
 
 @dataclass(frozen=True)
 class KernelKey:
-    """Everything a compiled kernel is specialized on."""
+    """Everything a compiled kernel is specialized on: the problem shape, the
+    state dtype, the launch configuration and the target arch."""
 
     state_dtype: torch.dtype
     num_q_heads: int
     num_v_heads: int
     head_k: int
     head_v: int
-    tile_v: int
-    rows_per_stage: int
+    config: LaunchConfig
     arch: str
-    load: str = "smem"
-    streaming: bool = False
-    parts: int = 1
-    reg_rows: int = 0
-
-    @classmethod
-    def for_config(cls, state_dtype: torch.dtype, num_q_heads: int, num_v_heads: int, head_k: int, head_v: int,
-                   config: LaunchConfig, arch: str) -> "KernelKey":
-        """The key of one problem shape compiled with ``config``."""
-        return cls(state_dtype, num_q_heads, num_v_heads, head_k, head_v, config.tile_v, config.rows_per_stage,
-                   arch, config.load, config.streaming, config.parts, config.reg_rows)
-
-    @property
-    def config(self) -> LaunchConfig:
-        """The launch configuration part of the key."""
-        return LaunchConfig(self.tile_v, self.rows_per_stage, self.load, self.streaming, self.parts, self.reg_rows)
 
 
 def _state_bits(dtype: torch.dtype) -> int:
@@ -316,6 +300,32 @@ def _fake_tensors(key: KernelKey):
     )
 
 
+def validate_config(config: LaunchConfig, head_v: int, head_k: int, state_dtype: torch.dtype) -> None:
+    """Raise ValueError, naming the field, for a launch configuration the
+    kernel cannot be compiled with (the ones :func:`valid_configs` lists pass)."""
+    if config.parts not in valid_parts(head_k, state_dtype):
+        raise ValueError(f"parts={config.parts} is not one of {valid_parts(head_k, state_dtype)} "
+                         f"for K={head_k} and {state_dtype}")
+    tiles = valid_tiles(head_v, head_k, state_dtype, config.parts)
+    if config.tile_v not in tiles:
+        raise ValueError(f"tile_v={config.tile_v} is not one of {tiles} for parts={config.parts}")
+    rows = rows_per_thread(config.tile_v, head_k, state_dtype, config.parts)
+    if config.rows_per_stage < 1 or rows % config.rows_per_stage:
+        raise ValueError(f"rows_per_stage={config.rows_per_stage} does not divide the {rows} rows "
+                         f"a thread owns (tile_v={config.tile_v}, parts={config.parts})")
+    if config.load not in LOAD_PATHS:
+        raise ValueError(f"load path must be one of {LOAD_PATHS}, got {config.load!r}")
+    if config.load == "regs" and not fits_registers(config.tile_v, head_k, state_dtype):
+        raise ValueError(f"tile_v={config.tile_v} holds more than {MAX_REG_TILE_BYTES_PER_THREAD} B of state "
+                         "per thread: too many registers for the regs load path")
+    if config.load == "mixed":
+        choices = mixed_register_rows(config.tile_v, head_k, state_dtype, config.parts, config.rows_per_stage)
+        if config.reg_rows not in choices:
+            raise ValueError(f"reg_rows={config.reg_rows} is not one of {choices} for the mixed path of {config.name}")
+    elif config.reg_rows:
+        raise ValueError(f"reg_rows={config.reg_rows} is only for the mixed load path, not {config.load!r}")
+
+
 @lru_cache(maxsize=None)
 def compile_kernel(key: KernelKey):
     """Compile (once per key) and return the TVM-FFI callable.
@@ -325,36 +335,17 @@ def compile_kernel(key: KernelKey):
     launches on the current torch CUDA stream.
 
     Raises:
-        ValueError: a shape this design cannot serve.
+        ValueError: a shape this design cannot serve, or an invalid
+            launch configuration (:func:`validate_config`).
         Exception: whatever the CuTe DSL compiler raises (left unwrapped so
             its diagnostics reach the caller).
     """
     validate_shapes(key.num_q_heads, key.num_v_heads, key.head_k, key.head_v, key.state_dtype)
-    if key.parts not in valid_parts(key.head_k, key.state_dtype):
-        raise ValueError(f"parts={key.parts} is not one of {valid_parts(key.head_k, key.state_dtype)} "
-                         f"for K={key.head_k} and {key.state_dtype}")
-    if key.tile_v not in valid_tiles(key.head_v, key.head_k, key.state_dtype, key.parts):
-        raise ValueError(f"tile_v={key.tile_v} is not one of "
-                         f"{valid_tiles(key.head_v, key.head_k, key.state_dtype, key.parts)} for parts={key.parts}")
-    rows = rows_per_thread(key.tile_v, key.head_k, key.state_dtype, key.parts)
-    if key.rows_per_stage < 1 or rows % key.rows_per_stage:
-        raise ValueError(f"rows_per_stage={key.rows_per_stage} does not divide the {rows} rows "
-                         f"a thread owns (tile_v={key.tile_v}, parts={key.parts})")
-    if key.load not in LOAD_PATHS:
-        raise ValueError(f"load path must be one of {LOAD_PATHS}, got {key.load!r}")
-    if key.load == "regs" and not fits_registers(key.tile_v, key.head_k, key.state_dtype):
-        raise ValueError(f"tile_v={key.tile_v} holds more than {MAX_REG_TILE_BYTES_PER_THREAD} B of state "
-                         "per thread: too many registers for the regs load path")
-    if key.load == "mixed" and key.reg_rows not in mixed_register_rows(key.tile_v, key.head_k, key.state_dtype,
-                                                                      key.parts, key.rows_per_stage):
-        raise ValueError(f"reg_rows={key.reg_rows} is not one of "
-                         f"{mixed_register_rows(key.tile_v, key.head_k, key.state_dtype, key.parts, key.rows_per_stage)}"
-                         f" for the mixed path of {key.config.name}")
-    if key.load != "mixed" and key.reg_rows:
-        raise ValueError(f"reg_rows={key.reg_rows} is only for the mixed load path, not {key.load!r}")
+    validate_config(key.config, key.head_v, key.head_k, key.state_dtype)
     args = _fake_tensors(key)
     stream = cute.runtime.make_fake_stream(use_tvm_ffi_env_stream=True)
+    config = key.config
     return cute.compile(gdn_decode_launch, *args.values(), cutlass.Float32(1.0), stream,
-                        key.tile_v, key.rows_per_stage, register_rows(key.config, key.head_k, key.state_dtype),
-                        key.streaming, key.parts, min_ctas_per_sm(key.config, key.head_k, key.state_dtype),
+                        config.tile_v, config.rows_per_stage, register_rows(config, key.head_k, key.state_dtype),
+                        config.streaming, config.parts, min_ctas_per_sm(config, key.head_k, key.state_dtype),
                         options=f"--gpu-arch {key.arch} --enable-tvm-ffi")

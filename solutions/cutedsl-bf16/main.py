@@ -71,8 +71,8 @@ def kernel_key(inputs: dict[str, Any], config: tuple | None = None) -> build.Ker
     if config is None:
         config = build.choose_config(batch, num_q_heads, num_v_heads, head_k, head_v, new_state.dtype,
                                      _num_sms(q.device))
-    return build.KernelKey.for_config(new_state.dtype, num_q_heads, num_v_heads, head_k, head_v,
-                                      build.LaunchConfig(*config), build.target_arch())
+    return build.KernelKey(new_state.dtype, num_q_heads, num_v_heads, head_k, head_v, build.LaunchConfig(*config),
+                           build.target_arch())
 
 
 def prepare(inputs: dict[str, Any]) -> Callable:

@@ -98,7 +98,7 @@ def compile_all() -> None:
     """Compile every variant the checks and timings use, with tracebacks on failure."""
     for dtype_name, dtype in DTYPES.items():
         for config in build.valid_configs(V, K, dtype):
-            key = build.KernelKey.for_config(dtype, H, HV, K, V, config, build.target_arch())
+            key = build.KernelKey(dtype, H, HV, K, V, config, build.target_arch())
             start = time.perf_counter()
             try:
                 build.compile_kernel(key)
