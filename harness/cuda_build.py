@@ -56,11 +56,13 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 __all__ = [
     "CompileError",
@@ -73,6 +75,8 @@ __all__ = [
     "compile_only",
     "find_nvcc",
     "gencode_flags",
+    "KernelResources",
+    "kernel_resources",
     "load_cuda_solution",
     "nvcc_command",
     "nvcc_flags",
@@ -105,6 +109,7 @@ _BASE_FLAGS = (
     "-lineinfo",  # source lines for Nsight Compute; no effect on the SASS
     "-DNDEBUG",
     "-Xcompiler=-fPIC",  # the objects go into a shared library
+    "--threads=0",  # compile the -gencode targets in parallel (one thread per core)
 )
 
 
@@ -299,6 +304,58 @@ def compile_only(source: str | os.PathLike, out_dir: str | os.PathLike,
                        targets=targets, mode="object")
     _run_nvcc(cmd, str(source))
     return output
+
+
+class KernelResources(NamedTuple):
+    """What ptxas reports for one kernel (per thread)."""
+
+    registers: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+
+
+_PTXAS_ENTRY = re.compile(r"Compiling entry function '(\w+)'")
+_PTXAS_SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_REGISTERS = re.compile(r"Used (\d+) registers")
+
+
+def parse_ptxas_report(log: str) -> dict[str, KernelResources]:
+    """Mangled kernel name -> its resources, from ``ptxas -v`` output of one target.
+
+    Raises:
+        ValueError: the log names no kernel, or a kernel without its register line.
+    """
+    found: dict[str, KernelResources] = {}
+    kernel, spills = None, (0, 0)
+    for line in log.splitlines():
+        if entry := _PTXAS_ENTRY.search(line):
+            kernel, spills = entry.group(1), (0, 0)
+        elif spill := _PTXAS_SPILLS.search(line):
+            spills = (int(spill.group(1)), int(spill.group(2)))
+        elif kernel and (used := _PTXAS_REGISTERS.search(line)):
+            found[kernel] = KernelResources(int(used.group(1)), *spills)
+            kernel = None
+    if not found or kernel is not None:
+        raise ValueError(f"no complete ptxas resource report in:\n{log[-2000:]}")
+    return found
+
+
+def kernel_resources(source: str | os.PathLike,
+                     target: tuple[str, str] = ("compute_90a", "sm_90a")) -> dict[str, KernelResources]:
+    """Registers and spills of every kernel in ``source`` for one cubin target,
+    compiled with the shipped flags (``-Xptxas -v``); no GPU needed.
+
+    Returns:
+        Mangled kernel name -> :class:`KernelResources`.
+
+    Raises:
+        CompileError: nvcc or tvm-ffi missing, or the source does not compile.
+    """
+    includes, _, _ = tvm_ffi_paths()
+    with tempfile.TemporaryDirectory() as out_dir:
+        cmd = nvcc_command(find_nvcc(), [source], Path(out_dir) / "kernel.o", include_dirs=includes,
+                           targets=[target], mode="object")
+        return parse_ptxas_report(_run_nvcc([*cmd, "-Xptxas", "-v"], str(source)))
 
 
 def _source_texts(solution_dir: Path, sources: Sequence[str]) -> dict[str, str]:

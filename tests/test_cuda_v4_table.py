@@ -16,17 +16,17 @@ def _main_module():
     return module
 
 
-_CONFIG = r"\{(\d+), k(\w+), (\d+)\}"  # {rows, CachePolicy enumerator, lanes per row}
+_CONFIG = r"\{(\d+), k(\w+), (\d+), (\d+)\}"  # {rows, CachePolicy enumerator, lanes per row, warps per block}
 _POLICY = {"Stream": "stream", "Nc": "nc", "Plain": "plain", "NoAlloc": "noalloc"}  # kernel.cu's CachePolicy
 
 
-def _config(rows: str, policy: str, lanes: str) -> tuple[int, str, int]:
-    return int(rows), _POLICY[policy], int(lanes)
+def _config(rows: str, policy: str, lanes: str, warps: str) -> tuple[int, str, int, int]:
+    return int(rows), _POLICY[policy], int(lanes), int(warps)
 
 
 def _kernel_table() -> tuple[list[tuple[int, tuple[int, str, int]]], tuple[int, str, int]]:
     """(entries [(max batch, config)], fallback config) parsed from kernel.cu,
-    a config being (rows, cache policy, lanes per row)."""
+    a config being (rows, cache policy, lanes per row, warps per block)."""
     source = (V4 / "kernel.cu").read_text()
     body = source[source.index("LaunchConfig default_config("):]
     body = body[:body.index("\n}\n")]
@@ -57,9 +57,9 @@ def test_tune_names_round_trip_every_variant():
     tune = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tune)
     names = [name for name in tune.configurations(None, main, inputs={}) if name.startswith("cuda-v4/")]
-    # rows x policy x lanes, less the shapes whose lane groups cannot tile the rows:
-    # 16 lanes need an even rows_per_warp (not 1), 8 lanes a multiple of 4 (not 1, 2).
-    assert len(names) == len(main.CACHE_POLICIES) * (5 + 4 + 3)
+    # rows x policy x lanes x warps, less the shapes whose lane groups cannot tile the
+    # rows: 16 lanes need an even rows_per_warp (not 1), 8 lanes a multiple of 4 (not 1, 2).
+    assert len(names) == len(main.CACHE_POLICIES) * (5 + 4 + 3) * len(main.WARPS_PER_BLOCK_CHOICES)
     for name in names:
         config = main.LaunchConfig(*tune.parse_config(name))
         assert config.is_compiled() and f"cuda-v4/{tune.config_name(config)}" == name
@@ -72,6 +72,8 @@ def test_is_compiled_matches_the_kernels_rule():
     assert not main.LaunchConfig(2, "stream", 8).is_compiled()
     assert not main.LaunchConfig(8, "nc", 4).is_compiled()   # not an instantiated lane count
     assert not main.LaunchConfig(8, "default", 32).is_compiled()  # not a cache policy
+    assert main.LaunchConfig(8, "nc", 32, 1).is_compiled()
+    assert not main.LaunchConfig(8, "nc", 32, 16).is_compiled()  # not an instantiated block size
 
 
 def test_cache_policy_indices_match_the_kernels_enum():

@@ -1,18 +1,28 @@
 // cuda-v4: GDN decode step for Qwen3-Next (gdn_decode_qk4_v8_d128_k_last),
 // latency-tuned block shapes.
 //
-// Design: 8 warps per block; each warp owns ROWS consecutive V rows of one
-// (batch, v-head) state tile (ROWS is a template parameter: 1, 2, 4, 8, 16),
-// so a block covers 8 * ROWS rows. A warp issues the loads of all its rows,
+// Design: WARPS warps per block (template parameter: 8, the latency design,
+// or 4, 2, 1); each warp owns ROWS consecutive V rows of one (batch, v-head)
+// state tile (ROWS is a template parameter: 1, 2, 4, 8, 16), so a block
+// covers WARPS * ROWS rows. A warp issues the loads of all its rows,
 // q/k/v and the gate inputs before any arithmetic, so their DRAM latencies
 // overlap.
 //
 // Choosing ROWS trades parallelism for amortization:
 //   * small B (latency-bound): ROWS = 1 gives 16 * 8 * B blocks of 8 warps,
-//     the most warps in flight per SM scheduler to hide DRAM latency;
+//     the most warps in flight per SM scheduler to hide DRAM latency (an SM
+//     holds at most 32 blocks, so only blocks of 2+ warps can fill its 64
+//     warp slots);
 //   * large B (bandwidth-bound): larger ROWS means fewer, fatter warps, so the
 //     per-warp fixed work (q/k/v/gate loads and gate math) is paid once per
 //     ROWS rows instead of once per row.
+//
+// Warps per block: an SM refills a block slot only when all of the block's
+// warps have finished, so in a long grid (large B, many waves) the fast warps
+// of an 8-warp block idle until its slowest one is done. One-warp blocks are
+// refilled warp by warp. (fla-recurrent measured the same kernel both ways:
+// 8 rows per one-warp program 1.2% faster than per warp of an 8-warp program
+// at B = 256, results/tuning/fla_recurrent_tune.json.)
 //
 // Lanes per row (template parameter LANES: 32, 16 or 8). With LANES = 32 a
 // row is one coalesced 512-byte warp access and lane l owns K columns
@@ -23,7 +33,7 @@
 // lines), and each of its two row reductions has log2(32 / LANES) butterfly
 // steps fewer while serving as many elements: fewer shuffles per state byte.
 //
-// The host picks ROWS, LANES and the cache policy from the batch size
+// The host picks WARPS, ROWS, LANES and the cache policy from the batch size
 // (main.py's table, measured by tune.py); `gdn_decode` uses a built-in
 // default for callers without one.
 //
@@ -37,7 +47,7 @@
 // Which one is faster is a measurement, not a principle: tune.py times them
 // all at every batch size and the table records the winner.
 //
-// Grid: one block per chunk of 8 * ROWS rows, grid (V / (8 * ROWS), HV, B).
+// Grid: one block per chunk of WARPS * ROWS rows, grid (V / (WARPS * ROWS), HV, B).
 // (A persistent grid, one wave of blocks looping over the chunks, measured
 // slower at every B and ROWS on an H100: results/cuda-notes.md.)
 //
@@ -49,11 +59,11 @@
 //   S   += (beta * (v[v] - u[v])) * k[k]
 //   o[v] = scale * sum_k S[v, k] * q[k]         (updated S)
 //
-// Blocks of 256 threads.
+// Blocks of WARPS * 32 threads.
 // Exported (tvm-ffi, destination passing style, definition argument order):
 //   gdn_decode(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state)
 //   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
-//                     rows_per_warp, cache_policy, lanes_per_row)
+//                     rows_per_warp, cache_policy, lanes_per_row, warps_per_block)
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -77,8 +87,6 @@ constexpr int kHeadK = 128;                         // K
 constexpr int kHeadV = 128;                         // V
 constexpr int kGroup = kNumVHeads / kNumQKHeads;    // v heads per q/k head (GVA)
 constexpr int kWarpSize = 32;
-constexpr int kWarpsPerBlock = 8;
-constexpr int kThreadsPerBlock = kWarpsPerBlock * kWarpSize;
 constexpr float kDefaultScale = 0.08838834764831845f;  // 1 / sqrt(128)
 
 constexpr int kPiece = 4;                           // K columns per float4 piece
@@ -262,22 +270,22 @@ struct Params {
 //   a, b      [B, 1, HV]    : head
 //   A_log, dt_bias [HV]     : hv
 //
-// Updates rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * 8 + warp) * ROWS:
+// Updates rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * WARPS + warp) * ROWS:
 // the work of one warp. Warps never wait for each other (no block barrier).
-template <int ROWS, int POLICY, int LANES>
+template <int WARPS, int ROWS, int POLICY, int LANES>
 __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, int batch) {
   constexpr int kGroups = kWarpSize / LANES;            // rows a warp works on at once
   constexpr int kPieces = kHeadK / (kPiece * LANES);    // float4 pieces per lane and row
   constexpr int kLaneRows = ROWS / kGroups;             // rows per lane
-  static_assert(kHeadV % (kWarpsPerBlock * ROWS) == 0, "blocks must tile V exactly");
+  static_assert(kHeadV % (WARPS * ROWS) == 0, "blocks must tile V exactly");
   static_assert(kWarpSize % LANES == 0 && ROWS % kGroups == 0, "lane groups must tile the rows");
   const int lane = threadIdx.x % kWarpSize;
   const int group = lane / LANES;  // the lane's row group
   const int sub = lane % LANES;    // owns K columns kPiece * (sub + c * LANES) + [0, 4), c < kPieces
   const int warp = threadIdx.x / kWarpSize;
-  // Chunk x covers rows [x * 8 * ROWS, (x + 1) * 8 * ROWS); warp w of it covers
-  // [(x * 8 + w) * ROWS, + ROWS), of which lane group j takes kLaneRows rows from v0.
-  const int v0 = (chunk * kWarpsPerBlock + warp) * ROWS + group * kLaneRows;
+  // Chunk x covers rows [x * WARPS * ROWS, (x + 1) * WARPS * ROWS); warp w of it covers
+  // [(x * WARPS + w) * ROWS, + ROWS), of which lane group j takes kLaneRows rows from v0.
+  const int v0 = (chunk * WARPS + warp) * ROWS + group * kLaneRows;
   const int hq = hv / kGroup;  // GVA: q/k head h / 2 serves v head h
   const int64_t head = static_cast<int64_t>(batch) * kNumVHeads + hv;
   const int k0 = kPiece * sub;
@@ -335,10 +343,22 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   if (sub == 0) store_bf16xN(p.output + head * kHeadV + v0, o, p.scale);
 }
 
-// One block per chunk of 8 * ROWS rows: grid (V / (8 * ROWS), HV, B).
-template <int ROWS, int POLICY, int LANES>
-__global__ void __launch_bounds__(kThreadsPerBlock) gdn_decode_v4_kernel(const Params p) {
-  update_rows<ROWS, POLICY, LANES>(p, blockIdx.x, blockIdx.y, blockIdx.z);
+// Blocks an SM must hold at once, given to ptxas as __launch_bounds__'s second
+// argument. Where a warp's state rows and q/k pieces take at most 48 registers
+// per thread (4 * ROWS + 2 * 4 * 128 / (4 * LANES)), ask for 32 resident warps
+// (an SM holds at most 32 blocks, so one-warp blocks cannot exceed that): a
+// 64-register cap, which those variants meet without spilling. Without it ptxas
+// gives blocks of fewer than 8 warps with 8 rows per warp 69 registers (28 warps
+// per SM). Bigger variants (ROWS = 16, or ROWS = 8 with 8 lanes per row) would
+// spill under the cap and get no bound.
+template <int WARPS, int ROWS, int LANES>
+constexpr int kMinBlocksPerSm = 4 * ROWS + 256 / LANES <= 48 ? 32 / WARPS : 1;
+
+// One block per chunk of WARPS * ROWS rows: grid (V / (WARPS * ROWS), HV, B).
+template <int WARPS, int ROWS, int POLICY, int LANES>
+__global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES>))
+    gdn_decode_v4_kernel(const Params p) {
+  update_rows<WARPS, ROWS, POLICY, LANES>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
 
 // ---------------------------------------------------------------- host side
@@ -375,6 +395,7 @@ struct LaunchConfig {
   int64_t rows_per_warp;
   int64_t cache_policy;  // a CachePolicy
   int64_t lanes_per_row;
+  int64_t warps_per_block;
 };
 
 // Mirrors LAUNCH_TABLE in main.py (measured by tune.py on an H100): the first
@@ -385,32 +406,43 @@ LaunchConfig default_config(int64_t batch) {
     LaunchConfig config;
   };
   constexpr Entry kTable[] = {
-      {2, {1, kStream, 32}},   {4, {4, kNc, 32}},       {8, {1, kNc, 32}},
-      {16, {16, kNoAlloc, 8}}, {32, {8, kStream, 32}}, {64, {8, kNoAlloc, 16}},
+      {2, {1, kStream, 32, 8}},   {4, {4, kNc, 32, 8}},      {8, {1, kNc, 32, 8}},
+      {16, {16, kNoAlloc, 8, 8}}, {32, {8, kStream, 32, 8}}, {64, {8, kNoAlloc, 16, 8}},
   };
   for (const Entry& entry : kTable) {
     if (batch <= entry.max_batch) return entry.config;
   }
-  return {8, kNc, 32};
+  return {8, kNc, 32, 8};
+}
+
+template <int WARPS, int ROWS, int POLICY, int LANES>
+void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
+  const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
+  gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES><<<grid, WARPS * kWarpSize, 0, stream>>>(params);
 }
 
 template <int ROWS, int POLICY, int LANES>
-void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
-  const dim3 grid(kHeadV / (kWarpsPerBlock * ROWS), kNumVHeads, static_cast<unsigned>(batch));
-  gdn_decode_v4_kernel<ROWS, POLICY, LANES><<<grid, kThreadsPerBlock, 0, stream>>>(params);
+void launch_warps(const Params& params, int64_t batch, int64_t warps, cudaStream_t stream) {
+  switch (warps) {
+    case 8: launch_kernel<8, ROWS, POLICY, LANES>(params, batch, stream); break;
+    case 4: launch_kernel<4, ROWS, POLICY, LANES>(params, batch, stream); break;
+    case 2: launch_kernel<2, ROWS, POLICY, LANES>(params, batch, stream); break;
+    case 1: launch_kernel<1, ROWS, POLICY, LANES>(params, batch, stream); break;
+  }
 }
 
 // Only the shapes whose lane groups tile the rows (ROWS a multiple of 32 / LANES)
 // are instantiated; validate_config has rejected the others.
 template <int ROWS, int POLICY>
-void launch_lanes(const Params& params, int64_t batch, int64_t lanes, cudaStream_t stream) {
+void launch_lanes(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
+  const int64_t lanes = config.lanes_per_row, warps = config.warps_per_block;
   if (lanes == 32) {
-    launch_kernel<ROWS, POLICY, 32>(params, batch, stream);
+    launch_warps<ROWS, POLICY, 32>(params, batch, warps, stream);
   } else if constexpr (ROWS % 2 == 0) {
     if (lanes == 16) {
-      launch_kernel<ROWS, POLICY, 16>(params, batch, stream);
+      launch_warps<ROWS, POLICY, 16>(params, batch, warps, stream);
     } else if constexpr (ROWS % 4 == 0) {
-      launch_kernel<ROWS, POLICY, 8>(params, batch, stream);
+      launch_warps<ROWS, POLICY, 8>(params, batch, warps, stream);
     }
   }
 }
@@ -418,10 +450,10 @@ void launch_lanes(const Params& params, int64_t batch, int64_t lanes, cudaStream
 template <int ROWS>
 void launch(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
   switch (config.cache_policy) {
-    case kStream: launch_lanes<ROWS, kStream>(params, batch, config.lanes_per_row, stream); break;
-    case kNc: launch_lanes<ROWS, kNc>(params, batch, config.lanes_per_row, stream); break;
-    case kPlain: launch_lanes<ROWS, kPlain>(params, batch, config.lanes_per_row, stream); break;
-    case kNoAlloc: launch_lanes<ROWS, kNoAlloc>(params, batch, config.lanes_per_row, stream); break;
+    case kStream: launch_lanes<ROWS, kStream>(params, batch, config, stream); break;
+    case kNc: launch_lanes<ROWS, kNc>(params, batch, config, stream); break;
+    case kPlain: launch_lanes<ROWS, kPlain>(params, batch, config, stream); break;
+    case kNoAlloc: launch_lanes<ROWS, kNoAlloc>(params, batch, config, stream); break;
   }
 }
 
@@ -434,6 +466,9 @@ void validate_config(const LaunchConfig& config) {
       << "cache_policy must be 0 (stream), 1 (nc), 2 (plain) or 3 (noalloc), not " << config.cache_policy;
   TVM_FFI_CHECK(lanes == 32 || lanes == 16 || lanes == 8, ValueError)
       << "lanes_per_row must be 32, 16 or 8, not " << lanes;
+  TVM_FFI_CHECK(config.warps_per_block == 8 || config.warps_per_block == 4 ||
+                    config.warps_per_block == 2 || config.warps_per_block == 1, ValueError)
+      << "warps_per_block must be 8, 4, 2 or 1, not " << config.warps_per_block;
   TVM_FFI_CHECK(rows % (kWarpSize / lanes) == 0, ValueError)
       << "lanes_per_row " << lanes << " puts " << kWarpSize / lanes
       << " rows in flight per warp: rows_per_warp must be a multiple of that, not " << rows;
@@ -443,8 +478,8 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
                        ffi::TensorView state, ffi::TensorView A_log, ffi::TensorView a,
                        ffi::TensorView dt_bias, ffi::TensorView b, double scale,
                        ffi::TensorView output, ffi::TensorView new_state, int64_t rows_per_warp,
-                       int64_t cache_policy, int64_t lanes_per_row) {
-  const LaunchConfig config{rows_per_warp, cache_policy, lanes_per_row};
+                       int64_t cache_policy, int64_t lanes_per_row, int64_t warps_per_block) {
+  const LaunchConfig config{rows_per_warp, cache_policy, lanes_per_row, warps_per_block};
   validate_config(config);
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   const int64_t batch = q.size(0);
@@ -496,7 +531,8 @@ void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::Te
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   const LaunchConfig config = default_config(q.size(0));
   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
-                    config.rows_per_warp, config.cache_policy, config.lanes_per_row);
+                    config.rows_per_warp, config.cache_policy, config.lanes_per_row,
+                    config.warps_per_block);
 }
 
 }  // namespace

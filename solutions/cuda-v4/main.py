@@ -1,9 +1,10 @@
 """cuda-v4 entry point: the latency-tuned CUDA kernel in ``kernel.cu``.
 
-The kernel has three template parameters, "rows per warp" (each block has 8
-warps, so it covers ``8 * rows`` V rows), the cache policy of the state
-traffic (:data:`CACHE_POLICIES`) and the lanes that share one row (32, 16 or
-8); :data:`LAUNCH_TABLE` picks all three from the batch size. ``tune.py``
+The kernel has four template parameters: "rows per warp", warps per block
+(8, the latency design, or 4, 2, 1; a block covers ``warps * rows`` V rows),
+the cache policy of the state traffic (:data:`CACHE_POLICIES`) and the lanes
+that share one row (32, 16 or 8); :data:`LAUNCH_TABLE` picks all four from
+the batch size. ``tune.py``
 in this folder measures every variant on a GPU and prints a replacement
 table.
 
@@ -35,6 +36,8 @@ _DEFAULT_SCALE = 1.0 / math.sqrt(_HEAD_K)
 
 #: Block shapes compiled into kernel.cu (rows of V per warp).
 ROWS_PER_WARP_CHOICES = (1, 2, 4, 8, 16)
+#: Warps per block compiled into kernel.cu.
+WARPS_PER_BLOCK_CHOICES = (8, 4, 2, 1)
 #: Lanes per V row compiled into kernel.cu (a warp has 32 lanes).
 LANES_PER_ROW_CHOICES = (32, 16, 8)
 #: Cache policies of the state loads/stores compiled into kernel.cu; the
@@ -46,7 +49,7 @@ CACHE_POLICIES = ("stream", "nc", "plain", "noalloc")
 class LaunchConfig(NamedTuple):
     """One variant of the kernel.
 
-    rows_per_warp: V rows per warp (a block of 8 warps covers 8x as many).
+    rows_per_warp: V rows per warp (a block covers ``warps_per_block`` x as many).
     cache_policy: one of :data:`CACHE_POLICIES`: ``stream`` (ld/st.global.cs,
         evict-first), ``nc`` (ld.global.nc, st.global), ``plain`` (ld.global,
         st.global) or ``noalloc`` (ld.global.nc.L1::no_allocate, st.global).
@@ -55,16 +58,21 @@ class LaunchConfig(NamedTuple):
         2 or 4 float4 of each of its rows, so each reduction has fewer
         butterfly steps). ``rows_per_warp`` must be a multiple of
         ``32 / lanes_per_row``.
+    warps_per_block: 8 (many warps per block: the most warps in flight per
+        SM at small B) or 4, 2, 1 (a finished warp's slot is refilled without
+        waiting for the rest of its block: long grids at large B).
     """
 
     rows_per_warp: int
     cache_policy: str
     lanes_per_row: int = 32
+    warps_per_block: int = 8
 
     def is_compiled(self) -> bool:
         """Whether kernel.cu instantiates this variant (it raises ValueError otherwise)."""
         return (self.rows_per_warp in ROWS_PER_WARP_CHOICES and self.lanes_per_row in LANES_PER_ROW_CHOICES
-                and self.rows_per_warp % (32 // self.lanes_per_row) == 0 and self.cache_policy in CACHE_POLICIES)
+                and self.rows_per_warp % (32 // self.lanes_per_row) == 0 and self.cache_policy in CACHE_POLICIES
+                and self.warps_per_block in WARPS_PER_BLOCK_CHOICES)
 
 
 #: ``(largest batch, config)`` pairs, first match wins; ``None`` matches any
@@ -95,7 +103,8 @@ def load():
 
     Returns:
         The exported ``gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b,
-        scale, output, new_state, rows_per_warp, cache_policy, lanes_per_row)`` function. (The module also
+        scale, output, new_state, rows_per_warp, cache_policy, lanes_per_row,
+        warps_per_block)`` function. (The module also
         exports ``gdn_decode`` without the last argument: the contest entry.)
 
     Raises:
@@ -139,7 +148,8 @@ def run_with_config(inputs: dict, config: LaunchConfig) -> dict:
     output, new_state = inputs["output"], inputs["new_state"]
     kernel(inputs["q"], inputs["k"], inputs["v"], inputs["state"], inputs["A_log"],
            inputs["a"], inputs["dt_bias"], inputs["b"], resolve_scale(inputs.get("scale")),
-           output, new_state, config.rows_per_warp, _POLICY_INDEX[config.cache_policy], config.lanes_per_row)
+           output, new_state, config.rows_per_warp, _POLICY_INDEX[config.cache_policy], config.lanes_per_row,
+           config.warps_per_block)
     return {"output": output, "new_state": new_state}
 
 

@@ -2,18 +2,21 @@
 
 Usage (from the repository root)::
 
-    python solutions/cuda-v4/tune.py --out DIR [--batches 1,2,4,...] [--iters 100]
+    python solutions/cuda-v4/tune.py --out DIR [--batches 1,2,4,...] [--iters 100] [--only REGEX]
 
 For each batch size B it checks cuda-v1 and every cuda-v4 variant (rows per
-warp x cache policy x lanes per row) once against ``harness.reference.gdn_decode`` (atol =
+warp x cache policy x lanes per row x warps per block; ``--only`` keeps the
+variants whose name matches, plus the one in use) once against
+``harness.reference.gdn_decode`` (atol =
 rtol = 1e-2; destinations NaN-filled first so unwritten elements fail), then
 times it with the harness's CUPTI tier (CUDA events where cupti-python is
 missing; the tier is recorded) under a cold L2 and keeps the median.
 ``new_state.copy_(state)``, timed the same way, is the copy floor: the
 kernel must at least read and write the state.
 
-Writes ``DIR/cuda_tune.json`` and prints one line per B (best cuda-v4
-variant, its time and its multiple of the copy floor) plus a
+Writes ``DIR/cuda_tune.json`` and prints one line per B (cuda-v1, the
+variant in use and the fastest cuda-v4 variants, with their multiples of the
+copy floor) plus a
 ``LAUNCH_TABLE`` for ``solutions/cuda-v4/main.py`` built from the fastest
 correct variants (mirror it in kernel.cu's ``default_config``).
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -48,32 +52,45 @@ def load_solution_module(folder: str):
 
 
 def config_name(config) -> str:
-    """``r4/stream``, ``r4/nc``, ``r4/plain/l16``: rows per warp, cache
-    policy and, unless it is 32 (a whole warp per row), the lanes per row."""
+    """``r4/stream``, ``r4/nc``, ``r4/plain/l16``, ``r8/nc/w1``: rows per
+    warp, cache policy, then the lanes per row unless 32 (a whole warp per
+    row) and the warps per block unless 8."""
     name = f"r{config.rows_per_warp}/{config.cache_policy}"
-    return name if config.lanes_per_row == 32 else f"{name}/l{config.lanes_per_row}"
+    if config.lanes_per_row != 32:
+        name += f"/l{config.lanes_per_row}"
+    return name if config.warps_per_block == 8 else f"{name}/w{config.warps_per_block}"
 
 
-def configurations(v1, v4, inputs: dict) -> dict:
-    """Name -> zero-argument callable for every configuration to measure."""
-    configs = {"cuda-v1": lambda: v1.run(inputs)}
+def v4_configs(v4):
+    """Every variant kernel.cu compiles, as ``v4.LaunchConfig``s."""
     for rows in v4.ROWS_PER_WARP_CHOICES:
         for policy in v4.CACHE_POLICIES:
             for lanes in v4.LANES_PER_ROW_CHOICES:
-                config = v4.LaunchConfig(rows, policy, lanes)
-                if config.is_compiled():
-                    configs[f"cuda-v4/{config_name(config)}"] = \
-                        lambda config=config: v4.run_with_config(inputs, config)
+                for warps in v4.WARPS_PER_BLOCK_CHOICES:
+                    config = v4.LaunchConfig(rows, policy, lanes, warps)
+                    if config.is_compiled():
+                        yield config
+
+
+def configurations(v1, v4, inputs: dict, only: str = "", in_use=None) -> dict:
+    """Name -> zero-argument callable for cuda-v1 and every cuda-v4 variant whose
+    name matches the regular expression ``only`` (all when empty) or is ``in_use``."""
+    configs = {"cuda-v1": lambda: v1.run(inputs)}
+    for config in v4_configs(v4):
+        name = f"cuda-v4/{config_name(config)}"
+        if config == in_use or re.search(only, name):
+            configs[name] = lambda config=config: v4.run_with_config(inputs, config)
     return configs
 
 
-def measure_batch(batch: int, v1, v4, timer: KernelTimer) -> dict:
-    """Check and time every configuration and the copy floor at one batch size."""
+def measure_batch(batch: int, v1, v4, timer: KernelTimer, only: str = "") -> dict:
+    """Check and time the configurations (see :func:`configurations`) and the
+    copy floor at one batch size."""
     inputs = random_inputs(batch, "cuda", seed=batch)
     expected = reference_outputs(inputs)
     floor_us = timer(lambda: inputs["new_state"].copy_(inputs["state"]))
     results = {}
-    for name, call in configurations(v1, v4, inputs).items():
+    for name, call in configurations(v1, v4, inputs, only, v4.launch_config(batch)).items():
         results[name] = check_and_time(call, inputs, expected, timer)
         if "us" in results[name]:
             results[name]["x_floor"] = results[name]["us"] / floor_us
@@ -89,26 +106,33 @@ def measure_batch(batch: int, v1, v4, timer: KernelTimer) -> dict:
             "config_in_use": config_name(v4.launch_config(batch))}
 
 
-def parse_config(name: str) -> tuple[int, str, int]:
-    """``cuda-v4/r4/stream`` -> (4, "stream", 32); ``cuda-v4/r8/nc/l16`` -> (8, "nc", 16)."""
-    _, rows, policy, *lanes = name.split("/")
-    return int(rows[1:]), policy, int(lanes[0][1:]) if lanes else 32
+def parse_config(name: str) -> tuple[int, str, int, int]:
+    """Inverse of :func:`config_name`: ``cuda-v4/r4/stream`` -> (4, "stream", 32, 8);
+    ``cuda-v4/r8/nc/l16/w1`` -> (8, "nc", 16, 1)."""
+    _, rows, policy, *rest = name.split("/")
+    options = {part[0]: int(part[1:]) for part in rest}
+    return int(rows[1:]), policy, options.get("l", 32), options.get("w", 8)
 
 
-def print_report(report: dict) -> None:
-    """Short human-readable table."""
-    names = [n for n in report["batches"][0]["configs"] if n != "cuda-v4/entry"]
+def _cell(row: dict, name: str) -> str:
+    result = row["configs"].get(name)
+    if result is None:
+        return f"{name.replace('cuda-v4/', '')} -"
+    if not result["correct"]:
+        return f"{name.replace('cuda-v4/', '')} WRONG"
+    return f"{name.replace('cuda-v4/', '')} {result['us']:.2f} ({result['x_floor']:.3f}x)"
+
+
+def print_report(report: dict, fastest: int = 3) -> None:
+    """One line per batch size: copy floor, cuda-v1, the variant in use and
+    the ``fastest`` correct cuda-v4 variants, each with its multiple of the floor."""
     print(f"{report['device']}  (median of {report['iters']} cold-L2 calls, {report['tier']} tier, µs)")
-    print(f"{'B':>5} {'copy':>8} " + " ".join(f"{n.replace('cuda-v4/', ''):>10}" for n in names)
-          + "   best v4 (x copy) | in use")
     for row in report["batches"]:
-        cells = [f"{row['configs'][n]['us']:10.2f}" if row["configs"][n]["correct"] else f"{'WRONG':>10}"
-                 for n in names]
-        best = row["best_v4"]
-        best_text = (f"{best.split('/', 1)[1]} {row['configs'][best]['us']:.2f} "
-                     f"({row['configs'][best]['x_floor']:.3f}x)") if best else "none correct"
-        print(f"{row['batch']:>5} {row['copy_floor_us']:8.2f} " + " ".join(cells)
-              + f"   {best_text} | {row['config_in_use']}")
+        timed = {name: r for name, r in row["configs"].items() if name.startswith("cuda-v4/r") and r["correct"]}
+        ranked = sorted(timed, key=lambda name: timed[name]["us"])[:fastest]
+        print(f"B={row['batch']:<4} copy {row['copy_floor_us']:.2f} | {_cell(row, 'cuda-v1')} | in use "
+              f"{_cell(row, 'cuda-v4/' + row['config_in_use'])} | fastest: "
+              + ", ".join(_cell(row, name) for name in ranked))
     bad = [f"B={row['batch']} {name}" for row in report["batches"]
            for name, r in row["configs"].items() if not r["correct"]]
     print("all configurations correct" if not bad else "INCORRECT: " + ", ".join(bad))
@@ -120,6 +144,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", required=True, type=Path, help="folder for cuda_tune.json")
     parser.add_argument("--batches", default=",".join(map(str, DEFAULT_BATCHES)))
     parser.add_argument("--iters", type=int, default=100)
+    parser.add_argument("--only", default="", help="regular expression: tune only the matching variant names")
     args = parser.parse_args(argv)
 
     device = torch.device("cuda")
@@ -129,13 +154,14 @@ def main(argv=None) -> int:
     timer = KernelTimer(device, iters=args.iters)
     rows = []
     for batch in (int(b) for b in args.batches.split(",")):
-        rows.append(measure_batch(batch, v1, v4, timer))
+        rows.append(measure_batch(batch, v1, v4, timer, args.only))
         print(f"measured B={batch}", file=sys.stderr, flush=True)
     report = {
         "device": torch.cuda.get_device_name(device),
         "capability": list(torch.cuda.get_device_capability(device)),
         "torch": torch.__version__,
         "iters": args.iters,
+        "only": args.only,
         "tier": timer.tier,
         "why_not_cupti": timer.why_not_cupti,
         "flush_mb": timer.flush.nbytes // 2**20,
