@@ -16,17 +16,18 @@ def _main_module():
     return module
 
 
-_CONFIG = r"\{(\d+), k(\w+), (\d+), (\d+)\}"  # {rows, CachePolicy enumerator, lanes per row, warps per block}
+# {rows, CachePolicy enumerator, lanes per row, warps per block, reduce-scatter 0/1}
+_CONFIG = r"\{(\d+), k(\w+), (\d+), (\d+), ([01])\}"
 _POLICY = {"Stream": "stream", "Nc": "nc", "Plain": "plain", "NoAlloc": "noalloc"}  # kernel.cu's CachePolicy
 
 
-def _config(rows: str, policy: str, lanes: str, warps: str) -> tuple[int, str, int, int]:
-    return int(rows), _POLICY[policy], int(lanes), int(warps)
+def _config(rows: str, policy: str, lanes: str, warps: str, scatter: str) -> tuple[int, str, int, int, bool]:
+    return int(rows), _POLICY[policy], int(lanes), int(warps), scatter == "1"
 
 
 def _kernel_table() -> tuple[list[tuple[int, tuple[int, str, int]]], tuple[int, str, int]]:
     """(entries [(max batch, config)], fallback config) parsed from kernel.cu,
-    a config being (rows, cache policy, lanes per row, warps per block)."""
+    a config being (rows, cache policy, lanes per row, warps per block, reduce-scatter)."""
     source = (V4 / "kernel.cu").read_text()
     body = source[source.index("LaunchConfig default_config("):]
     body = body[:body.index("\n}\n")]
@@ -59,7 +60,7 @@ def test_tune_names_round_trip_every_variant():
     names = [name for name in tune.configurations(None, main, inputs={}) if name.startswith("cuda-v4/")]
     # rows x policy x lanes x warps, less the shapes whose lane groups cannot tile the
     # rows: 16 lanes need an even rows_per_warp (not 1), 8 lanes a multiple of 4 (not 1, 2).
-    assert len(names) == len(main.CACHE_POLICIES) * (5 + 4 + 3) * len(main.WARPS_PER_BLOCK_CHOICES)
+    assert len(names) == len(main.CACHE_POLICIES) * (5 + 4 + 3) * len(main.WARPS_PER_BLOCK_CHOICES) * 2
     for name in names:
         config = main.LaunchConfig(*tune.parse_config(name))
         assert config.is_compiled() and f"cuda-v4/{tune.config_name(config)}" == name

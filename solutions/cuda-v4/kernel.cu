@@ -231,6 +231,36 @@ __device__ __forceinline__ void group_allreduce_sum(float (&x)[N]) {
   }
 }
 
+// Reduce-scatter of the N values x[0..N) (N a power of two, N <= LANES) over each
+// aligned group of LANES lanes; returns the group sum of value
+// (sub / (LANES / N)) (sub = lane % LANES), which the LANES / N lanes with that
+// quotient all hold. Each of the first log2(N) butterfly steps halves the values
+// a lane keeps: the lane whose offset bit is set keeps the upper half and sends
+// the lower half, its partner the reverse, and each adds what it receives; the
+// remaining steps sum the one value left over the lanes that share it.
+// N - 1 + log2(LANES / N) shuffles, where an all-reduce of every value takes
+// N * log2(LANES). Requires all 32 lanes of the warp to be active.
+template <int LANES, int N>
+__device__ __forceinline__ float group_reduce_scatter(float (&x)[N], int sub) {
+  static_assert(N >= 1 && N <= LANES && (N & (N - 1)) == 0, "N must be a power of two <= LANES");
+#pragma unroll
+  for (int n = N, offset = LANES / 2; n > 1; n /= 2, offset /= 2) {
+    const bool upper = (sub & offset) != 0;
+#pragma unroll
+    for (int i = 0; i < n / 2; ++i) {
+      const float send = upper ? x[i] : x[i + n / 2];
+      const float keep = upper ? x[i + n / 2] : x[i];
+      x[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
+    }
+  }
+  float sum = x[0];
+#pragma unroll
+  for (int offset = LANES / (2 * N); offset > 0; offset /= 2) {
+    sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  }
+  return sum;
+}
+
 struct Gates {
   float g;     // decay
   float beta;  // update strength
@@ -263,6 +293,102 @@ struct Params {
   float* new_state;         // [B, HV, V, K] f32
 };
 
+// The all-reduce form of the rows' update, in the definition's order: decay,
+// u = S k (all-reduce), rank-1 update and store, o = S q on the updated rows
+// (all-reduce). Two reductions in sequence, R log2(LANES) shuffles each.
+template <int R, int PIECES, int POLICY, int LANES>
+__device__ __forceinline__ void allreduce_epilogue(const Params& p, float4 (&s)[R][PIECES],
+                                                   const float4 (&q4)[PIECES], const float4 (&k4)[PIECES],
+                                                   const float (&vr)[R], Gates gates, int64_t head, int v0,
+                                                   int64_t tile, int sub) {
+  // Decay, then u = S k.
+  float u[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    u[r] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < PIECES; ++c) {
+      s[r][c] = scale4(s[r][c], gates.g);
+      u[r] += dot4(s[r][c], k4[c]);
+    }
+  }
+  group_allreduce_sum<LANES>(u);
+
+  // Rank-1 delta update, store of the new state, partial o = S q with the updated rows.
+  float o[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const float delta = gates.beta * (vr[r] - u[r]);
+    o[r] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < PIECES; ++c) {
+      s[r][c] = axpy4(delta, k4[c], s[r][c]);
+      store_state4<POLICY>(p.new_state + tile + r * kHeadK + c * kPiece * LANES, s[r][c]);
+      o[r] += dot4(s[r][c], q4[c]);
+    }
+  }
+  group_allreduce_sum<LANES>(o);
+
+  if (sub == 0) store_bf16xN(p.output + head * kHeadV + v0, o, p.scale);
+}
+
+// The gates of (batch, v-head) head = batch * HV + hv.
+__device__ __forceinline__ Gates load_gates(const Params& p, int hv, int64_t head) {
+  return compute_gates(__ldg(p.A_log + hv), __ldg(p.dt_bias + hv), load_bf16(p.a + head), load_bf16(p.b + head));
+}
+
+// The reduce-scatter form of the rows' update (fla-recurrent's algebra, fewer
+// shuffles). Both row sums are taken on the loaded rows S0:
+//   u = (g S0) k = g (S0 k),  S1 = g S0 + d k^T with d = beta (v - u),
+//   S1 q = g (S0 q) + d (k . q),
+// so the 2 * R sums of a lane's R rows go through one reduce-scatter
+// (2R - 1 + log2(LANES / 2R) shuffles, plus log2(LANES) for k . q) instead of
+// two all-reduces in sequence (2R log2(LANES)). Afterwards the LANES / R lanes
+// of row r (sub / (LANES / R) == r) hold its two sums (half of them each, one
+// shuffle swaps), compute d_r and o_r, and the R values of d are broadcast.
+template <int R, int PIECES, int POLICY, int LANES>
+__device__ __forceinline__ void scatter_epilogue(const Params& p, float4 (&s)[R][PIECES],
+                                                 const float4 (&q4)[PIECES], const float4 (&k4)[PIECES],
+                                                 Gates gates, int64_t head, int v0, int64_t tile,
+                                                 int group, int sub) {
+  constexpr int kRowLanes = LANES / R;  // lanes that end up holding one row's sums
+  static_assert(kRowLanes >= 2, "a row's two sums need two lanes");
+  float x[2 * R];  // x[2r]: partial S0 k of row r, x[2r + 1]: partial S0 q
+  float kq[1] = {0.0f};
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    x[2 * r] = 0.0f;
+    x[2 * r + 1] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < PIECES; ++c) {
+      x[2 * r] += dot4(s[r][c], k4[c]);
+      x[2 * r + 1] += dot4(s[r][c], q4[c]);
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < PIECES; ++c) kq[0] += dot4(k4[c], q4[c]);
+  const float mine = group_reduce_scatter<LANES>(x, sub);  // sum (sub / (kRowLanes / 2)) of x
+  group_allreduce_sum<LANES>(kq);
+  const float theirs = __shfl_xor_sync(0xffffffffu, mine, kRowLanes / 2);
+  const bool holds_sq = (sub / (kRowLanes / 2)) % 2 != 0;
+  const float sk = holds_sq ? theirs : mine, sq = holds_sq ? mine : theirs;
+  const int row = sub / kRowLanes;  // of this lane's R rows
+  const float delta = gates.beta * (load_bf16(p.v + head * kHeadV + v0 + row) - gates.g * sk);
+  if (sub % kRowLanes == 0) {
+    p.output[head * kHeadV + v0 + row] =
+        static_cast<uint16_t>(to_bf16_bits(p.scale * fmaf(gates.g, sq, delta * kq[0])));
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const float d = __shfl_sync(0xffffffffu, delta, group * LANES + r * kRowLanes);
+#pragma unroll
+    for (int c = 0; c < PIECES; ++c) {
+      store_state4<POLICY>(p.new_state + tile + r * kHeadK + c * kPiece * LANES,
+                           axpy4(d, k4[c], scale4(s[r][c], gates.g)));
+    }
+  }
+}
+
 // Tensor element offsets (all tensors contiguous), head = batch * HV + hv:
 //   q, k      [B, 1, HQ, K] : (batch * HQ + hq) * K + kk
 //   v, output [B, 1, HV, V] : head * V + vv
@@ -272,7 +398,7 @@ struct Params {
 //
 // Updates rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * WARPS + warp) * ROWS:
 // the work of one warp. Warps never wait for each other (no block barrier).
-template <int WARPS, int ROWS, int POLICY, int LANES>
+template <int WARPS, int ROWS, int POLICY, int LANES, bool SCATTER>
 __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, int batch) {
   constexpr int kGroups = kWarpSize / LANES;            // rows a warp works on at once
   constexpr int kPieces = kHeadK / (kPiece * LANES);    // float4 pieces per lane and row
@@ -307,40 +433,15 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
     q4[c] = load_bf16x4(p.q + qk + c * kPiece * LANES);
     k4[c] = load_bf16x4(p.k + qk + c * kPiece * LANES);
   }
-  float vr[kLaneRows];                          // v[batch, 0, hv, v0 + r]
-  load_bf16xN(p.v + head * kHeadV + v0, vr);    // aligned: v0 * 2 B is a multiple of 2 * kLaneRows
-  const Gates gates = compute_gates(__ldg(p.A_log + hv), __ldg(p.dt_bias + hv),
-                                    load_bf16(p.a + head), load_bf16(p.b + head));
-
-  // Decay, then u = S k.
-  float u[kLaneRows];
-#pragma unroll
-  for (int r = 0; r < kLaneRows; ++r) {
-    u[r] = 0.0f;
-#pragma unroll
-    for (int c = 0; c < kPieces; ++c) {
-      s[r][c] = scale4(s[r][c], gates.g);
-      u[r] += dot4(s[r][c], k4[c]);
-    }
+  if constexpr (SCATTER) {
+    scatter_epilogue<kLaneRows, kPieces, POLICY, LANES>(p, s, q4, k4, load_gates(p, hv, head), head, v0,
+                                                        tile, group, sub);
+  } else {
+    float vr[kLaneRows];                          // v[batch, 0, hv, v0 + r]
+    load_bf16xN(p.v + head * kHeadV + v0, vr);    // aligned: v0 * 2 B is a multiple of 2 * kLaneRows
+    allreduce_epilogue<kLaneRows, kPieces, POLICY, LANES>(p, s, q4, k4, vr, load_gates(p, hv, head), head,
+                                                          v0, tile, sub);
   }
-  group_allreduce_sum<LANES>(u);
-
-  // Rank-1 delta update, store of the new state, partial o = S q with the updated rows.
-  float o[kLaneRows];
-#pragma unroll
-  for (int r = 0; r < kLaneRows; ++r) {
-    const float delta = gates.beta * (vr[r] - u[r]);
-    o[r] = 0.0f;
-#pragma unroll
-    for (int c = 0; c < kPieces; ++c) {
-      s[r][c] = axpy4(delta, k4[c], s[r][c]);
-      store_state4<POLICY>(p.new_state + tile + r * kHeadK + c * kPiece * LANES, s[r][c]);
-      o[r] += dot4(s[r][c], q4[c]);
-    }
-  }
-  group_allreduce_sum<LANES>(o);
-
-  if (sub == 0) store_bf16xN(p.output + head * kHeadV + v0, o, p.scale);
 }
 
 // Blocks an SM must hold at once, given to ptxas as __launch_bounds__'s second
@@ -355,10 +456,10 @@ template <int WARPS, int ROWS, int LANES>
 constexpr int kMinBlocksPerSm = 4 * ROWS + 256 / LANES <= 48 ? 32 / WARPS : 1;
 
 // One block per chunk of WARPS * ROWS rows: grid (V / (WARPS * ROWS), HV, B).
-template <int WARPS, int ROWS, int POLICY, int LANES>
+template <int WARPS, int ROWS, int POLICY, int LANES, bool SCATTER>
 __global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES>))
     gdn_decode_v4_kernel(const Params p) {
-  update_rows<WARPS, ROWS, POLICY, LANES>(p, blockIdx.x, blockIdx.y, blockIdx.z);
+  update_rows<WARPS, ROWS, POLICY, LANES, SCATTER>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
 
 // ---------------------------------------------------------------- host side
@@ -396,6 +497,7 @@ struct LaunchConfig {
   int64_t cache_policy;  // a CachePolicy
   int64_t lanes_per_row;
   int64_t warps_per_block;
+  int64_t reduce_scatter;  // 0: two all-reduces in sequence, 1: one reduce-scatter
 };
 
 // Mirrors LAUNCH_TABLE in main.py (measured by tune.py on an H100): the first
@@ -406,28 +508,38 @@ LaunchConfig default_config(int64_t batch) {
     LaunchConfig config;
   };
   constexpr Entry kTable[] = {
-      {2, {1, kStream, 32, 8}},   {4, {4, kNc, 32, 8}},      {8, {1, kNc, 32, 8}},
-      {16, {16, kNoAlloc, 8, 8}}, {32, {8, kStream, 32, 8}}, {64, {8, kNoAlloc, 16, 8}},
+      {2, {1, kStream, 32, 8, 0}},   {4, {4, kNc, 32, 8, 0}},      {8, {1, kNc, 32, 8, 0}},
+      {16, {16, kNoAlloc, 8, 8, 0}}, {32, {8, kStream, 32, 8, 0}}, {64, {8, kNoAlloc, 16, 8, 0}},
   };
   for (const Entry& entry : kTable) {
     if (batch <= entry.max_batch) return entry.config;
   }
-  return {8, kNc, 32, 8};
+  return {8, kNc, 32, 8, 0};
+}
+
+template <int WARPS, int ROWS, int POLICY, int LANES, bool SCATTER>
+void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
+  const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
+  gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, SCATTER><<<grid, WARPS * kWarpSize, 0, stream>>>(params);
 }
 
 template <int WARPS, int ROWS, int POLICY, int LANES>
-void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
-  const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
-  gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES><<<grid, WARPS * kWarpSize, 0, stream>>>(params);
+void launch_reduction(const Params& params, int64_t batch, bool scatter, cudaStream_t stream) {
+  if (scatter) {
+    launch_kernel<WARPS, ROWS, POLICY, LANES, true>(params, batch, stream);
+  } else {
+    launch_kernel<WARPS, ROWS, POLICY, LANES, false>(params, batch, stream);
+  }
 }
 
 template <int ROWS, int POLICY, int LANES>
-void launch_warps(const Params& params, int64_t batch, int64_t warps, cudaStream_t stream) {
-  switch (warps) {
-    case 8: launch_kernel<8, ROWS, POLICY, LANES>(params, batch, stream); break;
-    case 4: launch_kernel<4, ROWS, POLICY, LANES>(params, batch, stream); break;
-    case 2: launch_kernel<2, ROWS, POLICY, LANES>(params, batch, stream); break;
-    case 1: launch_kernel<1, ROWS, POLICY, LANES>(params, batch, stream); break;
+void launch_warps(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
+  const bool scatter = config.reduce_scatter != 0;
+  switch (config.warps_per_block) {
+    case 8: launch_reduction<8, ROWS, POLICY, LANES>(params, batch, scatter, stream); break;
+    case 4: launch_reduction<4, ROWS, POLICY, LANES>(params, batch, scatter, stream); break;
+    case 2: launch_reduction<2, ROWS, POLICY, LANES>(params, batch, scatter, stream); break;
+    case 1: launch_reduction<1, ROWS, POLICY, LANES>(params, batch, scatter, stream); break;
   }
 }
 
@@ -435,14 +547,14 @@ void launch_warps(const Params& params, int64_t batch, int64_t warps, cudaStream
 // are instantiated; validate_config has rejected the others.
 template <int ROWS, int POLICY>
 void launch_lanes(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
-  const int64_t lanes = config.lanes_per_row, warps = config.warps_per_block;
+  const int64_t lanes = config.lanes_per_row;
   if (lanes == 32) {
-    launch_warps<ROWS, POLICY, 32>(params, batch, warps, stream);
+    launch_warps<ROWS, POLICY, 32>(params, batch, config, stream);
   } else if constexpr (ROWS % 2 == 0) {
     if (lanes == 16) {
-      launch_warps<ROWS, POLICY, 16>(params, batch, warps, stream);
+      launch_warps<ROWS, POLICY, 16>(params, batch, config, stream);
     } else if constexpr (ROWS % 4 == 0) {
-      launch_warps<ROWS, POLICY, 8>(params, batch, warps, stream);
+      launch_warps<ROWS, POLICY, 8>(params, batch, config, stream);
     }
   }
 }
@@ -469,6 +581,8 @@ void validate_config(const LaunchConfig& config) {
   TVM_FFI_CHECK(config.warps_per_block == 8 || config.warps_per_block == 4 ||
                     config.warps_per_block == 2 || config.warps_per_block == 1, ValueError)
       << "warps_per_block must be 8, 4, 2 or 1, not " << config.warps_per_block;
+  TVM_FFI_CHECK(config.reduce_scatter == 0 || config.reduce_scatter == 1, ValueError)
+      << "reduce_scatter must be 0 or 1, not " << config.reduce_scatter;
   TVM_FFI_CHECK(rows % (kWarpSize / lanes) == 0, ValueError)
       << "lanes_per_row " << lanes << " puts " << kWarpSize / lanes
       << " rows in flight per warp: rows_per_warp must be a multiple of that, not " << rows;
@@ -478,8 +592,9 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
                        ffi::TensorView state, ffi::TensorView A_log, ffi::TensorView a,
                        ffi::TensorView dt_bias, ffi::TensorView b, double scale,
                        ffi::TensorView output, ffi::TensorView new_state, int64_t rows_per_warp,
-                       int64_t cache_policy, int64_t lanes_per_row, int64_t warps_per_block) {
-  const LaunchConfig config{rows_per_warp, cache_policy, lanes_per_row, warps_per_block};
+                       int64_t cache_policy, int64_t lanes_per_row, int64_t warps_per_block,
+                       int64_t reduce_scatter) {
+  const LaunchConfig config{rows_per_warp, cache_policy, lanes_per_row, warps_per_block, reduce_scatter};
   validate_config(config);
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   const int64_t batch = q.size(0);
@@ -532,7 +647,7 @@ void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::Te
   const LaunchConfig config = default_config(q.size(0));
   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
                     config.rows_per_warp, config.cache_policy, config.lanes_per_row,
-                    config.warps_per_block);
+                    config.warps_per_block, config.reduce_scatter);
 }
 
 }  // namespace

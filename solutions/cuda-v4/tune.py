@@ -5,7 +5,8 @@ Usage (from the repository root)::
     python solutions/cuda-v4/tune.py --out DIR [--batches 1,2,4,...] [--iters 100] [--only REGEX]
 
 For each batch size B it checks cuda-v1 and every cuda-v4 variant (rows per
-warp x cache policy x lanes per row x warps per block; ``--only`` keeps the
+warp x cache policy x lanes per row x warps per block x reduction form;
+``--only`` keeps the
 variants whose name matches, plus the one in use) once against
 ``harness.reference.gdn_decode`` (atol =
 rtol = 1e-2; destinations NaN-filled first so unwritten elements fail), then
@@ -52,13 +53,16 @@ def load_solution_module(folder: str):
 
 
 def config_name(config) -> str:
-    """``r4/stream``, ``r4/nc``, ``r4/plain/l16``, ``r8/nc/w1``: rows per
-    warp, cache policy, then the lanes per row unless 32 (a whole warp per
-    row) and the warps per block unless 8."""
+    """``r4/stream``, ``r4/nc``, ``r4/plain/l16``, ``r8/nc/w1``, ``r8/nc/l16/w2/rs``:
+    rows per warp, cache policy, then the lanes per row unless 32 (a whole
+    warp per row), the warps per block unless 8 and ``rs`` for the
+    reduce-scatter form."""
     name = f"r{config.rows_per_warp}/{config.cache_policy}"
     if config.lanes_per_row != 32:
         name += f"/l{config.lanes_per_row}"
-    return name if config.warps_per_block == 8 else f"{name}/w{config.warps_per_block}"
+    if config.warps_per_block != 8:
+        name += f"/w{config.warps_per_block}"
+    return f"{name}/rs" if config.reduce_scatter else name
 
 
 def v4_configs(v4):
@@ -67,9 +71,10 @@ def v4_configs(v4):
         for policy in v4.CACHE_POLICIES:
             for lanes in v4.LANES_PER_ROW_CHOICES:
                 for warps in v4.WARPS_PER_BLOCK_CHOICES:
-                    config = v4.LaunchConfig(rows, policy, lanes, warps)
-                    if config.is_compiled():
-                        yield config
+                    for scatter in (False, True):
+                        config = v4.LaunchConfig(rows, policy, lanes, warps, scatter)
+                        if config.is_compiled():
+                            yield config
 
 
 def configurations(v1, v4, inputs: dict, only: str = "", in_use=None) -> dict:
@@ -106,12 +111,13 @@ def measure_batch(batch: int, v1, v4, timer: KernelTimer, only: str = "") -> dic
             "config_in_use": config_name(v4.launch_config(batch))}
 
 
-def parse_config(name: str) -> tuple[int, str, int, int]:
-    """Inverse of :func:`config_name`: ``cuda-v4/r4/stream`` -> (4, "stream", 32, 8);
-    ``cuda-v4/r8/nc/l16/w1`` -> (8, "nc", 16, 1)."""
+def parse_config(name: str) -> tuple[int, str, int, int, bool]:
+    """Inverse of :func:`config_name`: ``cuda-v4/r4/stream`` -> (4, "stream", 32, 8, False);
+    ``cuda-v4/r8/nc/l16/w1/rs`` -> (8, "nc", 16, 1, True)."""
     _, rows, policy, *rest = name.split("/")
-    options = {part[0]: int(part[1:]) for part in rest}
-    return int(rows[1:]), policy, options.get("l", 32), options.get("w", 8)
+    scatter = rest[-1:] == ["rs"]
+    options = {part[0]: int(part[1:]) for part in rest[:len(rest) - scatter]}
+    return int(rows[1:]), policy, options.get("l", 32), options.get("w", 8), scatter
 
 
 def _cell(row: dict, name: str) -> str:
