@@ -11,6 +11,7 @@ figures off as CUPTI ones.
 from __future__ import annotations
 
 import json
+import math
 import traceback
 from pathlib import Path
 from typing import Callable
@@ -158,6 +159,51 @@ def fastest_correct(results: dict[str, dict]) -> str | None:
     among the correct ones (None when none is correct)."""
     good = {name: r for name, r in results.items() if r.get("correct")}
     return min(good, key=lambda name: good[name]["us"]) if good else None
+
+
+#: Timer resolution below which two timings count as equal in :func:`steady_choice`:
+#: CUPTI's kernel timestamps on an H100 come in steps of 32 ns (the tuning
+#: files' small-batch times are multiples of it), so a config one step slower
+#: than another is not measurably slower.
+TIMER_STEP_US = 0.032
+
+
+def steady_choice(times_by_batch: list[tuple[int, dict[str, float]]], rel_tol: float = 0.005,
+                  abs_tol_us: float = TIMER_STEP_US) -> list[tuple[int, str]]:
+    """Pick one config per batch size without chasing timing noise.
+
+    Args:
+        times_by_batch: ``[(batch, {config name: median µs})]`` in ascending
+            batch order, correct configs only.
+        rel_tol, abs_tol_us: a config counts as fastest at a batch size when
+            it is within ``max(rel_tol * best, abs_tol_us)`` µs of the best.
+
+    Returns:
+        ``[(batch, config name)]``: among the configs that count as fastest at
+        that batch size, the one with the smallest geometric-mean slowdown
+        (time / best time) over that batch size and its neighbours in the
+        list (a config missing at a neighbour counts as 2x slower there).
+        The plain argmin flips between configs that differ by one timer step
+        from one batch size to the next; this keeps the table's entries few
+        and each one fast at its neighbours too.
+
+    Raises:
+        ValueError: a batch size without any timing.
+    """
+    slowdowns = []
+    for batch, times in times_by_batch:
+        if not times:
+            raise ValueError(f"no correct config timed at B={batch}")
+        best = min(times.values())
+        slowdowns.append({name: us / best for name, us in times.items()})
+    chosen = []
+    for i, (batch, times) in enumerate(times_by_batch):
+        best = min(times.values())
+        margin = max(rel_tol * best, abs_tol_us) + 1e-9  # 1e-9: 2.400 - 2.368 is 0.032000000000000028
+        tied = [name for name, us in times.items() if us - best <= margin]
+        around = slowdowns[max(i - 1, 0):i + 2]
+        chosen.append((batch, min(tied, key=lambda name: sum(math.log(s.get(name, 2.0)) for s in around))))
+    return chosen
 
 
 def write_report(out_dir, filename: str, report: dict) -> Path:

@@ -140,7 +140,7 @@ def test_second_build_is_a_cache_hit(solution, build_cache, monkeypatch):
 @needs_toolchain
 @pytest.mark.parametrize("solution, functions", [
     ("cuda-v1", {"gdn_decode": ()}),
-    ("cuda-v4", {"gdn_decode": (), "gdn_decode_config": (1, 0, 32, 8, 0)}),
+    ("cuda-v4", {"gdn_decode": (), "gdn_decode_config": (1, 0, 32, 8)}),
 ])
 def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache):
     torch = pytest.importorskip("torch")
@@ -158,15 +158,13 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
             getattr(module, name)(*args, *extra)
     if solution == "cuda-v4":  # a shape kernel.cu does not instantiate, refused before any launch
         with pytest.raises(ValueError, match="multiple of that, not 1"):
-            module.gdn_decode_config(*args, 1, 0, 16, 8, 0)
+            module.gdn_decode_config(*args, 1, 0, 16, 8)
         with pytest.raises(ValueError, match="lanes_per_row must be 32, 16 or 8, not 4"):
-            module.gdn_decode_config(*args, 8, 0, 4, 8, 0)
+            module.gdn_decode_config(*args, 8, 0, 4, 8)
         with pytest.raises(ValueError, match="cache_policy must be"):
-            module.gdn_decode_config(*args, 8, 4, 32, 8, 0)
+            module.gdn_decode_config(*args, 8, 4, 32, 8)
         with pytest.raises(ValueError, match="warps_per_block must be 8, 4, 2 or 1, not 16"):
-            module.gdn_decode_config(*args, 8, 1, 32, 16, 0)
-        with pytest.raises(ValueError, match="reduce_scatter must be 0 or 1, not 2"):
-            module.gdn_decode_config(*args, 8, 1, 32, 8, 2)
+            module.gdn_decode_config(*args, 8, 1, 32, 16)
 
 
 def test_ptxas_report_is_parsed_per_kernel():
@@ -194,13 +192,13 @@ def test_cuda_v4_variants_never_spill_and_keep_32_warps_per_sm_where_bounded():
     resources = cuda_build.kernel_resources(REPO_ROOT / "solutions" / "cuda-v4" / "kernel.cu")
     shapes = {}
     for name, used in resources.items():
-        warps, rows, policy, lanes, scatter = map(int, re.search(
-            r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELb([01])E", name).groups())
-        shapes[(warps, rows, policy, lanes, scatter)] = used
-    assert len(shapes) == 4 * 4 * (5 + 4 + 3) * 2  # warps x policies x (rows, lanes) pairs x reductions
+        warps, rows, policy, lanes = map(int, re.search(
+            r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", name).groups())
+        shapes[(warps, rows, policy, lanes)] = used
+    assert len(shapes) == 4 * 4 * (5 + 4 + 3)  # warps x policies x (rows, lanes) pairs
     assert all(used.spill_store_bytes == used.spill_load_bytes == 0 for used in shapes.values())
     bounded = [shape for shape in shapes if 4 * shape[1] + 256 // shape[3] <= 48]
-    assert (1, 8, 1, 32, 1) in bounded and (1, 8, 1, 8, 0) not in bounded
+    assert (1, 8, 1, 32) in bounded and (1, 8, 1, 8) not in bounded
     assert all(shapes[shape].registers <= 64 for shape in bounded)
 
 

@@ -16,18 +16,17 @@ def _main_module():
     return module
 
 
-# {rows, CachePolicy enumerator, lanes per row, warps per block, reduce-scatter 0/1}
-_CONFIG = r"\{(\d+), k(\w+), (\d+), (\d+), ([01])\}"
+_CONFIG = r"\{(\d+), k(\w+), (\d+), (\d+)\}"  # {rows, CachePolicy enumerator, lanes per row, warps per block}
 _POLICY = {"Stream": "stream", "Nc": "nc", "Plain": "plain", "NoAlloc": "noalloc"}  # kernel.cu's CachePolicy
 
 
-def _config(rows: str, policy: str, lanes: str, warps: str, scatter: str) -> tuple[int, str, int, int, bool]:
-    return int(rows), _POLICY[policy], int(lanes), int(warps), scatter == "1"
+def _config(rows: str, policy: str, lanes: str, warps: str) -> tuple[int, str, int, int]:
+    return int(rows), _POLICY[policy], int(lanes), int(warps)
 
 
 def _kernel_table() -> tuple[list[tuple[int, tuple[int, str, int]]], tuple[int, str, int]]:
     """(entries [(max batch, config)], fallback config) parsed from kernel.cu,
-    a config being (rows, cache policy, lanes per row, warps per block, reduce-scatter)."""
+    a config being (rows, cache policy, lanes per row, warps per block)."""
     source = (V4 / "kernel.cu").read_text()
     body = source[source.index("LaunchConfig default_config("):]
     body = body[:body.index("\n}\n")]
@@ -60,7 +59,7 @@ def test_tune_names_round_trip_every_variant():
     names = [name for name in tune.configurations(None, main, inputs={}) if name.startswith("cuda-v4/")]
     # rows x policy x lanes x warps, less the shapes whose lane groups cannot tile the
     # rows: 16 lanes need an even rows_per_warp (not 1), 8 lanes a multiple of 4 (not 1, 2).
-    assert len(names) == len(main.CACHE_POLICIES) * (5 + 4 + 3) * len(main.WARPS_PER_BLOCK_CHOICES) * 2
+    assert len(names) == len(main.CACHE_POLICIES) * (5 + 4 + 3) * len(main.WARPS_PER_BLOCK_CHOICES)
     for name in names:
         config = main.LaunchConfig(*tune.parse_config(name))
         assert config.is_compiled() and f"cuda-v4/{tune.config_name(config)}" == name
@@ -84,3 +83,23 @@ def test_cache_policy_indices_match_the_kernels_enum():
     enum = dict(re.findall(r"k(\w+) = (\d+)", source[source.index("enum CachePolicy"):].split("};")[0]))
     assert {_POLICY[name]: int(value) for name, value in enum.items()} == \
         {name: index for index, name in enumerate(main.CACHE_POLICIES)}
+
+
+def test_launch_table_is_what_the_recorded_tune_suggests():
+    """main.py's table must follow from the tuning files it cites, by tune.py's own rule.
+    Those files hold both reduction forms; the ``.../rs`` names are the one kept."""
+    import json
+
+    from harness.paths import REPO_ROOT
+
+    main = _main_module()
+    spec = importlib.util.spec_from_file_location("cuda_v4_tune_for_suggest_test", V4 / "tune.py")
+    tune = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tune)
+    rows = []
+    for part in ("small", "large"):
+        report = json.loads((REPO_ROOT / "results" / "tuning" / f"cuda_tune_scatter_{part}.json").read_text())
+        for row in report["batches"]:
+            configs = {name.removesuffix("/rs"): r for name, r in row["configs"].items() if name.endswith("/rs")}
+            rows.append(dict(row, configs=configs))
+    assert tune.suggested_table(rows) == [[limit, tuple(config)] for limit, config in main.LAUNCH_TABLE]

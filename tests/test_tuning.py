@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harness.tuning import compress_table, fastest_correct, lookup_launch_config, write_report
+from harness.tuning import compress_table, fastest_correct, lookup_launch_config, steady_choice, write_report
 
 
 def test_fastest_correct_ignores_wrong_configs():
@@ -22,6 +22,22 @@ def test_compress_table_and_lookup_round_trip():
     assert lookup_launch_config(((4, "small"),), 100) == "small"  # past the last limit: the last entry
     with pytest.raises(ValueError):
         lookup_launch_config((), 1)
+
+
+def test_steady_choice_prefers_the_config_that_is_also_fast_at_the_neighbours():
+    times = [
+        (1, {"a": 2.08, "b": 2.112}),
+        (2, {"a": 2.40, "b": 2.368}),   # b is one 32-ns timer step faster: a tie
+        (4, {"a": 3.168, "b": 3.30}),
+        (8, {"a": 10.0, "b": 9.0}),     # b is 10% faster: a real difference
+    ]
+    assert steady_choice(times) == [(1, "a"), (2, "a"), (4, "a"), (8, "b")]
+    # The plain argmin flips at B = 2:
+    assert [min(t, key=t.get) for _, t in times] == ["a", "b", "a", "b"]
+    # Without the timer-step tolerance, B = 2 goes to b.
+    assert steady_choice(times, abs_tol_us=0.0)[1] == (2, "b")
+    with pytest.raises(ValueError, match="B=16"):
+        steady_choice([(16, {})])
 
 
 def test_write_report(tmp_path):

@@ -19,10 +19,17 @@
 //
 // Warps per block: an SM refills a block slot only when all of the block's
 // warps have finished, so in a long grid (large B, many waves) the fast warps
-// of an 8-warp block idle until its slowest one is done. One-warp blocks are
-// refilled warp by warp. (fla-recurrent measured the same kernel both ways:
-// 8 rows per one-warp program 1.2% faster than per warp of an 8-warp program
-// at B = 256, results/tuning/fla_recurrent_tune.json.)
+// of an 8-warp block idle until its slowest one is done; smaller blocks are
+// refilled sooner, but an SM holds at most 32 blocks. Which size wins is a
+// measurement (tune.py): 2 or 4 warps from B = 32 up on an H100.
+//
+// Row reductions: both sums of a row are taken on the loaded rows S0 (see
+// Math), so a lane's 2 * R partial sums (R rows per lane) go through one
+// reduce-scatter butterfly: 2R - 1 + log2(LANES / 2R) shuffles, plus
+// log2(LANES) for k . q, where two all-reduces in the definition's order
+// (u, then o on the updated rows) take 2R log2(LANES) in two dependent
+// chains (80 for R = 8). Measured 1-8% faster at every B but 32 (within 0.5%
+// there) on an H100: results/cuda-notes.md.
 //
 // Lanes per row (template parameter LANES: 32, 16 or 8). With LANES = 32 a
 // row is one coalesced 512-byte warp access and lane l owns K columns
@@ -31,7 +38,7 @@
 // 128 / (4 * LANES) float4 pieces of each of its rows, piece c at K columns
 // 4 * (l + c * LANES) (so each load instruction still reads whole 128-byte
 // lines), and each of its two row reductions has log2(32 / LANES) butterfly
-// steps fewer while serving as many elements: fewer shuffles per state byte.
+// steps fewer while serving as many elements.
 //
 // The host picks WARPS, ROWS, LANES and the cache policy from the batch size
 // (main.py's table, measured by tune.py); `gdn_decode` uses a built-in
@@ -51,13 +58,15 @@
 // (A persistent grid, one wave of blocks looping over the chunks, measured
 // slower at every B and ROWS on an H100: results/cuda-notes.md.)
 //
-// Math (fp32), per (batch b, v-head h), S = state[b, h] as [V, K]:
-//   g    = exp(-exp(A_log[h]) * softplus(a[b, h] + dt_bias[h]))
-//   beta = sigmoid(b[b, h])
-//   S    = g * S
-//   u[v] = sum_k S[v, k] * k[k]                 (k of q/k head h / 2)
-//   S   += (beta * (v[v] - u[v])) * k[k]
-//   o[v] = scale * sum_k S[v, k] * q[k]         (updated S)
+// Math (fp32), per (batch b, v-head h), S0 = state[b, h] as [V, K]; the
+// definition's order (S = g S0; u = S k; S += (beta (v - u)) k^T; o = scale S q)
+// rewritten so that both row sums use S0 (fla-recurrent's algebra):
+//   g     = exp(-exp(A_log[h]) * softplus(a[b, h] + dt_bias[h]))
+//   beta  = sigmoid(b[b, h])
+//   u[v]  = g * sum_k S0[v, k] k[k]            (k of q/k head h / 2)
+//   d[v]  = beta * (v[v] - u[v])
+//   S1    = g * S0 + d k^T                     (the new state)
+//   o[v]  = scale * (g * sum_k S0[v, k] q[k] + d[v] * (k . q))   (= scale * S1 q)
 //
 // Blocks of WARPS * 32 threads.
 // Exported (tvm-ffi, destination passing style, definition argument order):
@@ -108,67 +117,8 @@ __device__ __forceinline__ float4 load_bf16x4(const uint16_t* p) {
   return make_float4(bf16_lo(raw.x), bf16_hi(raw.x), bf16_lo(raw.y), bf16_hi(raw.y));
 }
 
-// N consecutive bf16 -> out[0..N) with the widest loads that fit:
-// N = 1: 2 B, N = 2: 4 B, N = 4: 8 B, N % 8 == 0: N / 8 loads of 16 B.
-// p must be aligned to min(2 * N, 16) bytes.
-template <int N>
-__device__ __forceinline__ void load_bf16xN(const uint16_t* p, float (&out)[N]) {
-  if constexpr (N == 1) {
-    out[0] = load_bf16(p);
-  } else if constexpr (N == 2) {
-    const uint32_t w = __ldg(reinterpret_cast<const unsigned int*>(p));
-    out[0] = bf16_lo(w);
-    out[1] = bf16_hi(w);
-  } else if constexpr (N == 4) {
-    const float4 x = load_bf16x4(p);
-    out[0] = x.x;
-    out[1] = x.y;
-    out[2] = x.z;
-    out[3] = x.w;
-  } else {
-    static_assert(N % 8 == 0, "N must be 1, 2, 4 or a multiple of 8");
-#pragma unroll
-    for (int c = 0; c < N / 8; ++c) {
-      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p) + c);
-      const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        out[8 * c + 2 * i] = bf16_lo(words[i]);
-        out[8 * c + 2 * i + 1] = bf16_hi(words[i]);
-      }
-    }
-  }
-}
-
 __device__ __forceinline__ uint32_t to_bf16_bits(float x) {
   return __bfloat16_as_ushort(__float2bfloat16_rn(x));  // round to nearest even, like torch
-}
-
-// scale * x[0..N) -> N consecutive bf16 with the widest stores that fit
-// (same widths and alignment rule as load_bf16xN).
-template <int N>
-__device__ __forceinline__ void store_bf16xN(uint16_t* p, const float (&x)[N], float scale) {
-  if constexpr (N == 1) {
-    *p = static_cast<uint16_t>(to_bf16_bits(scale * x[0]));
-  } else {
-    static_assert(N == 2 || N == 4 || N % 8 == 0, "N must be 1, 2, 4 or a multiple of 8");
-    uint32_t words[N / 2];  // word i holds elements 2i (low half) and 2i + 1 (high half)
-#pragma unroll
-    for (int i = 0; i < N / 2; ++i) {
-      words[i] = to_bf16_bits(scale * x[2 * i]) | (to_bf16_bits(scale * x[2 * i + 1]) << 16);
-    }
-    if constexpr (N == 2) {
-      *reinterpret_cast<unsigned int*>(p) = words[0];
-    } else if constexpr (N == 4) {
-      __stcs(reinterpret_cast<uint2*>(p), make_uint2(words[0], words[1]));
-    } else {
-#pragma unroll
-      for (int c = 0; c < N / 8; ++c) {
-        __stcs(reinterpret_cast<uint4*>(p) + c,
-               make_uint4(words[4 * c], words[4 * c + 1], words[4 * c + 2], words[4 * c + 3]));
-      }
-    }
-  }
 }
 
 // Values are the `cache_policy` argument and indices into main.py's CACHE_POLICIES.
@@ -293,61 +243,18 @@ struct Params {
   float* new_state;         // [B, HV, V, K] f32
 };
 
-// The all-reduce form of the rows' update, in the definition's order: decay,
-// u = S k (all-reduce), rank-1 update and store, o = S q on the updated rows
-// (all-reduce). Two reductions in sequence, R log2(LANES) shuffles each.
-template <int R, int PIECES, int POLICY, int LANES>
-__device__ __forceinline__ void allreduce_epilogue(const Params& p, float4 (&s)[R][PIECES],
-                                                   const float4 (&q4)[PIECES], const float4 (&k4)[PIECES],
-                                                   const float (&vr)[R], Gates gates, int64_t head, int v0,
-                                                   int64_t tile, int sub) {
-  // Decay, then u = S k.
-  float u[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    u[r] = 0.0f;
-#pragma unroll
-    for (int c = 0; c < PIECES; ++c) {
-      s[r][c] = scale4(s[r][c], gates.g);
-      u[r] += dot4(s[r][c], k4[c]);
-    }
-  }
-  group_allreduce_sum<LANES>(u);
-
-  // Rank-1 delta update, store of the new state, partial o = S q with the updated rows.
-  float o[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const float delta = gates.beta * (vr[r] - u[r]);
-    o[r] = 0.0f;
-#pragma unroll
-    for (int c = 0; c < PIECES; ++c) {
-      s[r][c] = axpy4(delta, k4[c], s[r][c]);
-      store_state4<POLICY>(p.new_state + tile + r * kHeadK + c * kPiece * LANES, s[r][c]);
-      o[r] += dot4(s[r][c], q4[c]);
-    }
-  }
-  group_allreduce_sum<LANES>(o);
-
-  if (sub == 0) store_bf16xN(p.output + head * kHeadV + v0, o, p.scale);
-}
-
 // The gates of (batch, v-head) head = batch * HV + hv.
 __device__ __forceinline__ Gates load_gates(const Params& p, int hv, int64_t head) {
   return compute_gates(__ldg(p.A_log + hv), __ldg(p.dt_bias + hv), load_bf16(p.a + head), load_bf16(p.b + head));
 }
 
-// The reduce-scatter form of the rows' update (fla-recurrent's algebra, fewer
-// shuffles). Both row sums are taken on the loaded rows S0:
-//   u = (g S0) k = g (S0 k),  S1 = g S0 + d k^T with d = beta (v - u),
-//   S1 q = g (S0 q) + d (k . q),
-// so the 2 * R sums of a lane's R rows go through one reduce-scatter
-// (2R - 1 + log2(LANES / 2R) shuffles, plus log2(LANES) for k . q) instead of
-// two all-reduces in sequence (2R log2(LANES)). Afterwards the LANES / R lanes
-// of row r (sub / (LANES / R) == r) hold its two sums (half of them each, one
-// shuffle swaps), compute d_r and o_r, and the R values of d are broadcast.
+// Everything after the loads, for a lane's R rows (see Math in the header).
+// The 2R partial sums S0 k and S0 q go through one reduce-scatter; afterwards
+// the LANES / R lanes of row r (sub / (LANES / R) == r) hold its two sums (half
+// of them each; one shuffle swaps), compute d_r and o_r, the lane group's R
+// values of d are broadcast, and every lane stores its pieces of S1.
 template <int R, int PIECES, int POLICY, int LANES>
-__device__ __forceinline__ void scatter_epilogue(const Params& p, float4 (&s)[R][PIECES],
+__device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R][PIECES],
                                                  const float4 (&q4)[PIECES], const float4 (&k4)[PIECES],
                                                  Gates gates, int64_t head, int v0, int64_t tile,
                                                  int group, int sub) {
@@ -398,7 +305,7 @@ __device__ __forceinline__ void scatter_epilogue(const Params& p, float4 (&s)[R]
 //
 // Updates rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * WARPS + warp) * ROWS:
 // the work of one warp. Warps never wait for each other (no block barrier).
-template <int WARPS, int ROWS, int POLICY, int LANES, bool SCATTER>
+template <int WARPS, int ROWS, int POLICY, int LANES>
 __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, int batch) {
   constexpr int kGroups = kWarpSize / LANES;            // rows a warp works on at once
   constexpr int kPieces = kHeadK / (kPiece * LANES);    // float4 pieces per lane and row
@@ -433,15 +340,8 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
     q4[c] = load_bf16x4(p.q + qk + c * kPiece * LANES);
     k4[c] = load_bf16x4(p.k + qk + c * kPiece * LANES);
   }
-  if constexpr (SCATTER) {
-    scatter_epilogue<kLaneRows, kPieces, POLICY, LANES>(p, s, q4, k4, load_gates(p, hv, head), head, v0,
-                                                        tile, group, sub);
-  } else {
-    float vr[kLaneRows];                          // v[batch, 0, hv, v0 + r]
-    load_bf16xN(p.v + head * kHeadV + v0, vr);    // aligned: v0 * 2 B is a multiple of 2 * kLaneRows
-    allreduce_epilogue<kLaneRows, kPieces, POLICY, LANES>(p, s, q4, k4, vr, load_gates(p, hv, head), head,
-                                                          v0, tile, sub);
-  }
+  update_and_store<kLaneRows, kPieces, POLICY, LANES>(p, s, q4, k4, load_gates(p, hv, head), head, v0, tile,
+                                                     group, sub);
 }
 
 // Blocks an SM must hold at once, given to ptxas as __launch_bounds__'s second
@@ -456,10 +356,10 @@ template <int WARPS, int ROWS, int LANES>
 constexpr int kMinBlocksPerSm = 4 * ROWS + 256 / LANES <= 48 ? 32 / WARPS : 1;
 
 // One block per chunk of WARPS * ROWS rows: grid (V / (WARPS * ROWS), HV, B).
-template <int WARPS, int ROWS, int POLICY, int LANES, bool SCATTER>
+template <int WARPS, int ROWS, int POLICY, int LANES>
 __global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES>))
     gdn_decode_v4_kernel(const Params p) {
-  update_rows<WARPS, ROWS, POLICY, LANES, SCATTER>(p, blockIdx.x, blockIdx.y, blockIdx.z);
+  update_rows<WARPS, ROWS, POLICY, LANES>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
 
 // ---------------------------------------------------------------- host side
@@ -497,7 +397,6 @@ struct LaunchConfig {
   int64_t cache_policy;  // a CachePolicy
   int64_t lanes_per_row;
   int64_t warps_per_block;
-  int64_t reduce_scatter;  // 0: two all-reduces in sequence, 1: one reduce-scatter
 };
 
 // Mirrors LAUNCH_TABLE in main.py (measured by tune.py on an H100): the first
@@ -508,38 +407,29 @@ LaunchConfig default_config(int64_t batch) {
     LaunchConfig config;
   };
   constexpr Entry kTable[] = {
-      {2, {1, kStream, 32, 8, 0}},   {4, {4, kNc, 32, 8, 0}},      {8, {1, kNc, 32, 8, 0}},
-      {16, {16, kNoAlloc, 8, 8, 0}}, {32, {8, kStream, 32, 8, 0}}, {64, {8, kNoAlloc, 16, 8, 0}},
+      {1, {2, kNoAlloc, 32, 8}},   {2, {8, kNc, 8, 2}},          {4, {4, kNoAlloc, 16, 8}},
+      {8, {8, kNoAlloc, 8, 4}},    {16, {4, kNoAlloc, 16, 8}},   {32, {8, kNoAlloc, 16, 2}},
+      {128, {8, kNc, 16, 2}},
   };
   for (const Entry& entry : kTable) {
     if (batch <= entry.max_batch) return entry.config;
   }
-  return {8, kNc, 32, 8, 0};
-}
-
-template <int WARPS, int ROWS, int POLICY, int LANES, bool SCATTER>
-void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
-  const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
-  gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, SCATTER><<<grid, WARPS * kWarpSize, 0, stream>>>(params);
+  return {16, kNc, 16, 4};
 }
 
 template <int WARPS, int ROWS, int POLICY, int LANES>
-void launch_reduction(const Params& params, int64_t batch, bool scatter, cudaStream_t stream) {
-  if (scatter) {
-    launch_kernel<WARPS, ROWS, POLICY, LANES, true>(params, batch, stream);
-  } else {
-    launch_kernel<WARPS, ROWS, POLICY, LANES, false>(params, batch, stream);
-  }
+void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
+  const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
+  gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES><<<grid, WARPS * kWarpSize, 0, stream>>>(params);
 }
 
 template <int ROWS, int POLICY, int LANES>
-void launch_warps(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
-  const bool scatter = config.reduce_scatter != 0;
-  switch (config.warps_per_block) {
-    case 8: launch_reduction<8, ROWS, POLICY, LANES>(params, batch, scatter, stream); break;
-    case 4: launch_reduction<4, ROWS, POLICY, LANES>(params, batch, scatter, stream); break;
-    case 2: launch_reduction<2, ROWS, POLICY, LANES>(params, batch, scatter, stream); break;
-    case 1: launch_reduction<1, ROWS, POLICY, LANES>(params, batch, scatter, stream); break;
+void launch_warps(const Params& params, int64_t batch, int64_t warps, cudaStream_t stream) {
+  switch (warps) {
+    case 8: launch_kernel<8, ROWS, POLICY, LANES>(params, batch, stream); break;
+    case 4: launch_kernel<4, ROWS, POLICY, LANES>(params, batch, stream); break;
+    case 2: launch_kernel<2, ROWS, POLICY, LANES>(params, batch, stream); break;
+    case 1: launch_kernel<1, ROWS, POLICY, LANES>(params, batch, stream); break;
   }
 }
 
@@ -547,14 +437,14 @@ void launch_warps(const Params& params, int64_t batch, const LaunchConfig& confi
 // are instantiated; validate_config has rejected the others.
 template <int ROWS, int POLICY>
 void launch_lanes(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
-  const int64_t lanes = config.lanes_per_row;
+  const int64_t lanes = config.lanes_per_row, warps = config.warps_per_block;
   if (lanes == 32) {
-    launch_warps<ROWS, POLICY, 32>(params, batch, config, stream);
+    launch_warps<ROWS, POLICY, 32>(params, batch, warps, stream);
   } else if constexpr (ROWS % 2 == 0) {
     if (lanes == 16) {
-      launch_warps<ROWS, POLICY, 16>(params, batch, config, stream);
+      launch_warps<ROWS, POLICY, 16>(params, batch, warps, stream);
     } else if constexpr (ROWS % 4 == 0) {
-      launch_warps<ROWS, POLICY, 8>(params, batch, config, stream);
+      launch_warps<ROWS, POLICY, 8>(params, batch, warps, stream);
     }
   }
 }
@@ -581,8 +471,6 @@ void validate_config(const LaunchConfig& config) {
   TVM_FFI_CHECK(config.warps_per_block == 8 || config.warps_per_block == 4 ||
                     config.warps_per_block == 2 || config.warps_per_block == 1, ValueError)
       << "warps_per_block must be 8, 4, 2 or 1, not " << config.warps_per_block;
-  TVM_FFI_CHECK(config.reduce_scatter == 0 || config.reduce_scatter == 1, ValueError)
-      << "reduce_scatter must be 0 or 1, not " << config.reduce_scatter;
   TVM_FFI_CHECK(rows % (kWarpSize / lanes) == 0, ValueError)
       << "lanes_per_row " << lanes << " puts " << kWarpSize / lanes
       << " rows in flight per warp: rows_per_warp must be a multiple of that, not " << rows;
@@ -592,9 +480,8 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
                        ffi::TensorView state, ffi::TensorView A_log, ffi::TensorView a,
                        ffi::TensorView dt_bias, ffi::TensorView b, double scale,
                        ffi::TensorView output, ffi::TensorView new_state, int64_t rows_per_warp,
-                       int64_t cache_policy, int64_t lanes_per_row, int64_t warps_per_block,
-                       int64_t reduce_scatter) {
-  const LaunchConfig config{rows_per_warp, cache_policy, lanes_per_row, warps_per_block, reduce_scatter};
+                       int64_t cache_policy, int64_t lanes_per_row, int64_t warps_per_block) {
+  const LaunchConfig config{rows_per_warp, cache_policy, lanes_per_row, warps_per_block};
   validate_config(config);
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   const int64_t batch = q.size(0);
@@ -647,7 +534,7 @@ void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::Te
   const LaunchConfig config = default_config(q.size(0));
   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
                     config.rows_per_warp, config.cache_policy, config.lanes_per_row,
-                    config.warps_per_block, config.reduce_scatter);
+                    config.warps_per_block);
 }
 
 }  // namespace

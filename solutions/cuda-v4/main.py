@@ -1,11 +1,10 @@
 """cuda-v4 entry point: the latency-tuned CUDA kernel in ``kernel.cu``.
 
-The kernel has five template parameters: "rows per warp", warps per block
+The kernel has four template parameters: "rows per warp", warps per block
 (8, the latency design, or 4, 2, 1; a block covers ``warps * rows`` V rows),
-the cache policy of the state traffic (:data:`CACHE_POLICIES`), the lanes
-that share one row (32, 16 or 8) and the form of the row reductions (two
-all-reduces in sequence, or one reduce-scatter); :data:`LAUNCH_TABLE` picks
-all five from the batch size. ``tune.py``
+the cache policy of the state traffic (:data:`CACHE_POLICIES`) and the lanes
+that share one row (32, 16 or 8); :data:`LAUNCH_TABLE` picks all four from
+the batch size. ``tune.py``
 in this folder measures every variant on a GPU and prints a replacement
 table.
 
@@ -62,23 +61,18 @@ class LaunchConfig(NamedTuple):
     warps_per_block: 8 (many warps per block: the most warps in flight per
         SM at small B) or 4, 2, 1 (a finished warp's slot is refilled without
         waiting for the rest of its block: long grids at large B).
-    reduce_scatter: False: u = S k and o = S q as two all-reduces in
-        sequence, o on the updated rows (the definition's order); True: both
-        sums on the loaded rows (fla-recurrent's algebra) through one
-        reduce-scatter, far fewer shuffles (kernel.cu's scatter_epilogue).
     """
 
     rows_per_warp: int
     cache_policy: str
     lanes_per_row: int = 32
     warps_per_block: int = 8
-    reduce_scatter: bool = False
 
     def is_compiled(self) -> bool:
         """Whether kernel.cu instantiates this variant (it raises ValueError otherwise)."""
         return (self.rows_per_warp in ROWS_PER_WARP_CHOICES and self.lanes_per_row in LANES_PER_ROW_CHOICES
                 and self.rows_per_warp % (32 // self.lanes_per_row) == 0 and self.cache_policy in CACHE_POLICIES
-                and self.warps_per_block in WARPS_PER_BLOCK_CHOICES and isinstance(self.reduce_scatter, bool))
+                and self.warps_per_block in WARPS_PER_BLOCK_CHOICES)
 
 
 #: ``(largest batch, config)`` pairs, first match wins; ``None`` matches any
@@ -87,16 +81,16 @@ class LaunchConfig(NamedTuple):
 #: kernel.cu's default_config (its contest entry point) mirrors this table.
 LAUNCH_TABLE: tuple[tuple[int | None, LaunchConfig], ...] = (
     # Measured on an NVIDIA H100 80GB HBM3 by tune.py (cold L2, CUPTI tier,
-    # median of 100), 2026-11-23. B <= 8 and B = 32: results/tuning/cuda_tune.json
-    # (most variants within ~2% of each other below B = 16). B = 16 and 64:
-    # cuda_tune_policies.json, where 8 or 16 lanes per row beat a whole warp
-    # per row by 3% and 1% (the cache policy is within noise there). B >= 128:
-    # 8 rows per warp, a whole warp per row, the nc policy (ld.global.nc):
-    # every other variant is 0.1-5% slower in both cuda_tune_lanes.json and
-    # cuda_tune_policies.json.
-    (2, LaunchConfig(1, "stream")), (4, LaunchConfig(4, "nc")), (8, LaunchConfig(1, "nc")),
-    (16, LaunchConfig(16, "noalloc", 8)), (32, LaunchConfig(8, "stream")), (64, LaunchConfig(8, "noalloc", 16)),
-    (None, LaunchConfig(8, "nc")),
+    # median of 100), 2026-11-23: results/tuning/cuda_tune_scatter_small.json
+    # (B <= 32) and cuda_tune_scatter_large.json (B >= 64), the variants named
+    # ".../rs" there (the reduce-scatter form, now the only one), chosen per
+    # batch size by harness.tuning.steady_choice (within 0.5% or one 32-ns
+    # timer step of the fastest, then the best at the neighbouring batch sizes).
+    # Below B = 16 many variants are within one timer step of each other.
+    (1, LaunchConfig(2, "noalloc")), (2, LaunchConfig(8, "nc", 8, 2)), (4, LaunchConfig(4, "noalloc", 16)),
+    (8, LaunchConfig(8, "noalloc", 8, 4)), (16, LaunchConfig(4, "noalloc", 16)),
+    (32, LaunchConfig(8, "noalloc", 16, 2)), (128, LaunchConfig(8, "nc", 16, 2)),
+    (None, LaunchConfig(16, "nc", 16, 4)),
 )
 
 _POLICY_INDEX = {name: index for index, name in enumerate(CACHE_POLICIES)}
@@ -110,7 +104,7 @@ def load():
     Returns:
         The exported ``gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b,
         scale, output, new_state, rows_per_warp, cache_policy, lanes_per_row,
-        warps_per_block, reduce_scatter)`` function. (The module also
+        warps_per_block)`` function. (The module also
         exports ``gdn_decode`` without the last argument: the contest entry.)
 
     Raises:
@@ -155,7 +149,7 @@ def run_with_config(inputs: dict, config: LaunchConfig) -> dict:
     kernel(inputs["q"], inputs["k"], inputs["v"], inputs["state"], inputs["A_log"],
            inputs["a"], inputs["dt_bias"], inputs["b"], resolve_scale(inputs.get("scale")),
            output, new_state, config.rows_per_warp, _POLICY_INDEX[config.cache_policy], config.lanes_per_row,
-           config.warps_per_block, int(config.reduce_scatter))
+           config.warps_per_block)
     return {"output": output, "new_state": new_state}
 
 

@@ -5,8 +5,7 @@ Usage (from the repository root)::
     python solutions/cuda-v4/tune.py --out DIR [--batches 1,2,4,...] [--iters 100] [--only REGEX]
 
 For each batch size B it checks cuda-v1 and every cuda-v4 variant (rows per
-warp x cache policy x lanes per row x warps per block x reduction form;
-``--only`` keeps the
+warp x cache policy x lanes per row x warps per block; ``--only`` keeps the
 variants whose name matches, plus the one in use) once against
 ``harness.reference.gdn_decode`` (atol =
 rtol = 1e-2; destinations NaN-filled first so unwritten elements fail), then
@@ -17,9 +16,9 @@ kernel must at least read and write the state.
 
 Writes ``DIR/cuda_tune.json`` and prints one line per B (cuda-v1, the
 variant in use and the fastest cuda-v4 variants, with their multiples of the
-copy floor) plus a
-``LAUNCH_TABLE`` for ``solutions/cuda-v4/main.py`` built from the fastest
-correct variants (mirror it in kernel.cu's ``default_config``).
+copy floor) plus a ``LAUNCH_TABLE`` for ``solutions/cuda-v4/main.py`` (one
+variant per B by ``harness.tuning.steady_choice``; mirror it in kernel.cu's
+``default_config``).
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ if str(_REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(_REPO_ROOT))
 
 from harness.tuning import (KernelTimer, check_and_time, check_call, compress_table,  # noqa: E402
-                            fastest_correct, random_inputs, reference_outputs, write_report)
+                            fastest_correct, random_inputs, reference_outputs, steady_choice, write_report)
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -53,16 +52,15 @@ def load_solution_module(folder: str):
 
 
 def config_name(config) -> str:
-    """``r4/stream``, ``r4/nc``, ``r4/plain/l16``, ``r8/nc/w1``, ``r8/nc/l16/w2/rs``:
-    rows per warp, cache policy, then the lanes per row unless 32 (a whole
-    warp per row), the warps per block unless 8 and ``rs`` for the
-    reduce-scatter form."""
+    """``r4/stream``, ``r4/nc``, ``r4/plain/l16``, ``r8/nc/l16/w2``: rows per
+    warp, cache policy, then the lanes per row unless 32 (a whole warp per
+    row) and the warps per block unless 8. (Tuning files of 2026-11-23 also
+    have ``.../rs`` names: the reduce-scatter form, now the only one, where
+    the names without ``rs`` are the all-reduce form it replaced.)"""
     name = f"r{config.rows_per_warp}/{config.cache_policy}"
     if config.lanes_per_row != 32:
         name += f"/l{config.lanes_per_row}"
-    if config.warps_per_block != 8:
-        name += f"/w{config.warps_per_block}"
-    return f"{name}/rs" if config.reduce_scatter else name
+    return name if config.warps_per_block == 8 else f"{name}/w{config.warps_per_block}"
 
 
 def v4_configs(v4):
@@ -71,10 +69,9 @@ def v4_configs(v4):
         for policy in v4.CACHE_POLICIES:
             for lanes in v4.LANES_PER_ROW_CHOICES:
                 for warps in v4.WARPS_PER_BLOCK_CHOICES:
-                    for scatter in (False, True):
-                        config = v4.LaunchConfig(rows, policy, lanes, warps, scatter)
-                        if config.is_compiled():
-                            yield config
+                    config = v4.LaunchConfig(rows, policy, lanes, warps)
+                    if config.is_compiled():
+                        yield config
 
 
 def configurations(v1, v4, inputs: dict, only: str = "", in_use=None) -> dict:
@@ -111,13 +108,23 @@ def measure_batch(batch: int, v1, v4, timer: KernelTimer, only: str = "") -> dic
             "config_in_use": config_name(v4.launch_config(batch))}
 
 
-def parse_config(name: str) -> tuple[int, str, int, int, bool]:
-    """Inverse of :func:`config_name`: ``cuda-v4/r4/stream`` -> (4, "stream", 32, 8, False);
-    ``cuda-v4/r8/nc/l16/w1/rs`` -> (8, "nc", 16, 1, True)."""
+def parse_config(name: str) -> tuple[int, str, int, int]:
+    """Inverse of :func:`config_name`: ``cuda-v4/r4/stream`` -> (4, "stream", 32, 8);
+    ``cuda-v4/r8/nc/l16/w1`` -> (8, "nc", 16, 1)."""
     _, rows, policy, *rest = name.split("/")
-    scatter = rest[-1:] == ["rs"]
-    options = {part[0]: int(part[1:]) for part in rest[:len(rest) - scatter]}
-    return int(rows[1:]), policy, options.get("l", 32), options.get("w", 8), scatter
+    options = {part[0]: int(part[1:]) for part in rest}
+    return int(rows[1:]), policy, options.get("l", 32), options.get("w", 8)
+
+
+def suggested_table(rows: list[dict]) -> list[list]:
+    """``LAUNCH_TABLE`` entries ``[[largest batch | None, config tuple]]`` from
+    the measured rows, one config per batch size by
+    :func:`harness.tuning.steady_choice` (batch sizes without a correct
+    cuda-v4 variant are left out)."""
+    times = [(row["batch"], {name: r["us"] for name, r in row["configs"].items()
+                             if name.startswith("cuda-v4/r") and r["correct"]}) for row in rows]
+    chosen = steady_choice([(batch, t) for batch, t in times if t])
+    return compress_table([(batch, parse_config(name)) for batch, name in chosen])
 
 
 def _cell(row: dict, name: str) -> str:
@@ -172,8 +179,7 @@ def main(argv=None) -> int:
         "why_not_cupti": timer.why_not_cupti,
         "flush_mb": timer.flush.nbytes // 2**20,
         "batches": rows,
-        "suggested_table": compress_table(
-            [(r["batch"], parse_config(r["best_v4"])) for r in rows if r["best_v4"]]),
+        "suggested_table": suggested_table(rows),
     }
     path = write_report(args.out, "cuda_tune.json", report)
     print_report(report)
