@@ -28,8 +28,8 @@
 // reduce-scatter butterfly: 2R - 1 + log2(LANES / 2R) shuffles, plus
 // log2(LANES) for k . q, where two all-reduces in the definition's order
 // (u, then o on the updated rows) take 2R log2(LANES) in two dependent
-// chains (80 for R = 8). Measured 1-8% faster at every B but 32 (within 0.5%
-// there) on an H100: results/cuda-notes.md.
+// chains (80 for R = 8). Measured 0.3-2.8% faster at every B but 1 (equal)
+// and 32 (0.5% slower) on an H100: results/cuda-notes.md.
 //
 // Lanes per row (template parameter LANES: 32, 16 or 8). With LANES = 32 a
 // row is one coalesced 512-byte warp access and lane l owns K columns
