@@ -298,12 +298,18 @@ def compile_only(source: str | os.PathLike, out_dir: str | os.PathLike,
     Raises:
         CompileError: nvcc or tvm-ffi missing, or the source does not compile.
     """
-    includes, _, _ = tvm_ffi_paths()
     output = Path(out_dir) / (Path(source).stem + ".o")
-    cmd = nvcc_command(find_nvcc(), [source], output, include_dirs=includes,
-                       targets=targets, mode="object")
-    _run_nvcc(cmd, str(source))
+    _compile_object(source, output, targets)
     return output
+
+
+def _compile_object(source: str | os.PathLike, output: Path, targets: Sequence[tuple[str, str]],
+                    extra_flags: Sequence[str] = ()) -> str:
+    """nvcc -c ``source`` -> ``output`` with the shipped flags plus ``extra_flags``;
+    returns nvcc's output (raises CompileError)."""
+    includes, _, _ = tvm_ffi_paths()
+    cmd = nvcc_command(find_nvcc(), [source], output, include_dirs=includes, targets=targets, mode="object")
+    return _run_nvcc([*cmd, *extra_flags], str(source))
 
 
 class KernelResources(NamedTuple):
@@ -351,11 +357,9 @@ def kernel_resources(source: str | os.PathLike,
     Raises:
         CompileError: nvcc or tvm-ffi missing, or the source does not compile.
     """
-    includes, _, _ = tvm_ffi_paths()
     with tempfile.TemporaryDirectory() as out_dir:
-        cmd = nvcc_command(find_nvcc(), [source], Path(out_dir) / "kernel.o", include_dirs=includes,
-                           targets=[target], mode="object")
-        return parse_ptxas_report(_run_nvcc([*cmd, "-Xptxas", "-v"], str(source)))
+        log = _compile_object(source, Path(out_dir) / "kernel.o", [target], extra_flags=("-Xptxas", "-v"))
+    return parse_ptxas_report(log)
 
 
 def _source_texts(solution_dir: Path, sources: Sequence[str]) -> dict[str, str]:

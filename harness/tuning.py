@@ -190,15 +190,14 @@ def steady_choice(times_by_batch: list[tuple[int, dict[str, float]]], rel_tol: f
     Raises:
         ValueError: a batch size without any timing.
     """
-    slowdowns = []
+    bests, slowdowns = [], []
     for batch, times in times_by_batch:
         if not times:
             raise ValueError(f"no correct config timed at B={batch}")
-        best = min(times.values())
-        slowdowns.append({name: us / best for name, us in times.items()})
+        bests.append(min(times.values()))
+        slowdowns.append({name: us / bests[-1] for name, us in times.items()})
     chosen = []
-    for i, (batch, times) in enumerate(times_by_batch):
-        best = min(times.values())
+    for i, ((batch, times), best) in enumerate(zip(times_by_batch, bests)):
         margin = max(rel_tol * best, abs_tol_us) + 1e-9  # 1e-9: 2.400 - 2.368 is 0.032000000000000028
         tied = [name for name, us in times.items() if us - best <= margin]
         around = slowdowns[max(i - 1, 0):i + 2]

@@ -168,17 +168,14 @@ __device__ __forceinline__ float4 scale4(float4 x, float s) {
   return make_float4(s * x.x, s * x.y, s * x.z, s * x.w);
 }
 
-// Sum of x[i] over each aligned group of LANES lanes, left in every lane of
-// the group (the butterfly never crosses a group). The offset loop is the
-// outer one so the N independent shuffle chains interleave (ILP).
-// Requires all 32 lanes of the warp to be active (no lane ever exits early).
-template <int LANES, int N>
-__device__ __forceinline__ void group_allreduce_sum(float (&x)[N]) {
+// Sum of x over each aligned group of WIDTH lanes, left in every lane of the
+// group (the butterfly never crosses a group). Requires all 32 lanes of the
+// warp to be active (no lane ever exits early).
+template <int WIDTH>
+__device__ __forceinline__ float group_allreduce_sum(float x) {
 #pragma unroll
-  for (int offset = LANES / 2; offset > 0; offset >>= 1) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) x[i] += __shfl_xor_sync(0xffffffffu, x[i], offset);
-  }
+  for (int offset = WIDTH / 2; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
 }
 
 // Reduce-scatter of the N values x[0..N) (N a power of two, N <= LANES) over each
@@ -186,8 +183,8 @@ __device__ __forceinline__ void group_allreduce_sum(float (&x)[N]) {
 // (sub / (LANES / N)) (sub = lane % LANES), which the LANES / N lanes with that
 // quotient all hold. Each of the first log2(N) butterfly steps halves the values
 // a lane keeps: the lane whose offset bit is set keeps the upper half and sends
-// the lower half, its partner the reverse, and each adds what it receives; the
-// remaining steps sum the one value left over the lanes that share it.
+// the lower half, its partner the reverse, and each adds what it receives; then
+// the one value left is all-reduced over the LANES / N lanes that share it.
 // N - 1 + log2(LANES / N) shuffles, where an all-reduce of every value takes
 // N * log2(LANES). Requires all 32 lanes of the warp to be active.
 template <int LANES, int N>
@@ -203,12 +200,7 @@ __device__ __forceinline__ float group_reduce_scatter(float (&x)[N], int sub) {
       x[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
     }
   }
-  float sum = x[0];
-#pragma unroll
-  for (int offset = LANES / (2 * N); offset > 0; offset /= 2) {
-    sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-  }
-  return sum;
+  return group_allreduce_sum<LANES / N>(x[0]);
 }
 
 struct Gates {
@@ -261,7 +253,7 @@ __device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R]
   constexpr int kRowLanes = LANES / R;  // lanes that end up holding one row's sums
   static_assert(kRowLanes >= 2, "a row's two sums need two lanes");
   float x[2 * R];  // x[2r]: partial S0 k of row r, x[2r + 1]: partial S0 q
-  float kq[1] = {0.0f};
+  float kq = 0.0f;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     x[2 * r] = 0.0f;
@@ -273,9 +265,9 @@ __device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R]
     }
   }
 #pragma unroll
-  for (int c = 0; c < PIECES; ++c) kq[0] += dot4(k4[c], q4[c]);
+  for (int c = 0; c < PIECES; ++c) kq += dot4(k4[c], q4[c]);
   const float mine = group_reduce_scatter<LANES>(x, sub);  // sum (sub / (kRowLanes / 2)) of x
-  group_allreduce_sum<LANES>(kq);
+  kq = group_allreduce_sum<LANES>(kq);
   const float theirs = __shfl_xor_sync(0xffffffffu, mine, kRowLanes / 2);
   const bool holds_sq = (sub / (kRowLanes / 2)) % 2 != 0;
   const float sk = holds_sq ? theirs : mine, sq = holds_sq ? mine : theirs;
@@ -283,7 +275,7 @@ __device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R]
   const float delta = gates.beta * (load_bf16(p.v + head * kHeadV + v0 + row) - gates.g * sk);
   if (sub % kRowLanes == 0) {
     p.output[head * kHeadV + v0 + row] =
-        static_cast<uint16_t>(to_bf16_bits(p.scale * fmaf(gates.g, sq, delta * kq[0])));
+        static_cast<uint16_t>(to_bf16_bits(p.scale * fmaf(gates.g, sq, delta * kq)));
   }
 #pragma unroll
   for (int r = 0; r < R; ++r) {

@@ -37,7 +37,7 @@ if str(_REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(_REPO_ROOT))
 
 from harness.tuning import (KernelTimer, check_and_time, check_call, compress_table,  # noqa: E402
-                            fastest_correct, random_inputs, reference_outputs, steady_choice, write_report)
+                            random_inputs, reference_outputs, steady_choice, write_report)
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -102,10 +102,16 @@ def measure_batch(batch: int, v1, v4, timer: KernelTimer, only: str = "") -> dic
         lambda: entry(*(inputs[key] for key in ("q", "k", "v", "state", "A_log", "a", "dt_bias", "b")),
                       v4.resolve_scale(None), inputs["output"], inputs["new_state"]),
         inputs, expected)
-    timed_v4 = {name: r for name, r in results.items() if name.startswith("cuda-v4/r")}
-    best = fastest_correct(timed_v4)
-    return {"batch": batch, "copy_floor_us": floor_us, "configs": results, "best_v4": best,
+    timed = timed_variants(results)
+    return {"batch": batch, "copy_floor_us": floor_us, "configs": results,
+            "best_v4": min(timed, key=timed.get) if timed else None,
             "config_in_use": config_name(v4.launch_config(batch))}
+
+
+def timed_variants(results: dict[str, dict]) -> dict[str, float]:
+    """Name -> µs of the correct cuda-v4 variants among one batch size's ``results``
+    (not cuda-v1, nor the untimed contest entry ``cuda-v4/entry``)."""
+    return {name: r["us"] for name, r in results.items() if name.startswith("cuda-v4/r") and r["correct"]}
 
 
 def parse_config(name: str) -> tuple[int, str, int, int]:
@@ -121,8 +127,7 @@ def suggested_table(rows: list[dict]) -> list[list]:
     the measured rows, one config per batch size by
     :func:`harness.tuning.steady_choice` (batch sizes without a correct
     cuda-v4 variant are left out)."""
-    times = [(row["batch"], {name: r["us"] for name, r in row["configs"].items()
-                             if name.startswith("cuda-v4/r") and r["correct"]}) for row in rows]
+    times = [(row["batch"], timed_variants(row["configs"])) for row in rows]
     chosen = steady_choice([(batch, t) for batch, t in times if t])
     return compress_table([(batch, parse_config(name)) for batch, name in chosen])
 
@@ -141,8 +146,8 @@ def print_report(report: dict, fastest: int = 3) -> None:
     the ``fastest`` correct cuda-v4 variants, each with its multiple of the floor."""
     print(f"{report['device']}  (median of {report['iters']} cold-L2 calls, {report['tier']} tier, µs)")
     for row in report["batches"]:
-        timed = {name: r for name, r in row["configs"].items() if name.startswith("cuda-v4/r") and r["correct"]}
-        ranked = sorted(timed, key=lambda name: timed[name]["us"])[:fastest]
+        timed = timed_variants(row["configs"])
+        ranked = sorted(timed, key=timed.get)[:fastest]
         print(f"B={row['batch']:<4} copy {row['copy_floor_us']:.2f} | {_cell(row, 'cuda-v1')} | in use "
               f"{_cell(row, 'cuda-v4/' + row['config_in_use'])} | fastest: "
               + ", ".join(_cell(row, name) for name in ranked))
