@@ -30,7 +30,7 @@ import torch
 
 # Imported eagerly: the harness removes the solution folder from sys.path
 # once the entry module is loaded, so a lazy import would fail at first run.
-from gdn_cute_kernel import SMEM_SLACK_BYTES, THREADS, gdn_decode_launch
+from gdn_cute_kernel import SMEM_SLACK_BYTES, THREADS, gdn_decode_launch, smem_tile_bytes
 from harness.tuning import lookup_launch_config
 
 SUPPORTED_STATE_DTYPES = (torch.float32, torch.bfloat16)
@@ -201,9 +201,9 @@ def mixed_register_rows(tile_v: int, head_k: int, state_dtype: torch.dtype, part
 
 
 def mixed_smem_bytes(config: LaunchConfig, head_k: int, state_dtype: torch.dtype) -> int:
-    """Shared memory of one CTA on the ``mixed`` path: the rows not in registers."""
-    smem_rows = rows_per_thread(config.tile_v, head_k, state_dtype, config.parts) - config.reg_rows
-    return smem_rows * row_groups(head_k, state_dtype, config.parts) * head_k * _state_bits(state_dtype) // 8
+    """Shared memory of one CTA on the ``mixed`` path: the rows not in registers
+    (the kernel launch's own formula, less the alignment slack)."""
+    return smem_tile_bytes(config.tile_v, head_k, _state_bits(state_dtype), config.parts, config.reg_rows)
 
 
 def min_ctas_per_sm(config: LaunchConfig, head_k: int, state_dtype: torch.dtype) -> int:

@@ -62,6 +62,16 @@ def vec_elems(state_bits: int) -> int:
     return VEC_BYTES * 8 // state_bits
 
 
+def smem_tile_bytes(tile_v: int, head_k: int, state_bits: int, parts: int, reg_rows: int) -> int:
+    """Bytes of the tile's rows that go through shared memory: every row a
+    thread owns beyond its first ``reg_rows`` (0 when all are in registers).
+    The launch asks for this plus :data:`SMEM_SLACK_BYTES`; the host side's
+    occupancy bound (gdn_cute_build.min_ctas_per_sm) uses the same number."""
+    groups = THREADS * vec_elems(state_bits) * parts // head_k  # rows a CTA works on at once
+    smem_rows = tile_v // groups - reg_rows  # per thread
+    return smem_rows * groups * head_k * state_bits // 8
+
+
 @cute.jit
 def group_sum(values: cute.Tensor, lanes: cutlass.Constexpr[int]):
     """Sum each entry of the rmem fragment ``values`` over a row group.
@@ -295,9 +305,8 @@ def gdn_decode_launch(
     head_k: cutlass.Constexpr[int] = q.shape[3]
     num_v_heads: cutlass.Constexpr[int] = v.shape[2]
     head_v: cutlass.Constexpr[int] = v.shape[3]
-    elem_bytes: cutlass.Constexpr[int] = state_in.element_type.width // 8
-    groups: cutlass.Constexpr[int] = THREADS * vec_elems(state_in.element_type.width) * parts // head_k
-    smem_rows: cutlass.Constexpr[int] = tile_v // groups - reg_rows  # per thread
+    tile_bytes: cutlass.Constexpr[int] = smem_tile_bytes(tile_v, head_k, state_in.element_type.width, parts,
+                                                         reg_rows)
     dtype = state_in.element_type
     load_mode = LoadCacheMode.STREAMING if streaming else LoadCacheMode.ALWAYS
     reg_load_atom = cute.make_copy_atom(CopyG2ROp(), dtype, num_bits_per_copy=VEC_BYTES * 8,
@@ -306,7 +315,7 @@ def gdn_decode_launch(
     # (the state is touched once, L1 would only be polluted).
     smem_load_atom = cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dtype,
                                          num_bits_per_copy=VEC_BYTES * 8)
-    smem_bytes = smem_rows * groups * head_k * elem_bytes + SMEM_SLACK_BYTES if smem_rows > 0 else 0
+    smem_bytes = tile_bytes + SMEM_SLACK_BYTES if tile_bytes > 0 else 0
     store_mode = StoreCacheMode.STREAMING if streaming else StoreCacheMode.WRITE_BACK
     store_atom = cute.make_copy_atom(CopyR2GOp(), dtype, num_bits_per_copy=VEC_BYTES * 8,
                                      store_cache_mode=store_mode)
