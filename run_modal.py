@@ -6,7 +6,7 @@
     modal run run_modal.py --algo pt-reference --options="-n 1 --iters 50"
 
 ``--options`` passes any other run_local.py option through. Each container
-runs the same :func:`harness.orchestrate.run_benchmark` as run_local.py, with
+runs the same :func:`harness.judge.orchestrate.run_benchmark` as run_local.py, with
 the RunConfig built by the same :mod:`harness.cli` functions, and returns its
 traces; this machine merges them into ``results/runs/<run id>/`` (run.json,
 traces.jsonl, summary.csv, as run_local.py writes them) and rebuilds
@@ -91,9 +91,9 @@ def merge_results(results: list[dict], algo: str, gpu: str) -> tuple[str, dict, 
     are filled in again by the harness's own TraceAnnotator, in the order a
     local run produces them: floor, pt-reference, the other solutions.
     """
-    from harness.environment import git_commit
-    from harness.orchestrate import TraceAnnotator
-    from harness.run import COPY_FLOOR
+    from harness.records.environment import git_commit
+    from harness.judge.orchestrate import TraceAnnotator
+    from harness.judge.run import COPY_FLOOR
 
     holder = next((r for r in results if REFERENCE_SOLUTION in r["run"].get("solutions", [])), results[0])
     floors = [t for t in holder["traces"] if t["solution"] == COPY_FLOOR]
@@ -111,7 +111,7 @@ def merge_results(results: list[dict], algo: str, gpu: str) -> tuple[str, dict, 
 def write_run_files(results_dir: Path, run_id: str, run: dict, traces: list[dict]):
     """``<results_dir>/runs/<run_id>/`` with run.json, traces.jsonl and
     summary.csv, in run_local.py's formats. Returns (run folder, summary frame)."""
-    from harness.report import write_summary
+    from harness.records.report import write_summary
 
     run_dir = Path(results_dir) / "runs" / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -123,8 +123,8 @@ def write_run_files(results_dir: Path, run_id: str, run: dict, traces: list[dict
 def collect(outputs: list, names: list[str], algo: str, gpu: str, results_dir: Path) -> Path | None:
     """Write the containers' results (exceptions reported, one line each),
     print the table, rebuild the leaderboard. None if no container returned."""
-    from harness.leaderboard import write_leaderboard
-    from harness.report import print_table
+    from harness.records.leaderboard import write_leaderboard
+    from harness.records.report import print_table
 
     results = []
     for name, output in zip(names, outputs):
@@ -146,7 +146,7 @@ def run_on_modal(evaluate, algo: str, workloads: str, tiers: str, gpu: str, opti
     """Check the arguments here (before paying for GPUs), then one container
     per solution in parallel; returns the exit code."""
     from harness.cli import build_parser, parse_tiers
-    from harness.orchestrate import select_solutions
+    from harness.judge.orchestrate import select_solutions
 
     build_parser().parse_args(harness_argv(algo, workloads, tiers, options))  # exits on a bad option
     try:

@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 from harness.errors import HarnessInputError
-from harness.isolation import Timeouts
+from harness.judge.isolation import Timeouts
 from harness.paths import RESULTS_DIR
-from harness.run import COPY_FLOOR, RunConfig
-from harness.solutions import Tolerance
-from harness.timing import GPU_TIERS, TIERS, TimingConfig
+from harness.judge.run import COPY_FLOOR, RunConfig
+from harness.judge.solutions import Tolerance
+from harness.judge.timing import GPU_TIERS, TIERS, TimingConfig
 
 
 def default_device() -> str:
@@ -74,7 +74,7 @@ def config_from_args(args) -> RunConfig:
 
 def run_from_args(args, config: RunConfig):
     """``run_benchmark`` with the options of :func:`build_parser` (shared with run_modal.py)."""
-    from harness.orchestrate import run_benchmark
+    from harness.judge.orchestrate import run_benchmark
 
     return run_benchmark(args.algo, args.workloads, config, args.results, isolate=not args.no_isolation,
                          timeouts=Timeouts(args.startup_timeout, args.workload_timeout),
@@ -83,8 +83,8 @@ def run_from_args(args, config: RunConfig):
 
 def main(argv: list[str]) -> int:
     """Run, print the table, write traces/summary/leaderboard; return the exit code."""
-    from harness.leaderboard import write_leaderboard
-    from harness.report import print_table, write_summary
+    from harness.records.leaderboard import write_leaderboard
+    from harness.records.report import print_table, write_summary
 
     parser = build_parser()
     args = parser.parse_args(argv)

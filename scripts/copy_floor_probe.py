@@ -7,7 +7,7 @@ side-by-side runs and the tuners' ``new_state.copy_(state)`` 90.8-90.9 µs
 * timing settings: the harness's :class:`TimingConfig` (10 warm-up calls,
   0.2 s clock warm-up) or the tuners' (5 warm-up calls, 0.05 s);
 * tensors: the workload's state (materialized from the sweep set, as the
-  harness does) or :func:`harness.tuning.random_inputs`' state.
+  harness does) or :func:`tools.tuning.random_inputs`' state.
 
 Each of the 4 combinations is timed (CUPTI tier, cold L2, median) in 3
 alternating rounds at B = 128 and 256, in one process, with one L2 flusher.
@@ -26,10 +26,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.dataset import open_dataset  # noqa: E402
-from harness.timing import L2Flusher, TimingConfig, TimingStats, measure  # noqa: E402
-from harness.tuning import random_inputs, tuner_timing  # noqa: E402
-from harness.workloads import materialize_inputs  # noqa: E402
+from harness.data.dataset import open_dataset  # noqa: E402
+from harness.judge.timing import L2Flusher, TimingConfig, TimingStats, measure  # noqa: E402
+from tools.tuning import random_inputs, tuner_timing  # noqa: E402
+from harness.data.workloads import materialize_inputs  # noqa: E402
 
 BATCHES = (128, 256)
 ROUNDS = 3

@@ -27,15 +27,15 @@ OFFICIAL_DEFINITION = Path(__file__).resolve().parent / "fixtures" / "official" 
 
 @pytest.fixture(scope="session")
 def our_definition():
-    from harness.dataset import OUR_DEFINITION
-    from harness.definition import load_definition
+    from harness.data.dataset import OUR_DEFINITION
+    from harness.data.definition import load_definition
 
     return load_definition(OUR_DEFINITION)
 
 
 def write_small_dataset(root: Path, batch_sizes=(1, 2), scales=(0.0, 0.08838834764831845)) -> Path:
     """A tiny external dataset in flashinfer-bench's layout, all inputs random."""
-    from harness.dataset import OUR_DEFINITION
+    from harness.data.dataset import OUR_DEFINITION
 
     (root / "definitions" / "gdn").mkdir(parents=True)
     (root / "workloads" / "gdn").mkdir(parents=True)

@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from conftest import FIXTURE_SOLUTIONS
-from harness.check import Status, check_outputs, tensor_errors
-from harness.dataset import open_dataset
-from harness.reference_cache import ReferenceCache
-from harness.run import RunConfig, Variant, evaluate_solution
-from harness.solutions import Tolerance, load_meta
+from harness.judge.check import Status, check_outputs, tensor_errors
+from harness.data.dataset import open_dataset
+from harness.data.reference_cache import ReferenceCache
+from harness.judge.run import RunConfig, Variant, evaluate_solution
+from harness.judge.solutions import Tolerance, load_meta
 
 
 def test_tolerance_rule_needs_both_bounds_exceeded():

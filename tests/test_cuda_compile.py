@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cuda_build
-from harness.cuda_build import CompileError
+from harness.judge import build as cuda_build
+from harness.judge.build import CompileError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CUDA_SOLUTIONS = ("cuda-v1", "cuda-v4")

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import cupti as hc
-from harness.cupti import (API, EXTERNAL, KERNEL, MEMCPY, MEMSET, Activity, CuptiUnavailable, IterationTag,
+from harness.judge import cupti as hc
+from harness.judge.cupti import (API, EXTERNAL, KERNEL, MEMCPY, MEMSET, Activity, CuptiUnavailable, IterationTag,
                            build_call_records, call_record, cupti_status, split_at_delimiters_us,
                            time_calls_with_cupti)
 

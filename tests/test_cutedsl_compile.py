@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.solutions import load_meta
+from harness.judge.solutions import load_meta
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTION = REPO / "solutions" / "cutedsl-bf16"
@@ -248,7 +248,7 @@ def solution_module():
     """The solution's entry module, loaded the way the harness loads it."""
     if not HAVE_CUTLASS:
         pytest.skip("nvidia-cutlass-dsl (module 'cutlass') not installed")
-    from harness.solutions import load_module
+    from harness.judge.solutions import load_module
 
     return load_module(load_meta(SOLUTION))
 

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from harness.paths import SOLUTIONS_DIR
-from harness.solutions import load_meta, load_module
+from harness.judge.solutions import load_meta, load_module
 
 B, H, HV, K, V = 2, 4, 8, 128, 128
 

@@ -58,7 +58,7 @@ def tune():
 def dataset(tmp_path_factory):
     """A small random-input dataset (B = 1 and 2, default and explicit scale)."""
     from conftest import write_small_dataset
-    from harness.dataset import open_dataset
+    from harness.data.dataset import open_dataset
 
     return open_dataset(str(write_small_dataset(tmp_path_factory.mktemp("fla") / "d")), show_progress=False)
 
@@ -66,16 +66,16 @@ def dataset(tmp_path_factory):
 def _harness_check(run_fn, dataset, trials: int = 2):
     """Each workload through the harness's own check (NaN-poisoned
     destinations, fresh random inputs per trial, atol = rtol = 1e-2)."""
-    from harness.reference_cache import ReferenceCache
-    from harness.run import RunConfig, Variant, check_workload
-    from harness.solutions import load_meta
+    from harness.data.reference_cache import ReferenceCache
+    from harness.judge.run import RunConfig, Variant, check_workload
+    from harness.judge.solutions import load_meta
 
     variant, config, cache = Variant(load_meta(SOLUTION_DIR)), RunConfig(device=DEVICE, trials=trials), ReferenceCache()
     return [check_workload(run_fn, variant, dataset, w, config, cache)[0] for w in dataset.workloads]
 
 
 def test_passes_the_harness_check(solution, dataset):
-    from harness.check import Status
+    from harness.judge.check import Status
 
     for result in _harness_check(solution.run, dataset):
         assert result.status == Status.PASSED, result.message
@@ -83,7 +83,7 @@ def test_passes_the_harness_check(solution, dataset):
 
 def test_every_table_config_passes_the_harness_check(solution, dataset):
     """Each distinct config of the launch table, forced on every workload."""
-    from harness.check import Status
+    from harness.judge.check import Status
 
     for cfg in sorted({cfg for _, cfg in solution.configs.LAUNCH_TABLE}):
         results = _harness_check(lambda inputs, cfg=cfg: solution.run_with_config(inputs, cfg), dataset, trials=1)
@@ -93,7 +93,7 @@ def test_every_table_config_passes_the_harness_check(solution, dataset):
 def test_a_config_that_skips_rows_is_caught(solution, dataset):
     """The check can fail: a launch that covers half of the V rows leaves
     NaN in the poisoned destinations."""
-    from harness.check import Status
+    from harness.judge.check import Status
 
     def half_grid(inputs):
         q, v, bv = inputs["q"], inputs["v"], 8
@@ -110,9 +110,9 @@ def test_a_config_that_skips_rows_is_caught(solution, dataset):
 
 def test_extreme_gate_inputs(solution, dataset):
     """Saturated gates (softplus of +-60, sigmoid of +-60) stay finite and right."""
-    from harness.check import tensor_errors
-    from harness.solutions import Tolerance
-    from harness.workloads import materialize_inputs
+    from harness.judge.check import tensor_errors
+    from harness.judge.solutions import Tolerance
+    from harness.data.workloads import materialize_inputs
 
     inputs = materialize_inputs(dataset.workloads[1], dataset.definition, dataset.files, DEVICE, 0)
     signs = torch.tensor([1.0, -1.0] * 4).reshape(1, 1, 8)
@@ -128,7 +128,7 @@ def test_extreme_gate_inputs(solution, dataset):
 
 def test_state_may_alias_new_state(solution, dataset):
     """In place (new_state is state) gives the same result as out of place."""
-    from harness.workloads import materialize_inputs
+    from harness.data.workloads import materialize_inputs
 
     workload = dataset.workloads[0]
     inputs = materialize_inputs(workload, dataset.definition, dataset.files, DEVICE, 0)
@@ -160,10 +160,10 @@ def test_tuner_search_space_is_valid_and_parses(solution, tune):
 def test_fla_anchors_pass_the_harness_check(name, dataset):
     """fla-core's public API and its bare kernel, through the same check (CPU: interpreter)."""
     pytest.importorskip("fla", reason="fla-core is not installed")
-    from harness.check import Status
-    from harness.reference_cache import ReferenceCache
-    from harness.run import RunConfig, Variant, check_workload
-    from harness.solutions import load_meta, load_module
+    from harness.judge.check import Status
+    from harness.data.reference_cache import ReferenceCache
+    from harness.judge.run import RunConfig, Variant, check_workload
+    from harness.judge.solutions import load_meta, load_module
 
     meta = load_meta(REPO / "solutions" / name)
     run_fn, config = load_module(meta).run, RunConfig(device=DEVICE, trials=1)

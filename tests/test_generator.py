@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from harness import generator
-from harness.dataset import open_dataset
+from harness.data import generator
+from harness.data.dataset import open_dataset
 from harness.paths import WORKLOADS_DIR
 
 

@@ -8,11 +8,11 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from harness.dataset import OUR_DEFINITION, open_dataset
-from harness.definition import load_definition
+from harness.data.dataset import OUR_DEFINITION, open_dataset
+from harness.data.definition import load_definition
 from harness.errors import HarnessInputError
-from harness.solutions import load_meta
-from harness.workloads import load_workloads, materialize_inputs
+from harness.judge.solutions import load_meta
+from harness.data.workloads import load_workloads, materialize_inputs
 
 
 def definition_with(tmp_path, mutate):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.leaderboard import LEADERBOARD_FILE, build_leaderboard, write_leaderboard
+from harness.records.leaderboard import LEADERBOARD_FILE, build_leaderboard, write_leaderboard
 
 H100 = "NVIDIA H100 80GB HBM3"
 B200 = "NVIDIA B200"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from test_leaderboard import B200, H100, make_trace, write_run
 
-from harness.plots import headline_tier, latency_plot_path, tiers_plot_path, write_plots
+from harness.records.plots import headline_tier, latency_plot_path, tiers_plot_path, write_plots
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from test_leaderboard import H100, make_trace, write_run
 
-from harness.leaderboard import write_leaderboard
-from harness.plots import write_plots
-from harness.readme_results import END_MARKER, START_MARKER, MarkerError, main, replace_section
+from harness.records.leaderboard import write_leaderboard
+from harness.records.plots import write_plots
+from tools.readme_results import END_MARKER, START_MARKER, MarkerError, main, replace_section
 
 README = f"# title\n\nintro\n\n{START_MARKER}\nold table\n{END_MARKER}\n\n## after\n"
 
@@ -34,7 +34,7 @@ def test_section_replaced(tmp_path):
     assert text.startswith("# title\n\nintro\n\n" + START_MARKER) and text.endswith(END_MARKER + "\n\n## after\n")
     section = text[text.index(START_MARKER):text.index(END_MARKER)]
     assert H100 in section and "2026-04-05" in section and "0123abcd" in section
-    assert "python -m harness.readme_results" in section
+    assert "python -m tools.readme_results" in section
     assert "| cuda-v4 | sweep | cupti | 3/3 |" in section  # headline tier is cupti
     assert "CPU" not in section  # the latest *GPU* run, although the CPU run is later
     assert "](results/plots/latency_vs_batch_NVIDIA-H100-80GB-HBM3_cupti.png)" in section

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from conftest import OFFICIAL_DEFINITION, SHARED_OFFICIAL_DEFINITION
-from harness import reference
-from harness.definition import load_definition
+from harness.data import reference
+from harness.data.definition import load_definition
 
 
 def random_inputs(batch, seed=0, scale=None):

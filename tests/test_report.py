@@ -1,11 +1,11 @@
-"""harness.report: the console table must render any mix of rows."""
+"""harness.records.report: the console table must render any mix of rows."""
 
 import io
 
 import pandas as pd
 from rich.console import Console
 
-from harness.report import print_table
+from harness.records.report import print_table
 
 
 def test_table_renders_a_skipped_row_beside_timed_ones():

@@ -5,10 +5,10 @@ import json
 import pytest
 
 from conftest import FIXTURE_SOLUTIONS, write_small_dataset
-from harness.isolation import Timeouts
-from harness.orchestrate import run_benchmark, select_solutions
-from harness.run import RunConfig
-from harness.timing import TimingConfig
+from harness.judge.isolation import Timeouts
+from harness.judge.orchestrate import run_benchmark, select_solutions
+from harness.judge.run import RunConfig
+from harness.judge.timing import TimingConfig
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,9 @@
-"""harness.targets judges each target on one run, per batch size, and can say MISSED."""
+"""tools.targets judges each target on one run, per batch size, and can say MISSED."""
 
 import pandas as pd
 import pytest
 
-from harness.targets import Target, judge, latest_common_run
+from tools.targets import Target, judge, latest_common_run
 
 
 def measurements(rows):
@@ -53,7 +53,7 @@ def test_no_common_run_is_no_data_and_a_failed_batch_is_missed():
 
 
 def test_describe_names_the_batch_range():
-    from harness.targets import Target
+    from tools.targets import Target
 
     assert Target(5, "a", "b").describe() == "a ≤ b, every B"
     assert Target(5, "a", "copy-floor", 1.02, min_batch=16).describe() == "a ≤ 1.02× copy-floor, B ≥ 16"

@@ -1,9 +1,9 @@
-"""harness.timing helpers that need no GPU: the clock warm-up loop; the recorded commit."""
+"""harness.judge.timing helpers that need no GPU: the clock warm-up loop; the recorded commit."""
 
 import torch
 
-from harness.environment import git_commit
-from harness.timing import warm_gpu_clocks
+from harness.records.environment import git_commit
+from harness.judge.timing import warm_gpu_clocks
 
 
 def test_warm_gpu_clocks_calls_for_the_given_time_then_synchronizes(monkeypatch):
@@ -25,6 +25,6 @@ def test_git_commit_names_the_override_or_a_dirty_tree(monkeypatch):
 def test_proof_measurements_run_in_a_process_of_their_own():
     import os
 
-    from harness.timing_proof import _in_fresh_process
+    from tools.timing_proof import _in_fresh_process
 
     assert _in_fresh_process(os.getpid) != os.getpid()

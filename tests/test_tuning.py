@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harness.tuning import compress_table, fastest_correct, lookup_launch_config, steady_choice, write_report
+from tools.tuning import compress_table, fastest_correct, lookup_launch_config, steady_choice, write_report
 
 
 def test_fastest_correct_ignores_wrong_configs():
@@ -46,7 +46,7 @@ def test_write_report(tmp_path):
 
 
 def test_check_and_time_records_a_failing_variant():
-    from harness.tuning import check_and_time, random_inputs
+    from tools.tuning import check_and_time, random_inputs
 
     def broken():
         raise RuntimeError("no such kernel")
@@ -61,7 +61,7 @@ def test_baseline_call_hands_an_inplace_solution_a_copy_of_the_state(tmp_path):
     import torch
 
     from conftest import FIXTURE_SOLUTIONS
-    from harness.tuning import baseline_call, random_inputs
+    from tools.tuning import baseline_call, random_inputs
 
     folder = tmp_path / "good"
     shutil.copytree(FIXTURE_SOLUTIONS / "good", folder)
@@ -78,7 +78,7 @@ def test_baseline_call_hands_an_inplace_solution_a_copy_of_the_state(tmp_path):
 
 def test_baseline_call_reports_why_it_cannot_load():
     from conftest import FIXTURE_SOLUTIONS
-    from harness.tuning import baseline_call
+    from tools.tuning import baseline_call
 
     call, reason = baseline_call(FIXTURE_SOLUTIONS / "missing-package", {})
     assert call is None and "no_such_package_gdn" in reason

@@ -2,7 +2,7 @@
 
 The kernel is compiled once per machine (at import when a GPU is visible,
 else at the first ``run``/:func:`load`) and cached on disk by
-:mod:`harness.cuda_build`; later processes only load the cached library.
+:mod:`harness.judge.build`; later processes only load the cached library.
 ``run`` itself does no allocation, synchronization or tensor creation: it
 resolves the scale as a Python float and calls the compiled function, which
 launches on torch's current stream.
@@ -21,7 +21,7 @@ _REPO_ROOT = _HERE.parents[1]
 if str(_REPO_ROOT) not in sys.path:  # the harness loads this file by path
     sys.path.insert(0, str(_REPO_ROOT))
 
-from harness.cuda_build import load_cuda_solution  # noqa: E402
+from harness.judge.build import load_cuda_solution  # noqa: E402
 
 _HEAD_K = 128
 _DEFAULT_SCALE = 1.0 / math.sqrt(_HEAD_K)
@@ -37,8 +37,8 @@ def load():
         output, new_state)`` function.
 
     Raises:
-        harness.cuda_build.UnsupportedGpuError: no GPU of compute capability >= 9.0.
-        harness.cuda_build.CompileError: nvcc or tvm-ffi missing, or the build failed.
+        harness.judge.build.UnsupportedGpuError: no GPU of compute capability >= 9.0.
+        harness.judge.build.CompileError: nvcc or tvm-ffi missing, or the build failed.
     """
     global _kernel
     if _kernel is None:

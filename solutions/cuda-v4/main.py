@@ -10,7 +10,7 @@ table.
 
 The kernel is compiled once per machine (at import when a GPU is visible,
 else at the first ``run``/:func:`load`) and cached on disk by
-:mod:`harness.cuda_build`. ``run`` does no allocation, synchronization or
+:mod:`harness.judge.build`. ``run`` does no allocation, synchronization or
 tensor creation: a table lookup, then one call.
 """
 
@@ -28,8 +28,8 @@ _REPO_ROOT = _HERE.parents[1]
 if str(_REPO_ROOT) not in sys.path:  # the harness loads this file by path
     sys.path.insert(0, str(_REPO_ROOT))
 
-from harness.cuda_build import load_cuda_solution  # noqa: E402
-from harness.tuning import lookup_launch_config  # noqa: E402
+from harness.judge.build import load_cuda_solution  # noqa: E402
+from tools.tuning import lookup_launch_config  # noqa: E402
 
 _HEAD_K = 128
 _DEFAULT_SCALE = 1.0 / math.sqrt(_HEAD_K)
@@ -84,7 +84,7 @@ LAUNCH_TABLE: tuple[tuple[int | None, LaunchConfig], ...] = (
     # median of 100), 2026-11-23: results/tuning/cuda_tune_scatter_small.json
     # (B <= 32) and cuda_tune_scatter_large.json (B >= 64), the variants named
     # ".../rs" there (the reduce-scatter form, now the only one), chosen per
-    # batch size by harness.tuning.steady_choice (within 0.5% or one 32-ns
+    # batch size by tools.tuning.steady_choice (within 0.5% or one 32-ns
     # timer step of the fastest, then the best at the neighbouring batch sizes).
     # Below B = 16 many variants are within one timer step of each other.
     (1, LaunchConfig(2, "noalloc")), (2, LaunchConfig(8, "nc", 8, 2)), (4, LaunchConfig(4, "noalloc", 16)),
@@ -108,8 +108,8 @@ def load():
         exports ``gdn_decode`` without the last argument: the contest entry.)
 
     Raises:
-        harness.cuda_build.UnsupportedGpuError: no GPU of compute capability >= 9.0.
-        harness.cuda_build.CompileError: nvcc or tvm-ffi missing, or the build failed.
+        harness.judge.build.UnsupportedGpuError: no GPU of compute capability >= 9.0.
+        harness.judge.build.CompileError: nvcc or tvm-ffi missing, or the build failed.
     """
     global _module, _kernel
     if _kernel is None:

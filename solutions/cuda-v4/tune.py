@@ -7,7 +7,7 @@ Usage (from the repository root)::
 For each batch size B it checks cuda-v1 and every cuda-v4 variant (rows per
 warp x cache policy x lanes per row x warps per block; ``--only`` keeps the
 variants whose name matches, plus the one in use) once against
-``harness.reference.gdn_decode`` (atol =
+``harness.data.reference.gdn_decode`` (atol =
 rtol = 1e-2; destinations NaN-filled first so unwritten elements fail), then
 times it with the harness's CUPTI tier (CUDA events where cupti-python is
 missing; the tier is recorded) under a cold L2 and keeps the median.
@@ -17,7 +17,7 @@ kernel must at least read and write the state.
 Writes ``DIR/cuda_tune.json`` and prints one line per B (cuda-v1, the
 variant in use and the fastest cuda-v4 variants, with their multiples of the
 copy floor) plus a ``LAUNCH_TABLE`` for ``solutions/cuda-v4/main.py`` (one
-variant per B by ``harness.tuning.steady_choice``; mirror it in kernel.cu's
+variant per B by ``tools.tuning.steady_choice``; mirror it in kernel.cu's
 ``default_config``).
 """
 
@@ -36,7 +36,7 @@ _REPO_ROOT = _HERE.parents[1]
 if str(_REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(_REPO_ROOT))
 
-from harness.tuning import (KernelTimer, check_and_time, check_call, compress_table,  # noqa: E402
+from tools.tuning import (KernelTimer, check_and_time, check_call, compress_table,  # noqa: E402
                             random_inputs, reference_outputs, steady_choice, write_report)
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -125,7 +125,7 @@ def parse_config(name: str) -> tuple[int, str, int, int]:
 def suggested_table(rows: list[dict]) -> list[list]:
     """``LAUNCH_TABLE`` entries ``[[largest batch | None, config tuple]]`` from
     the measured rows, one config per batch size by
-    :func:`harness.tuning.steady_choice` (batch sizes without a correct
+    :func:`tools.tuning.steady_choice` (batch sizes without a correct
     cuda-v4 variant are left out)."""
     times = [(row["batch"], timed_variants(row["configs"])) for row in rows]
     chosen = steady_choice([(batch, t) for batch, t in times if t])

@@ -31,7 +31,7 @@ import torch
 # Imported eagerly: the harness removes the solution folder from sys.path
 # once the entry module is loaded, so a lazy import would fail at first run.
 from gdn_cute_kernel import SMEM_SLACK_BYTES, THREADS, gdn_decode_launch, smem_tile_bytes
-from harness.tuning import lookup_launch_config
+from tools.tuning import lookup_launch_config
 
 SUPPORTED_STATE_DTYPES = (torch.float32, torch.bfloat16)
 #: tile heights the heuristic picks from (rows of V per CTA), largest first

@@ -6,7 +6,7 @@ Run from the repository root on a CUDA machine:
 
 1. Compiles every (state dtype, tile height, rows per stage) variant,
    printing the full traceback of any failure (send that log back).
-2. Checks both state modes at B = 1, 4, 64 against ``harness.reference.
+2. Checks both state modes at B = 1, 4, 64 against ``harness.data.reference.
    gdn_decode`` on the fp32 state: fp32 mode with atol = rtol = 1e-2, bf16
    mode with the derived ``[tolerance.bfloat16]`` of solution.toml; out of
    place with NaN-poisoned destinations, in place (``new_state is state``),
@@ -33,9 +33,9 @@ sys.path[:0] = [str(HERE), str(REPO)]
 
 import gdn_cute_build as build  # noqa: E402
 import main as solution  # noqa: E402
-from harness.check import tensor_errors  # noqa: E402
-from harness.reference import gdn_decode  # noqa: E402
-from harness.solutions import Tolerance  # noqa: E402
+from harness.judge.check import tensor_errors  # noqa: E402
+from harness.data.reference import gdn_decode  # noqa: E402
+from harness.judge.solutions import Tolerance  # noqa: E402
 
 BATCHES = (1, 4, 64)
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -117,7 +117,7 @@ def main() -> int:
           f"arch {build.target_arch()}")
     print("== compile")
     compile_all()
-    print("== correctness (vs harness.reference.gdn_decode on the fp32 state)")
+    print("== correctness (vs harness.data.reference.gdn_decode on the fp32 state)")
     tols = tolerances()
     for dtype_name in DTYPES:
         for batch in BATCHES:

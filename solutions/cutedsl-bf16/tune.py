@@ -9,7 +9,7 @@ For each state dtype (float32, bfloat16) and batch size B it compiles every
 valid launch configuration of the kernel (``gdn_cute_build.LaunchConfig``:
 tile height, rows per stage, load path, cache policy; ``--only`` keeps the
 names matching a regular expression, plus the one in use), checks it once against
-``harness.reference.gdn_decode`` on NaN-poisoned destinations (fp32 state:
+``harness.data.reference.gdn_decode`` on NaN-poisoned destinations (fp32 state:
 atol = rtol = 1e-2; bf16 state: solution.toml's derived tolerance), then
 times it with the harness's CUPTI tier (CUDA events where cupti-python is
 missing; the tier is recorded), cold L2, median. Beside it: the copy floor
@@ -37,8 +37,8 @@ sys.path[:0] = [str(HERE), str(REPO)]
 
 import gdn_cute_build as build  # noqa: E402
 import main as solution  # noqa: E402
-from harness.solutions import Tolerance, load_meta  # noqa: E402
-from harness.tuning import (DEFAULT_TOLERANCE, HEAD_K, HEAD_V, KernelTimer, baseline_call,  # noqa: E402
+from harness.judge.solutions import Tolerance, load_meta  # noqa: E402
+from tools.tuning import (DEFAULT_TOLERANCE, HEAD_K, HEAD_V, KernelTimer, baseline_call,  # noqa: E402
                             check_and_time, compress_table, failure_row, fastest_correct, random_inputs,
                             reference_outputs, write_report)
 

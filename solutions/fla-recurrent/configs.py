@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from harness.tuning import lookup_launch_config
+from tools.tuning import lookup_launch_config
 
 HEAD_K = 128  # K: state columns, contiguous in memory (k-last)
 HEAD_V = 128  # V: state rows

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
-if str(_HERE.parents[1]) not in sys.path:  # configs.py uses harness.tuning
+if str(_HERE.parents[1]) not in sys.path:  # configs.py uses tools.tuning
     sys.path.insert(0, str(_HERE.parents[1]))
 
 

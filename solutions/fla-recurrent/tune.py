@@ -5,7 +5,7 @@ Usage (from the repository root)::
     python solutions/fla-recurrent/tune.py --out DIR [--batches 1,2,4,...] [--iters 100]
 
 For each batch size B it checks every valid ``(bv, num_warps)`` of the kernel
-once against ``harness.reference.gdn_decode`` (atol = rtol = 1e-2,
+once against ``harness.data.reference.gdn_decode`` (atol = rtol = 1e-2,
 destinations NaN-filled first so unwritten elements fail), then times it
 with the harness's CUPTI tier (CUDA events where cupti-python is missing;
 the tier is recorded) under a cold L2, median of ``--iters`` calls. Beside
@@ -32,8 +32,8 @@ REPO = HERE.parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # run as a script: make `harness` importable
 
-from harness.solutions import load_meta, load_module  # noqa: E402
-from harness.tuning import (KernelTimer, baseline_call, check_and_time, compress_table,  # noqa: E402
+from harness.judge.solutions import load_meta, load_module  # noqa: E402
+from tools.tuning import (KernelTimer, baseline_call, check_and_time, compress_table,  # noqa: E402
                             fastest_correct, random_inputs, reference_outputs, write_report)
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)

@@ -12,7 +12,7 @@ import sys
 
 import torch
 
-from harness.reference import gdn_decode
+from harness.data.reference import gdn_decode
 
 
 def _step(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state):

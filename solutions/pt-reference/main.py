@@ -1,8 +1,8 @@
 """pt-reference: the definition's reference ``run``, eagerly, copied into the
 destinations. Its latency is the denominator of every speedup (as in the contest)."""
 
-from harness.definition import load_definition
-from harness.dataset import OUR_DEFINITION
+from harness.data.definition import load_definition
+from harness.data.dataset import OUR_DEFINITION
 
 _DEFINITION = load_definition(OUR_DEFINITION)
 

@@ -1,6 +1,6 @@
 """Leaderboard over every stored run: ``results/leaderboard.csv``.
 
-    python -m harness.leaderboard [--results results/]
+    python -m harness.records.leaderboard [--results results/]
 
 One row per (hardware, solution, workload set, tier), from the latest run
 (by its start time) that measured that solution on that hardware, set and
@@ -42,9 +42,9 @@ import numpy as np
 import pandas as pd
 
 from harness.paths import RESULTS_DIR
-from harness.report import trace_rows
-from harness.run import COPY_FLOOR
-from harness.timing import TIERS
+from harness.records.report import trace_rows
+from harness.judge.run import COPY_FLOOR
+from harness.judge.timing import TIERS
 
 REFERENCE_SOLUTION = "pt-reference"  # the contest's speedup denominator
 FLASHINFER_SOLUTION = "fi-baseline"

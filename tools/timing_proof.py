@@ -1,6 +1,6 @@
 """Evidence that the timing tiers tell the truth (run on a GPU).
 
-``python -m harness.timing_proof --out results/proof`` measures, for the copy
+``python -m tools.timing_proof --out results/proof`` measures, for the copy
 floor, pt-compiled and one single-kernel solution (cuda-v4), at B = 1 and
 B = 64 of the sweep set:
 
@@ -35,14 +35,14 @@ from pathlib import Path
 
 import torch
 
-from harness import cupti
-from harness.dataset import open_dataset
-from harness.environment import environment, git_commit
+from harness.judge import cupti
+from harness.data.dataset import open_dataset
+from harness.records.environment import environment, git_commit
 from harness.paths import REPO_ROOT, SOLUTIONS_DIR
-from harness.run import STATE_TORCH_DTYPES, Variant, destinations, make_setup
-from harness.solutions import load_meta, load_module
-from harness.timing import L2Flusher, TimingConfig, bench_cupti, bench_events, bench_sync, warm_gpu_clocks
-from harness.workloads import materialize_inputs
+from harness.judge.run import STATE_TORCH_DTYPES, Variant, destinations, make_setup
+from harness.judge.solutions import load_meta, load_module
+from harness.judge.timing import L2Flusher, TimingConfig, bench_cupti, bench_events, bench_sync, warm_gpu_clocks
+from harness.data.workloads import materialize_inputs
 
 AGREEMENT = 0.05  # CUPTI vs torch.profiler, relative
 SYNC_INFLATION = 5.0  # sync tier / CUPTI at B = 1
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:  # the two runs' own files are not kept
         repeat_rows, repeat = repeat_checks(repeat_command, "cupti", Path(scratch))
     report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
-              "environment": environment("cuda"), "command": "python -m harness.timing_proof " + " ".join(argv or []),
+              "environment": environment("cuda"), "command": "python -m tools.timing_proof " + " ".join(argv or []),
               "tiers": rows, "repeat_command": repeat_command, "repeat": repeat_rows, "checks": checks + repeat}
     write_report(args.out, report)
     failed = [c for c in report["checks"] if not c["passed"]]

@@ -1,6 +1,6 @@
 """Regenerate the results section of README.md from the leaderboard and plots.
 
-    python -m harness.readme_results [--readme README.md] [--results results/]
+    python -m tools.readme_results [--readme README.md] [--results results/]
 
 Only the text between ``<!-- results:start -->`` and ``<!-- results:end -->``
 is replaced: the table of the GPU with the latest run (headline tier of each
@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.leaderboard import LEADERBOARD_FILE
+from harness.records.leaderboard import LEADERBOARD_FILE
 from harness.paths import REPO_ROOT, RESULTS_DIR
-from harness.plots import PLOTS_DIR, headline_tier, latency_plot_path, tiers_plot_path
+from harness.records.plots import PLOTS_DIR, headline_tier, latency_plot_path, tiers_plot_path
 
 START_MARKER = "<!-- results:start -->"
 END_MARKER = "<!-- results:end -->"
-REGENERATE = "python -m harness.leaderboard && python -m harness.plots && python -m harness.readme_results"
+REGENERATE = "python -m harness.records.leaderboard && python -m harness.records.plots && python -m tools.readme_results"
 TABLE_HEADER = ("| solution | set | tier | passed | median µs | geomean µs | score | ×copy floor | vs FlashInfer |\n"
                 "|---|---|---|---:|---:|---:|---:|---:|---:|")
 
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.readme} does not exist", file=sys.stderr)
         return 1
     if not (args.results / LEADERBOARD_FILE).exists():
-        print(f"error: {args.results / LEADERBOARD_FILE} does not exist; run python -m harness.leaderboard",
+        print(f"error: {args.results / LEADERBOARD_FILE} does not exist; run python -m harness.records.leaderboard",
               file=sys.stderr)
         return 1
     try:

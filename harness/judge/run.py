@@ -3,7 +3,7 @@
 The unit of work is :func:`evaluate_solution`: one solution variant (a
 solution in one state dtype) over every workload of a dataset. It never raises
 for a solution's fault: load failures, exceptions and wrong results become
-statuses in the traces it yields. :mod:`harness.isolation` runs it in a
+statuses in the traces it yields. :mod:`harness.judge.isolation` runs it in a
 separate process per solution.
 """
 
@@ -17,14 +17,14 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from harness.check import CheckResult, Status, check_outputs
-from harness.dataset import Dataset
+from harness.judge.check import CheckResult, Status, check_outputs
+from harness.data.dataset import Dataset
 from harness.errors import SolutionUnsupported
-from harness.environment import environment
-from harness.reference_cache import ReferenceCache
-from harness.solutions import SolutionMeta, Tolerance, load_module
-from harness.timing import TierUnavailable, TimingConfig, TimingStats, measure
-from harness.workloads import Workload, materialize_inputs
+from harness.records.environment import environment
+from harness.data.reference_cache import ReferenceCache
+from harness.judge.solutions import SolutionMeta, Tolerance, load_module
+from harness.judge.timing import TierUnavailable, TimingConfig, TimingStats, measure
+from harness.data.workloads import Workload, materialize_inputs
 
 STATE_TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 #: Preference order for the headline latency of a trace.

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from harness import generator
-from harness.definition import Definition, load_definition
+from harness.data import generator
+from harness.data.definition import Definition, load_definition
 from harness.errors import HarnessInputError
 from harness.paths import WORKLOADS_DIR, cache_dir
-from harness.workloads import TensorFiles, Workload, load_workloads
+from harness.data.workloads import TensorFiles, Workload, load_workloads
 
 DEFINITION_NAME = generator.DEFINITION_NAME
 OUR_DEFINITION = WORKLOADS_DIR / f"{DEFINITION_NAME}.json"

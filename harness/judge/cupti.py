@@ -552,13 +552,13 @@ def independent_kernel_times_us(fn: Callable[[Any], Any], setup: Callable[[], An
 
 
 def _smoke(iters: int = 20) -> None:
-    """GPU smoke test (``python -m harness.cupti``): time a 512 KB zero + copy
+    """GPU smoke test (``python -m harness.judge.cupti``): time a 512 KB zero + copy
     with CUPTI, cross-check with torch.profiler, then CUPTI again (coexistence)."""
     import statistics  # noqa: PLC0415
 
     import torch  # noqa: PLC0415
 
-    from harness.timing import L2Flusher  # noqa: PLC0415
+    from harness.judge.timing import L2Flusher  # noqa: PLC0415
 
     ok, reason = cupti_status()
     print("cupti_status:", (ok, reason))

@@ -18,10 +18,10 @@ from typing import Callable
 
 import torch
 
-from harness.check import tensor_errors
-from harness.reference import gdn_decode
-from harness.solutions import Tolerance, load_meta, load_module
-from harness.timing import L2Flusher, TierUnavailable, TimingConfig, TimingStats, bench_cupti, bench_events
+from harness.judge.check import tensor_errors
+from harness.data.reference import gdn_decode
+from harness.judge.solutions import Tolerance, load_meta, load_module
+from harness.judge.timing import L2Flusher, TierUnavailable, TimingConfig, TimingStats, bench_cupti, bench_events
 
 #: flashinfer-bench's default tolerance, as the harness checks fp32-state solutions.
 DEFAULT_TOLERANCE = Tolerance(atol=1e-2, rtol=1e-2)
@@ -59,7 +59,7 @@ def random_inputs(batch: int, device, seed: int = 0, state_dtype: torch.dtype = 
 
 
 def reference_outputs(inputs: dict) -> tuple[torch.Tensor, torch.Tensor]:
-    """(output bf16, new_state f32) of :func:`harness.reference.gdn_decode` (fp32 state math)."""
+    """(output bf16, new_state f32) of :func:`harness.data.reference.gdn_decode` (fp32 state math)."""
     return gdn_decode(inputs["q"], inputs["k"], inputs["v"], inputs["state"].float(), inputs["A_log"],
                       inputs["a"], inputs["dt_bias"], inputs["b"], inputs["scale"])
 

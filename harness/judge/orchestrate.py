@@ -2,7 +2,7 @@
 
 This is the function both command-line shells (run_local.py, run_modal.py)
 call. It computes the reference outputs and the copy floor once per workload,
-evaluates each solution variant in its own process (:mod:`harness.isolation`),
+evaluates each solution variant in its own process (:mod:`harness.judge.isolation`),
 and appends each trace to ``results/runs/<run id>/traces.jsonl`` the moment it
 arrives, so whatever was measured survives a later failure.
 """
@@ -21,15 +21,15 @@ from typing import Any, Callable
 import torch
 from tqdm import tqdm
 
-from harness.check import Status
-from harness.dataset import Dataset, open_dataset
-from harness.environment import environment, git_commit, hardware_name
-from harness.isolation import Job, Timeouts, config_to_json, run_isolated
-from harness.reference_cache import ReferenceCache
-from harness.run import COPY_FLOOR, RunConfig, Variant, copy_floor_trace, evaluate_solution, make_trace, variants_of
-from harness.solutions import discover, load_meta
-from harness.timing import L2Flusher
-from harness.workloads import materialize_inputs
+from harness.judge.check import Status
+from harness.data.dataset import Dataset, open_dataset
+from harness.records.environment import environment, git_commit, hardware_name
+from harness.judge.isolation import Job, Timeouts, config_to_json, run_isolated
+from harness.data.reference_cache import ReferenceCache
+from harness.judge.run import COPY_FLOOR, RunConfig, Variant, copy_floor_trace, evaluate_solution, make_trace, variants_of
+from harness.judge.solutions import discover, load_meta
+from harness.judge.timing import L2Flusher
+from harness.data.workloads import materialize_inputs
 
 REFERENCE_SOLUTION = "pt-reference"
 

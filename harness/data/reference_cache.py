@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from harness.dataset import Dataset
-from harness.workloads import Workload
+from harness.data.dataset import Dataset
+from harness.data.workloads import Workload
 
 
 class ReferenceCache:

@@ -1,6 +1,6 @@
 """PNG plots of the stored runs, under ``results/plots/``.
 
-    python -m harness.plots [--results results/]
+    python -m harness.records.plots [--results results/]
 
 * ``latency_vs_batch_<hardware>_<tier>.png``: latency (µs) against batch size
   on the ``sweep`` set, one line per solution (its latest sweep run on that
@@ -30,9 +30,9 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from harness.leaderboard import latest_runs, load_measurements, state_dtype  # noqa: E402
+from harness.records.leaderboard import latest_runs, load_measurements, state_dtype  # noqa: E402
 from harness.paths import RESULTS_DIR  # noqa: E402
-from harness.run import COPY_FLOOR, HEADLINE_TIERS  # noqa: E402
+from harness.judge.run import COPY_FLOOR, HEADLINE_TIERS  # noqa: E402
 
 SWEEP_SET = "sweep"
 PLOTS_DIR = "plots"

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from harness.definition import Definition
+from harness.data.definition import Definition
 from harness.errors import HarnessInputError
 
 INPUT_TYPES = ("random", "scalar", "safetensors")

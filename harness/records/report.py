@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.timing import TIERS
+from harness.judge.timing import TIERS
 
 
 def trace_rows(traces: list[dict]) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """Run each solution in its own spawned process, so that its crash, hang or
 CUDA error becomes a status in its traces instead of the end of the run.
 
-The parent writes a job file and starts ``python -m harness.isolation JOB``.
+The parent writes a job file and starts ``python -m harness.judge.isolation JOB``.
 The child loads the solution and evaluates it on the job's workloads,
 appending one JSON line per event to the job's event file (``ready`` once the
 solution module loaded, ``start`` before each workload, ``trace`` after it).
@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
 
-from harness.check import Status
+from harness.judge.check import Status
 from harness.paths import REPO_ROOT
 
 
@@ -56,9 +56,9 @@ def config_to_json(config) -> dict:
 
 def config_from_json(data: dict):
     """Inverse of :func:`config_to_json`."""
-    from harness.run import RunConfig
-    from harness.solutions import Tolerance
-    from harness.timing import TimingConfig
+    from harness.judge.run import RunConfig
+    from harness.judge.solutions import Tolerance
+    from harness.judge.timing import TimingConfig
 
     return RunConfig(device=data["device"], tiers=tuple(data["tiers"]), trials=data["trials"],
                      tolerance=Tolerance(**data["tolerance"]), timing=TimingConfig(**data["timing"]))
@@ -73,11 +73,11 @@ def _emit(events_path: str, event: dict) -> None:
 
 def child_main(job_path: str) -> None:
     """Entry point of the child process: evaluate the job, emitting events."""
-    from harness.dataset import open_dataset
-    from harness.reference_cache import ReferenceCache
-    from harness.run import Variant, evaluate_solution
-    from harness.solutions import load_meta
-    from harness.timing import L2Flusher
+    from harness.data.dataset import open_dataset
+    from harness.data.reference_cache import ReferenceCache
+    from harness.judge.run import Variant, evaluate_solution
+    from harness.judge.solutions import load_meta
+    from harness.judge.timing import L2Flusher
 
     job = Job(**json.loads(Path(job_path).read_text()))
     config = config_from_json(job.config)
@@ -143,7 +143,7 @@ def run_isolated(job: Job, workdir: Path, timeouts: Timeouts, failure_trace, max
         job_path = workdir / f"job-{attempt}.json"
         job_path.write_text(json.dumps(asdict(job) | {"uuids": remaining, "events_path": str(events)}))
         with open(log, "w") as log_file:
-            proc = subprocess.Popen([sys.executable, "-m", "harness.isolation", str(job_path)], cwd=REPO_ROOT,
+            proc = subprocess.Popen([sys.executable, "-m", "harness.judge.isolation", str(job_path)], cwd=REPO_ROOT,
                                     stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
                                     env=dict(os.environ, PYTHONUNBUFFERED="1"))
         follower, ready, current = _Follower(events), False, None

@@ -2,7 +2,7 @@
 
 * ``cupti``  pure GPU time: the durations of the kernels (and device
   memcpy/memset) the call launched, summed, as recorded by CUPTI
-  (:mod:`harness.cupti`); cold L2 before every call; median.
+  (:mod:`harness.judge.cupti`); cold L2 before every call; median.
 * ``events`` CUDA events around the call, the corrected flashinfer-bench
   ``do_bench``: per iteration fresh cloned inputs, L2 flushed, start event,
   call, end event, no host synchronization inside the loop; median.
@@ -224,9 +224,9 @@ def bench_cupti(fn: Callable, setup: Callable, flush: Callable, config: TimingCo
     labelled CUPTI unless CUPTI recorded it (no silent CUDA-event fallback).
     """
     try:
-        from harness import cupti
+        from harness.judge import cupti
     except ImportError as exc:
-        return TierUnavailable("cupti", f"harness.cupti cannot be imported: {exc}")
+        return TierUnavailable("cupti", f"harness.judge.cupti cannot be imported: {exc}")
     ok, reason = cupti.cupti_status()
     if not ok:
         return TierUnavailable("cupti", reason)
