@@ -8,8 +8,9 @@
 ``--options`` passes any other run_local.py option through. Each container
 runs the same :func:`harness.judge.orchestrate.run_benchmark` as run_local.py, with
 the RunConfig built by the same :mod:`harness.cli` functions, and returns its
-traces; this machine merges them into ``results/runs/<run id>/`` (run.json,
-traces.jsonl, summary.csv, as run_local.py writes them) and rebuilds
+traces and floors; this machine merges them into ``results/runs/<run id>/``
+(run.json, traces.jsonl, floors.jsonl, summary.csv, written by
+:class:`harness.records.store.RunWriter` as for run_local.py) and rebuilds
 ``results/leaderboard.csv``.
 
 The image: an NVIDIA CUDA *devel* image (nvcc and headers for the CUDA
@@ -21,7 +22,6 @@ is only defined when it is.
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import tempfile
@@ -43,7 +43,6 @@ IMAGE_EXTRAS = ("triton", "cuda", "cutedsl", "flashinfer", "fla", "cupti")
 DEFAULT_GPU = "B200"  # the contest's GPU
 TIMEOUT_S = 3 * 3600  # one solution on one set, compilation included
 SETUP_HINT = "pip install 'gdn-decode-bench[modal]' && modal token new"
-REFERENCE_SOLUTION = "pt-reference"
 
 
 def image_packages(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
@@ -69,55 +68,58 @@ def evaluate_remote(algo: str, workloads: str, tiers: str = "", options: str = "
     """Body of the Modal function, a plain function so that it also runs in
     process: one ``run_benchmark`` exactly as run_local.py would run it.
 
-    Returns ``{"run_id", "run" (run.json's data), "traces"}``.
+    Returns plain JSON data read back from the run folder it wrote (by
+    :func:`harness.records.store.load_run`): ``{"run_id", "run" (run.json's
+    data), "traces" (Trace dicts), "floors" (FloorMeasurement dicts)}``.
     """
     from harness.cli import build_parser, config_from_args, run_from_args
+    from harness.records.store import load_run
 
     results = Path(results_dir) if results_dir else Path(tempfile.mkdtemp(prefix="gdn-results-"))
     args = build_parser().parse_args(harness_argv(algo, workloads, tiers, options) + ["--results", str(results)])
-    result = run_from_args(args, config_from_args(args))
-    return {"run_id": result.run_dir.name, "run": json.loads((result.run_dir / "run.json").read_text()),
-            "traces": result.traces}
+    stored = load_run(run_from_args(args, config_from_args(args)).run_dir)
+    return {"run_id": stored.name, "run": stored.meta,
+            "traces": [t.model_dump(mode="json") for t in stored.traces],
+            "floors": [f.model_dump(mode="json") for f in stored.floors]}
 
 
 # ------------------------------------------------------------- local side
 
 
-def merge_results(results: list[dict], algo: str, gpu: str) -> tuple[str, dict, list[dict]]:
-    """One run out of the containers' runs: (run id, run.json data, traces).
+def merge_results(results: list[dict], algo: str, gpu: str) -> tuple[str, dict, list, list]:
+    """One run out of the containers' runs: (run id, run.json data, traces, floors).
 
-    The copy floor is kept from one container (the one that ran pt-reference,
-    else the first), and the copy-floor multiples and speedups vs pt-reference
-    are filled in again by the harness's own TraceAnnotator, in the order a
-    local run produces them: floor, pt-reference, the other solutions.
+    The copy floors are kept from one container (the one that ran
+    pt-reference, else the first); the copy-floor multiples and speedups vs
+    pt-reference are filled in again by :func:`harness.records.annotate.annotate`
+    over all the containers' traces. Traces keep the containers' order.
     """
+    from harness.facts import REFERENCE_SOLUTION
+    from harness.records.annotate import annotate
     from harness.records.environment import git_commit
-    from harness.judge.orchestrate import TraceAnnotator
-    from harness.judge.run import COPY_FLOOR
+    from harness.records.trace import FloorMeasurement, Trace
 
     holder = next((r for r in results if REFERENCE_SOLUTION in r["run"].get("solutions", [])), results[0])
-    floors = [t for t in holder["traces"] if t["solution"] == COPY_FLOOR]
-    others = [t for r in results for t in r["traces"] if t["solution"] != COPY_FLOOR]
-    others.sort(key=lambda t: t["solution"] != REFERENCE_SOLUTION)  # stable: keeps each container's order
-    annotator = TraceAnnotator()
-    traces = [annotator.annotate(t) for t in floors + others]
+    floors = [FloorMeasurement.model_validate(f) for f in holder.get("floors", [])]
+    traces = annotate([Trace.model_validate(t) for r in results for t in r["traces"]], floors)
     run = dict(holder["run"], algo=algo, git_commit=git_commit(),  # the containers have no .git
                solutions=list(dict.fromkeys(s for r in results for s in r["run"].get("solutions", []))),
                modal={"gpu": gpu, "container_runs": [r["run_id"] for r in results]})
     # run ids start with the UTC start time: the earliest container names the run
-    return min(r["run_id"] for r in results), run, traces
+    return min(r["run_id"] for r in results), run, traces, floors
 
 
-def write_run_files(results_dir: Path, run_id: str, run: dict, traces: list[dict]):
-    """``<results_dir>/runs/<run_id>/`` with run.json, traces.jsonl and
-    summary.csv, in run_local.py's formats. Returns (run folder, summary frame)."""
-    from harness.records.report import write_summary
+def write_run_files(results_dir: Path, run_id: str, run: dict, traces: list, floors: list):
+    """``<results_dir>/runs/<run_id>/`` (run.json, traces.jsonl, floors.jsonl,
+    summary.csv) by :class:`harness.records.store.RunWriter`, as run_local.py
+    writes them. Returns (run folder, summary frame)."""
+    from harness.records.store import RunWriter
 
-    run_dir = Path(results_dir) / "runs" / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "run.json").write_text(json.dumps(run, indent=2) + "\n")
-    (run_dir / "traces.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))
-    return run_dir, write_summary(traces, run_dir / "summary.csv")
+    writer = RunWriter(Path(results_dir) / "runs" / run_id)
+    writer.write_meta(run)
+    writer.write_traces(traces)
+    writer.write_floors(floors)
+    return writer.run_dir, writer.write_summary(traces, floors)
 
 
 def collect(outputs: list, names: list[str], algo: str, gpu: str, results_dir: Path) -> Path | None:
@@ -146,7 +148,7 @@ def run_on_modal(evaluate, algo: str, workloads: str, tiers: str, gpu: str, opti
     """Check the arguments here (before paying for GPUs), then one container
     per solution in parallel; returns the exit code."""
     from harness.cli import build_parser, parse_tiers
-    from harness.judge.orchestrate import select_solutions
+    from harness.judge.run import select_solutions
 
     build_parser().parse_args(harness_argv(algo, workloads, tiers, options))  # exits on a bad option
     try:

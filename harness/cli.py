@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 
+# Everything the judge will need is imported now, before any solution runs: a
+# module imported later would be read from disk after a solution could edit it.
 from harness.errors import HarnessInputError
+from harness.facts import GPU_TIERS, TIERS, Tolerance
 from harness.judge.isolation import Timeouts
+from harness.judge.run import RunConfig, run_benchmark
+from harness.judge.timing import TimingConfig
 from harness.paths import RESULTS_DIR
-from harness.judge.run import COPY_FLOOR, RunConfig
-from harness.judge.solutions import Tolerance
-from harness.judge.timing import GPU_TIERS, TIERS, TimingConfig
+from harness.records.leaderboard import write_leaderboard
+from harness.records.report import print_table
+from harness.records.store import RunWriter
 
 
 def default_device() -> str:
@@ -54,7 +60,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="timed calls per tier never cut below this, however slow the solution (5)")
     p.add_argument("--atol", type=float, default=1e-2)
     p.add_argument("--rtol", type=float, default=1e-2)
-    p.add_argument("--no-isolation", action="store_true", help="run solutions in this process (debugging)")
     p.add_argument("--startup-timeout", type=float, default=600.0, help="seconds for a solution to load/compile")
     p.add_argument("--workload-timeout", type=float, default=300.0, help="seconds per workload")
     p.add_argument("--results", type=Path, default=RESULTS_DIR, help="results folder (results/)")
@@ -74,18 +79,14 @@ def config_from_args(args) -> RunConfig:
 
 def run_from_args(args, config: RunConfig):
     """``run_benchmark`` with the options of :func:`build_parser` (shared with run_modal.py)."""
-    from harness.judge.orchestrate import run_benchmark
-
-    return run_benchmark(args.algo, args.workloads, config, args.results, isolate=not args.no_isolation,
+    return run_benchmark(args.algo, args.workloads, config, args.results,
                          timeouts=Timeouts(args.startup_timeout, args.workload_timeout),
                          progress=not args.no_progress, solutions_root=args.solutions)
 
 
 def main(argv: list[str]) -> int:
-    """Run, print the table, write traces/summary/leaderboard; return the exit code."""
-    from harness.records.leaderboard import write_leaderboard
-    from harness.records.report import print_table, write_summary
-
+    """Run, print the table, write the summary and the leaderboard; return the exit code
+    (0, or 2 for bad input, 130 after Ctrl-C: what finished is written first)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -97,13 +98,15 @@ def main(argv: list[str]) -> int:
     except (HarnessInputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    frame = write_summary(result.traces, result.run_dir / "summary.csv")
+    frame = RunWriter(result.run_dir).write_summary(result.traces, result.floors)
     print_table(frame)
-    solutions = frame[frame["solution"] != COPY_FLOOR]
-    counts = solutions["status"].value_counts()
-    failed = len(solutions) - counts.get("PASSED", 0) - counts.get("SKIPPED", 0)
+    counts = Counter(t.evaluation.status.value for t in result.traces)
+    failed = len(result.traces) - counts["PASSED"] - counts["SKIPPED"]
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
     print(f"traces: {result.run_dir / 'traces.jsonl'}\nsummary: {result.run_dir / 'summary.csv'}\n"
-          f"solution x workload: {counts.get('PASSED', 0)} passed, {failed} failed, "
-          f"{counts.get('SKIPPED', 0)} skipped")
+          f"solution x workload: {counts['PASSED']} passed, {failed} failed, {counts['SKIPPED']} skipped")
+    if result.interrupted:
+        return 130
     print(f"leaderboard: {write_leaderboard(args.results)}")
     return 0

@@ -45,7 +45,7 @@ def states(batch: int, dataset) -> dict[str, torch.Tensor]:
 def copy_us(state: torch.Tensor, flush, config: TimingConfig) -> float:
     """Median CUPTI µs of ``dst.copy_(state)`` into a fresh destination."""
     target = torch.empty_like(state)
-    stats = measure("cupti", lambda s: target.copy_(s), lambda: state, flush, "cuda", config)
+    stats = measure("cupti", lambda s: target.copy_(s), lambda index=None: state, flush, "cuda", config)
     if not isinstance(stats, TimingStats):
         raise RuntimeError(f"CUPTI unavailable: {stats.reason}")
     return stats.median_us

@@ -15,9 +15,9 @@ for step in $STEPS; do
   echo "== $step ($(date -u +%H:%M:%S))"
   case $step in
     smoke)   python -m harness.judge.cupti 2>&1 | tee "$OUT/tuning/cupti_smoke.log" ;;
-    fla)     python solutions/fla-recurrent/tune.py --out "$OUT/tuning" 2>&1 | tee "$OUT/tuning/fla_tune.log" ;;
-    cuda)    python solutions/cuda-v4/tune.py --out "$OUT/tuning" 2>&1 | tee "$OUT/tuning/cuda_tune.log" ;;
-    cutedsl) python solutions/cutedsl-bf16/tune.py --out "$OUT/tuning" 2>&1 | tee "$OUT/tuning/cutedsl_tune.log" ;;
+    fla)     python -m tools.tune_fla_recurrent --out "$OUT/tuning" 2>&1 | tee "$OUT/tuning/fla_tune.log" ;;
+    cuda)    python -m tools.tune_cuda_v4 --out "$OUT/tuning" 2>&1 | tee "$OUT/tuning/cuda_tune.log" ;;
+    cutedsl) python -m tools.tune_cutedsl --out "$OUT/tuning" 2>&1 | tee "$OUT/tuning/cutedsl_tune.log" ;;
     proof)   python -m tools.timing_proof --out "$OUT/proof" 2>&1 | tee "$OUT/proof/timing_proof.log" ;;
     *)       echo "unknown step $step" ;;
   esac

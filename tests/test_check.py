@@ -6,11 +6,10 @@ import pytest
 import torch
 
 from conftest import FIXTURE_SOLUTIONS
+from harness.facts import Tolerance
 from harness.judge.check import Status, check_outputs, tensor_errors
-from harness.data.dataset import open_dataset
-from harness.data.reference_cache import ReferenceCache
-from harness.judge.run import RunConfig, Variant, evaluate_solution
-from harness.judge.solutions import Tolerance, load_meta
+from harness.judge.run import RunConfig, run_benchmark
+from harness.judge.timing import TimingConfig
 
 
 def test_tolerance_rule_needs_both_bounds_exceeded():
@@ -48,7 +47,7 @@ EXPECTED = {
     "good": Status.PASSED,
     "inside-tol": Status.PASSED,
     "skips-state": Status.INCORRECT_NUMERICAL,
-    "returns-new": Status.INCORRECT_NUMERICAL,
+    "returns-new": Status.RUNTIME_ERROR,  # contract: the returned tensors are not the destinations
     "writes-nan": Status.INCORRECT_NUMERICAL,
     "outside-tol": Status.INCORRECT_NUMERICAL,
     "wrong-shape": Status.INCORRECT_SHAPE,
@@ -60,22 +59,28 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
+def run(tmp_path_factory):
     from conftest import write_small_dataset
 
-    return open_dataset(str(write_small_dataset(tmp_path_factory.mktemp("ds") / "d")))
+    root = tmp_path_factory.mktemp("check")
+    config = RunConfig(device="cpu", tiers=("wallclock",), trials=2,
+                       timing=TimingConfig(warmup=1, iters=10, budget_s=0.3, warm_s=0.0))
+    return run_benchmark(",".join(EXPECTED), str(write_small_dataset(root / "d")), config, root / "results",
+                         progress=False, solutions_root=FIXTURE_SOLUTIONS)
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
-def test_fixture_solution_status(dataset, name):
-    config = RunConfig(device="cpu", tiers=("wallclock",), trials=2)
-    traces = list(evaluate_solution(Variant(load_meta(FIXTURE_SOLUTIONS / name)), dataset, config, ReferenceCache()))
-    assert len(traces) == len(dataset.workloads)
+def test_fixture_solution_status(run, name):
+    traces = [t for t in run.traces if t.solution == name]
+    assert len(traces) == 2
     for trace in traces:
-        assert trace["evaluation"]["status"] == EXPECTED[name].value, trace["evaluation"]["log"]
+        assert trace.evaluation.status.value == EXPECTED[name].value, trace.evaluation.log
     if EXPECTED[name] == Status.PASSED:
-        perf = traces[0]["evaluation"]["performance"]
-        assert perf["headline_tier"] == "wallclock" and perf["tiers"]["wallclock"]["value_us"] > 0
-        assert traces[0]["evaluation"]["correctness"]["extra"]["trials"] == 2
+        perf = traces[0].evaluation.performance
+        assert perf.headline_tier == "wallclock" and perf.tiers["wallclock"].value_us > 0
+        assert traces[0].evaluation.correctness.extra.trials == 2
+        assert perf.tiers["wallclock"].verified_calls >= 1  # timed calls were checked too
     if name == "missing-package":
-        assert "no_such_package_gdn" in traces[0]["evaluation"]["log"]
+        assert "no_such_package_gdn" in traces[0].evaluation.log
+    if name == "returns-new":
+        assert "destination" in traces[0].evaluation.log

@@ -4,9 +4,11 @@
 * Each ``kernel.cu`` is built for real with the shipped flags (sm_90a and
   sm_100a cubins plus compute_90 PTX, one nvcc run per source), into a
   temporary cache; the test fails if a kernel does not compile or link.
-* The built module is loaded with tvm-ffi and its exported functions are
-  called with CPU tensors, which must be refused with a clear error: this
-  checks the exported names and argument lists without launching anything.
+* Each solution is loaded as the judge loads it (a private copy, its
+  ``sources`` compiled into ``kernel.so`` beside ``main.py``); the library
+  its entry module loads exports functions that, called with CPU tensors,
+  must refuse them with a clear error: this checks the exported names and
+  argument lists without launching anything.
 
 The build tests are skipped, with the reason, when nvcc or apache-tvm-ffi is
 missing.
@@ -142,9 +144,18 @@ def test_second_build_is_a_cache_hit(solution, build_cache, monkeypatch):
     ("cuda-v1", {"gdn_decode": ()}),
     ("cuda-v4", {"gdn_decode": (), "gdn_decode_config": (1, 0, 32, 8)}),
 ])
-def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache):
+def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache, tmp_path):
     torch = pytest.importorskip("torch")
-    module = cuda_build.load_cuda_solution(REPO_ROOT / "solutions" / solution, check_gpu=False)
+    import tvm_ffi
+
+    from harness.judge.solutions import load_meta, load_solution
+
+    meta = load_meta(REPO_ROOT / "solutions" / solution)
+    assert meta.sources == ("kernel.cu",)
+    entry = load_solution(meta, workdir=tmp_path)
+    assert entry.LIBRARY.is_file() and tmp_path in entry.LIBRARY.parents  # kernel.so beside the copy's main.py
+    assert callable(entry.load())  # main.py's own loading of kernel.so (at import on a GPU machine)
+    module = tvm_ffi.load_module(str(entry.LIBRARY))
     batch, bf16, f32 = 2, torch.bfloat16, torch.float32
     args = (
         torch.zeros(batch, 1, 4, 128, dtype=bf16), torch.zeros(batch, 1, 4, 128, dtype=bf16),

@@ -1,19 +1,30 @@
 """cuda-v4's launch table lives twice: main.py (the harness's entry) and
 kernel.cu's default_config (the contest entry point). They must agree."""
 
-import importlib.util
 import re
 
+import pytest
+
 from harness.paths import SOLUTIONS_DIR
+from solution_copies import import_copy
+from tools import tune_cuda_v4 as tune
 
 V4 = SOLUTIONS_DIR / "cuda-v4"
 
 
-def _main_module():
-    spec = importlib.util.spec_from_file_location("cuda_v4_main_for_table_test", V4 / "main.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # no GPU here: importing compiles nothing
-    return module
+@pytest.fixture(scope="module")
+def main(tmp_path_factory):
+    """cuda-v4's main.py from a copy of its folder. Without a GPU importing loads
+    no library, so nothing is built; with one, the entry loads kernel.so at
+    import, so the harness's loader builds it."""
+    import torch
+
+    workdir = tmp_path_factory.mktemp("cuda-v4")
+    if torch.cuda.is_available():
+        from harness.judge.solutions import load_meta, load_solution
+
+        return load_solution(load_meta(V4), workdir=workdir)
+    return import_copy(V4, workdir)
 
 
 _CONFIG = r"\{(\d+), k(\w+), (\d+), (\d+)\}"  # {rows, CachePolicy enumerator, lanes per row, warps per block}
@@ -35,8 +46,7 @@ def _kernel_table() -> tuple[list[tuple[int, tuple[int, str, int]]], tuple[int, 
     return entries, fallback
 
 
-def test_kernel_default_config_mirrors_main_launch_table():
-    main = _main_module()
+def test_kernel_default_config_mirrors_main_launch_table(main):
     entries, fallback = _kernel_table()
     assert entries, "no table entries found in kernel.cu's default_config"
     for batch in range(1, 1025):
@@ -45,17 +55,12 @@ def test_kernel_default_config_mirrors_main_launch_table():
         assert tuple(config) == expected, f"B={batch}"
 
 
-def test_every_table_entry_is_a_compiled_shape():
-    main = _main_module()
+def test_every_table_entry_is_a_compiled_shape(main):
     assert all(cfg.is_compiled() for _, cfg in main.LAUNCH_TABLE)
     assert main.LAUNCH_TABLE[-1][0] is None  # the last entry serves every larger batch
 
 
-def test_tune_names_round_trip_every_variant():
-    main = _main_module()
-    spec = importlib.util.spec_from_file_location("cuda_v4_tune_for_table_test", V4 / "tune.py")
-    tune = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tune)
+def test_tune_names_round_trip_every_variant(main):
     names = [name for name in tune.configurations(None, main, inputs={}) if name.startswith("cuda-v4/")]
     # rows x policy x lanes x warps, less the shapes whose lane groups cannot tile the
     # rows: 16 lanes need an even rows_per_warp (not 1), 8 lanes a multiple of 4 (not 1, 2).
@@ -65,8 +70,7 @@ def test_tune_names_round_trip_every_variant():
         assert config.is_compiled() and f"cuda-v4/{tune.config_name(config)}" == name
 
 
-def test_is_compiled_matches_the_kernels_rule():
-    main = _main_module()
+def test_is_compiled_matches_the_kernels_rule(main):
     assert main.LaunchConfig(8, "nc", 16).is_compiled()
     assert not main.LaunchConfig(1, "nc", 16).is_compiled()  # two rows in flight, one row to do
     assert not main.LaunchConfig(2, "stream", 8).is_compiled()
@@ -76,26 +80,21 @@ def test_is_compiled_matches_the_kernels_rule():
     assert not main.LaunchConfig(8, "nc", 32, 16).is_compiled()  # not an instantiated block size
 
 
-def test_cache_policy_indices_match_the_kernels_enum():
+def test_cache_policy_indices_match_the_kernels_enum(main):
     """main.py passes CACHE_POLICIES.index(policy); kernel.cu's CachePolicy must agree."""
-    main = _main_module()
     source = (V4 / "kernel.cu").read_text()
     enum = dict(re.findall(r"k(\w+) = (\d+)", source[source.index("enum CachePolicy"):].split("};")[0]))
     assert {_POLICY[name]: int(value) for name, value in enum.items()} == \
         {name: index for index, name in enumerate(main.CACHE_POLICIES)}
 
 
-def test_launch_table_is_what_the_recorded_tune_suggests():
-    """main.py's table must follow from the tuning files it cites, by tune.py's own rule.
-    Those files hold both reduction forms; the ``.../rs`` names are the one kept."""
+def test_launch_table_is_what_the_recorded_tune_suggests(main):
+    """main.py's table must follow from the tuning files it cites, by the tuner's own rule
+    (tools/tune_cuda_v4.py). Those files hold both reduction forms; the ``.../rs`` names are the one kept."""
     import json
 
     from harness.paths import REPO_ROOT
 
-    main = _main_module()
-    spec = importlib.util.spec_from_file_location("cuda_v4_tune_for_suggest_test", V4 / "tune.py")
-    tune = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tune)
     rows = []
     for part in ("small", "large"):
         report = json.loads((REPO_ROOT / "results" / "tuning" / f"cuda_tune_scatter_{part}.json").read_text())

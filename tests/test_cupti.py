@@ -214,7 +214,7 @@ def _clean_module_state():
 
 def _loop(fake, fn=None, iters=3, warmup=2):
     fn = fn or (lambda args: (fake.launch("gdn_decode_a", 4_000), fake.launch("gdn_decode_b", 2_000)))
-    return hc._time_calls(fake, fn, setup=lambda: fake.launch("clone_state", 1_000),
+    return hc._time_calls(fake, fn, setup=lambda index=None: fake.launch("clone_state", 1_000),
                           flush=lambda: fake.launch("l2_flush_fill", 90_000), iters=iters, warmup=warmup,
                           synchronize=lambda: None)
 
@@ -301,7 +301,7 @@ def test_time_calls_without_cupti_raises_unavailable(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupti", None)
     calls = []
     with pytest.raises(CuptiUnavailable, match="not installed"):
-        time_calls_with_cupti(lambda a: calls.append("fn"), lambda: None, lambda: None, iters=2, warmup=0)
+        time_calls_with_cupti(lambda a: calls.append("fn"), lambda index=None: None, lambda: None, iters=2, warmup=0)
     assert calls == []  # nothing ran, so nothing could be mislabelled
 
 
@@ -327,7 +327,7 @@ def test_status_without_cuda_device(monkeypatch):
     ok, reason = cupti_status()
     assert ok is False and reason == "no CUDA device"
     with pytest.raises(CuptiUnavailable, match="no CUDA device"):
-        time_calls_with_cupti(lambda a: None, lambda: None, lambda: None, iters=1, warmup=0)
+        time_calls_with_cupti(lambda a: None, lambda index=None: None, lambda: None, iters=1, warmup=0)
 
 
 def test_status_probe_enables_and_disables(monkeypatch):
@@ -381,4 +381,4 @@ def test_independent_times_need_cuda(monkeypatch):
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(RuntimeError, match="CUDA"):
-        hc.independent_kernel_times_us(lambda a: None, lambda: None, lambda: None, iters=1)
+        hc.independent_kernel_times_us(lambda a: None, lambda index=None: None, lambda: None, iters=1)

@@ -10,10 +10,8 @@ Triton reads it when a kernel is decorated, i.e. when kernel.py is loaded).
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
-import sys
 import tomllib
 from pathlib import Path
 
@@ -31,27 +29,21 @@ UPSTREAM_TOML = REPO / "solutions" / "fla-upstream" / "solution.toml"
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _load(name: str, path: Path):
-    """Import a file by path (solution folders have hyphens, are no packages)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def solution():
-    """solutions/fla-recurrent/main.py (loads kernel.py and configs.py)."""
-    return _load("fla_recurrent_main", SOLUTION_DIR / "main.py")
+def solution(tmp_path_factory):
+    """solutions/fla-recurrent/main.py (with its kernel and configs modules), loaded
+    by the harness's loader from a private copy of the folder."""
+    from harness.judge.solutions import load_meta, load_solution
+
+    return load_solution(load_meta(SOLUTION_DIR), workdir=tmp_path_factory.mktemp("fla-recurrent"))
 
 
 @pytest.fixture(scope="module")
 def tune():
-    """tune.py (its pure helpers; the tuning itself needs a GPU)."""
-    return _load("fla_recurrent_tune", SOLUTION_DIR / "tune.py")
+    """tools/tune_fla_recurrent.py (its pure helpers; the tuning itself needs a GPU)."""
+    from tools import tune_fla_recurrent
+
+    return tune_fla_recurrent
 
 
 @pytest.fixture(scope="module")
@@ -64,14 +56,25 @@ def dataset(tmp_path_factory):
 
 
 def _harness_check(run_fn, dataset, trials: int = 2):
-    """Each workload through the harness's own check (NaN-poisoned
-    destinations, fresh random inputs per trial, atol = rtol = 1e-2)."""
-    from harness.data.reference_cache import ReferenceCache
-    from harness.judge.run import RunConfig, Variant, check_workload
-    from harness.judge.solutions import load_meta
+    """Each workload through the harness's own comparison (``check_outputs``),
+    in this process: the judge's inputs per trial (fresh random draws), NaN-poisoned
+    destinations, the definition's reference, atol = rtol = 1e-2. One result per
+    workload: its first failing trial's, else its last."""
+    from harness.data.workloads import materialize_inputs
+    from harness.facts import DEFAULT_TOLERANCE
+    from harness.judge.check import Status, check_outputs
 
-    variant, config, cache = Variant(load_meta(SOLUTION_DIR)), RunConfig(device=DEVICE, trials=trials), ReferenceCache()
-    return [check_workload(run_fn, variant, dataset, w, config, cache)[0] for w in dataset.workloads]
+    results = []
+    for workload in dataset.workloads:
+        for trial in range(trials):
+            inputs = materialize_inputs(workload, dataset.definition, dataset.files, DEVICE, trial)
+            expected = dataset.definition.run_reference(inputs)
+            destinations = {name: torch.full_like(t, float("nan")) for name, t in expected.items()}
+            result = check_outputs(run_fn(dict(inputs, **destinations)), destinations, expected, DEFAULT_TOLERANCE)
+            if result.status != Status.PASSED:
+                break
+        results.append(result)
+    return results
 
 
 def test_passes_the_harness_check(solution, dataset):
@@ -111,11 +114,11 @@ def test_a_config_that_skips_rows_is_caught(solution, dataset):
 def test_extreme_gate_inputs(solution, dataset):
     """Saturated gates (softplus of +-60, sigmoid of +-60) stay finite and right."""
     from harness.judge.check import tensor_errors
-    from harness.judge.solutions import Tolerance
+    from harness.facts import Tolerance
     from harness.data.workloads import materialize_inputs
 
     inputs = materialize_inputs(dataset.workloads[1], dataset.definition, dataset.files, DEVICE, 0)
-    signs = torch.tensor([1.0, -1.0] * 4).reshape(1, 1, 8)
+    signs = torch.tensor([1.0, -1.0] * 4, device=DEVICE).reshape(1, 1, 8)
     inputs["a"] = (60.0 * signs).expand_as(inputs["a"]).to(inputs["a"].dtype).contiguous()
     inputs["b"] = (-60.0 * signs).expand_as(inputs["b"]).to(inputs["b"].dtype).contiguous()
     expected = dataset.definition.run_reference(inputs)
@@ -161,14 +164,10 @@ def test_fla_anchors_pass_the_harness_check(name, dataset):
     """fla-core's public API and its bare kernel, through the same check (CPU: interpreter)."""
     pytest.importorskip("fla", reason="fla-core is not installed")
     from harness.judge.check import Status
-    from harness.data.reference_cache import ReferenceCache
-    from harness.judge.run import RunConfig, Variant, check_workload
-    from harness.judge.solutions import load_meta, load_module
+    from harness.judge.solutions import load_meta, load_solution
 
-    meta = load_meta(REPO / "solutions" / name)
-    run_fn, config = load_module(meta).run, RunConfig(device=DEVICE, trials=1)
-    for workload in dataset.workloads:
-        result, _ = check_workload(run_fn, Variant(meta), dataset, workload, config, ReferenceCache())
+    run_fn = load_solution(load_meta(REPO / "solutions" / name)).run
+    for result in _harness_check(run_fn, dataset, trials=1):
         assert result.status == Status.PASSED, result.message
 
 

@@ -1,12 +1,11 @@
 """The leaderboard from synthetic traces written to a temporary results folder.
 
-The helpers ``make_trace`` / ``write_run`` are also used by test_plots.py and
-test_readme_results.py.
+The helpers ``make_trace`` / ``make_floor`` / ``write_run`` are also used by
+test_plots.py, test_readme_results.py and test_run_modal.py.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -14,39 +13,61 @@ import pandas as pd
 import pytest
 
 from harness.records.leaderboard import LEADERBOARD_FILE, build_leaderboard, write_leaderboard
+from harness.records.store import RunWriter
+from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation, FloorMeasurement,
+                                   Performance, TierFigure, Trace, WorkloadRecord)
 
 H100 = "NVIDIA H100 80GB HBM3"
 B200 = "NVIDIA B200"
+STAMP = "2026-01-01T00:00:00+00:00"
+
+
+def tier_figures(us: dict[str, float | None]) -> dict[str, TierFigure]:
+    """µs per tier (None: tier unavailable) as TierFigure objects."""
+    return {t: (TierFigure(tier=t, available=True, value_us=v, median_us=v) if v is not None
+                else TierFigure(tier=t, available=False, reason="not here")) for t, v in us.items()}
 
 
 def make_trace(solution: str, workload: str, us: dict[str, float | None], batch: int = 1,
-               status: str = "PASSED") -> dict:
-    """A trace in the harness's format with the given µs per tier (None:
-    tier unavailable); a non-PASSED trace carries no performance."""
-    evaluation = {"status": status, "log": "", "environment": {"hardware": "", "libs": {}},
-                  "timestamp": "2026-01-01T00:00:00+00:00"}
-    if status == "PASSED" and us:
-        tiers = {t: ({"available": True, "value_us": v, "median_us": v} if v is not None
-                     else {"available": False, "reason": "not here"}) for t, v in us.items()}
+               status: str = "PASSED", hardware: str = H100) -> Trace:
+    """A Trace with the given µs per tier; PASSED and INCORRECT_NUMERICAL
+    carry (zero) errors, only PASSED carries performance."""
+    correctness = performance = None
+    if status in ("PASSED", "INCORRECT_NUMERICAL"):
+        correctness = Correctness(extra=CorrectnessExtra(per_output={}, trials=1, atol=0.01, rtol=0.01))
+    if status == "PASSED":
         headline = next((t for t in ("cupti", "events", "wallclock", "sync") if us.get(t) is not None), None)
-        evaluation["performance"] = {"latency_ms": us[headline] / 1e3 if headline else 0.0,
-                                     "headline_tier": headline, "tiers": tiers}
-    return {"definition": "gdn_decode_qk4_v8_d128_k_last", "solution": solution, "evaluation": evaluation,
-            "workload": {"uuid": workload, "axes": {"batch_size": batch}, "inputs": {}}}
+        performance = Performance(latency_ms=us[headline] / 1e3 if headline else 0.0, headline_tier=headline,
+                                  tiers=tier_figures(us))
+    evaluation = Evaluation(status=status, environment=Environment(hardware=hardware), timestamp=STAMP,
+                            correctness=correctness, performance=performance)
+    return Trace(definition="gdn_decode_qk4_v8_d128_k_last", solution=solution, evaluation=evaluation,
+                 workload=WorkloadRecord(uuid=workload, axes={"batch_size": batch}, inputs={}))
 
 
-def write_run(results: Path, name: str, traces: list[dict], set_name: str = "contest-v1", hardware: str = H100,
-              started: str = "2026-01-01T00:00:00+00:00", commit: str = "abc123") -> Path:
-    """``results/runs/<name>/`` with run.json and traces.jsonl as the harness writes them."""
-    run_dir = results / "runs" / name
-    run_dir.mkdir(parents=True)
+def make_floor(workload: str, us: dict[str, float | None], batch: int = 1, hardware: str = H100,
+               state_dtype: str = "float32") -> FloorMeasurement:
+    """The copy floor of ``workload`` with the given µs per tier."""
+    return FloorMeasurement(workload=workload, batch_size=batch, state_dtype=state_dtype, nbytes=1 << 20,
+                            tiers=tier_figures(us), environment=Environment(hardware=hardware), timestamp=STAMP)
+
+
+def write_run(results: Path, name: str, records: list[Trace | FloorMeasurement], set_name: str = "contest-v1",
+              hardware: str = H100, started: str = STAMP, commit: str = "abc123") -> Path:
+    """``results/runs/<name>/`` written by the store's RunWriter: run.json,
+    traces.jsonl (the Trace records) and floors.jsonl (the FloorMeasurement ones)."""
+    traces = [r.model_copy(deep=True) for r in records if isinstance(r, Trace)]
+    floors = [r.model_copy(deep=True) for r in records if isinstance(r, FloorMeasurement)]
     for t in traces:
-        t["evaluation"]["environment"]["hardware"] = hardware
-    (run_dir / "run.json").write_text(json.dumps({
-        "algo": "all", "workloads": set_name, "environment": {"hardware": hardware, "libs": {}},
-        "git_commit": commit, "started": started}))
-    (run_dir / "traces.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))
-    return run_dir
+        t.evaluation.environment.hardware = hardware
+    for f in floors:
+        f.environment.hardware = hardware
+    writer = RunWriter(results / "runs" / name)
+    writer.write_meta({"algo": "all", "workloads": set_name, "environment": {"hardware": hardware, "libs": {}},
+                       "git_commit": commit, "started": started})
+    writer.write_traces(traces)
+    writer.write_floors(floors)
+    return writer.run_dir
 
 
 def row(board: pd.DataFrame, solution: str, **where) -> pd.Series:
@@ -58,8 +79,8 @@ def row(board: pd.DataFrame, solution: str, **where) -> pd.Series:
     return board[sel].iloc[0]
 
 
-def floor_and_reference(ref_us=(10.0, 20.0), floor_us=(1.0, 1.0), tier="events") -> list[dict]:
-    return [make_trace("copy-floor", f"w{i}", {tier: f}) for i, f in enumerate(floor_us)] + \
+def floor_and_reference(ref_us=(10.0, 20.0), floor_us=(1.0, 1.0), tier="events") -> list:
+    return [make_floor(f"w{i}", {tier: f}) for i, f in enumerate(floor_us)] + \
            [make_trace("pt-reference", f"w{i}", {tier: r}) for i, r in enumerate(ref_us)]
 
 
@@ -106,7 +127,7 @@ def test_geomean_latency_and_flashinfer_ratio(tmp_path):
 
 def test_other_gpus_and_tiers_are_not_compared(tmp_path):
     write_run(tmp_path, "h100", floor_and_reference(), hardware=H100)
-    b200 = [make_trace("copy-floor", f"w{i}", {"cupti": 1.0, "events": 1.0}) for i in range(2)] + \
+    b200 = [make_floor(f"w{i}", {"cupti": 1.0, "events": 1.0}) for i in range(2)] + \
            [make_trace("fast", f"w{i}", {"cupti": 2.0, "events": 5.0}) for i in range(2)] + \
            [make_trace("pt-reference", f"w{i}", {"cupti": 100.0, "events": None}) for i in range(2)]
     write_run(tmp_path, "b200", b200, hardware=B200)
@@ -121,7 +142,7 @@ def test_other_gpus_and_tiers_are_not_compared(tmp_path):
 def test_latest_run_wins_and_reference_falls_back(tmp_path):
     write_run(tmp_path, "old", floor_and_reference() + [make_trace("fast", f"w{i}", {"events": 5.0})
                                                         for i in range(2)], started="2026-01-01T00:00:00+00:00")
-    newer = [make_trace("copy-floor", f"w{i}", {"events": 1.0}) for i in range(2)] + \
+    newer = [make_floor(f"w{i}", {"events": 1.0}) for i in range(2)] + \
             [make_trace("fast", f"w{i}", {"events": 10.0}) for i in range(2)]
     write_run(tmp_path, "new", newer, started="2026-02-01T00:00:00+00:00", commit="def456")
     board = build_leaderboard(tmp_path)

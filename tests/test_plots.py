@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_leaderboard import B200, H100, make_trace, write_run
+from test_leaderboard import B200, H100, make_floor, make_trace, write_run
 
 from harness.records.plots import headline_tier, latency_plot_path, tiers_plot_path, write_plots
 
@@ -10,12 +10,15 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
-def sweep_traces(tiers=("cupti", "events", "sync")) -> list[dict]:
+def sweep_traces(tiers=("cupti", "events", "sync")) -> list:
     """copy floor, reference, two solutions and a bf16-state variant over the sweep's batch sizes."""
-    factors = {"copy-floor": 1.0, "pt-reference": 80.0, "cuda-v4": 1.2, "fla-recurrent": 1.4,
-               "cutedsl-bf16[bfloat16-state]": 0.6}
-    traces = [make_trace(name, f"w{b}", {t: (2 + 0.35 * b) * f * (1 + i) for i, t in enumerate(tiers)}, batch=b)
-              for name, f in factors.items() for b in SWEEP]
+    factors = {"pt-reference": 80.0, "cuda-v4": 1.2, "fla-recurrent": 1.4, "cutedsl-bf16[bfloat16-state]": 0.6}
+
+    def us(b, f):
+        return {t: (2 + 0.35 * b) * f * (1 + i) for i, t in enumerate(tiers)}
+
+    traces = [make_floor(f"w{b}", us(b, 1.0), batch=b) for b in SWEEP]
+    traces += [make_trace(name, f"w{b}", us(b, f), batch=b) for name, f in factors.items() for b in SWEEP]
     traces.append(make_trace("broken", "w1", {}, batch=1, status="RUNTIME_ERROR"))  # no curve, no bar
     return traces
 
@@ -44,7 +47,7 @@ def test_missing_data_is_a_note_not_an_error(tmp_path):
     notes = []
     assert write_plots(tmp_path, log=notes.append) == []
     assert notes and "no traces" in notes[0]
-    traces = [make_trace(n, "w0", {"events": 5.0}) for n in ("copy-floor", "pt-reference")]
+    traces = [make_floor("w0", {"events": 5.0}), make_trace("pt-reference", "w0", {"events": 5.0})]
     write_run(tmp_path, "contest", traces, set_name="contest-v1")
     notes.clear()
     assert write_plots(tmp_path, log=notes.append) == []

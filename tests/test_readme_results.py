@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_leaderboard import H100, make_trace, write_run
+from test_leaderboard import H100, make_floor, make_trace, write_run
 
 from harness.records.leaderboard import write_leaderboard
 from harness.records.plots import write_plots
@@ -13,8 +13,9 @@ README = f"# title\n\nintro\n\n{START_MARKER}\nold table\n{END_MARKER}\n\n## aft
 
 
 def results_with_one_gpu_run(tmp_path):
-    traces = [make_trace(n, f"w{i}", {"cupti": us, "events": 2 * us}, batch=2 ** i)
-              for n, us in (("copy-floor", 2.0), ("pt-reference", 200.0), ("cuda-v4", 4.0)) for i in range(3)]
+    traces = [make_floor(f"w{i}", {"cupti": 2.0, "events": 4.0}, batch=2 ** i) for i in range(3)]
+    traces += [make_trace(n, f"w{i}", {"cupti": us, "events": 2 * us}, batch=2 ** i)
+               for n, us in (("pt-reference", 200.0), ("cuda-v4", 4.0)) for i in range(3)]
     write_run(tmp_path / "results", "run1", traces, set_name="sweep", hardware=H100,
               started="2026-04-05T06:07:00+00:00", commit="0123abcd")
     write_run(tmp_path / "results", "cpu", [make_trace("pt-reference", "w0", {"wallclock": 9.0})],

@@ -1,4 +1,5 @@
-"""The vectorized reference, our definition's loop reference and the contest's official one agree."""
+"""The vectorized reference (pt-compiled's, through tools.vectorized), our definition's loop reference and
+the contest's official one agree."""
 
 import math
 
@@ -6,7 +7,7 @@ import pytest
 import torch
 
 from conftest import OFFICIAL_DEFINITION, SHARED_OFFICIAL_DEFINITION
-from harness.data import reference
+from tools import vectorized as reference
 from harness.data.definition import load_definition
 
 
@@ -32,7 +33,7 @@ def test_vectorized_equals_loop_reference(our_definition):
 
 
 def test_matches_the_math_by_hand():
-    """One head computed from the formulas in DEVELOPERS.md, element by element."""
+    """One head computed from the formulas in README.md "The math", element by element."""
     inputs = random_inputs(1, seed=3)
     out, state = reference.gdn_decode(**inputs)
     h = 5

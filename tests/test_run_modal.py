@@ -4,14 +4,15 @@ is pyproject's, and the remote function's body runs in process on the CPU."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 import tomllib
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_leaderboard import make_trace
+from test_leaderboard import make_floor, make_trace
+
+from harness.records.store import load_run
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -51,20 +52,27 @@ def test_harness_argv(run_modal):
 
 
 def test_merge_fills_speedups_across_containers(run_modal, tmp_path):
-    def container(run_id, solution, us):
-        traces = [make_trace("copy-floor", "w0", {"events": 1.0}), make_trace(solution, "w0", {"events": us})]
+    def container(run_id, solution, us, floor_us):
         return {"run_id": run_id, "run": {"solutions": [solution], "environment": {"hardware": "GPU X"}},
-                "traces": traces}
+                "traces": [make_trace(solution, "w0", {"events": us}).model_dump(mode="json")],
+                "floors": [make_floor("w0", {"events": floor_us}).model_dump(mode="json")]}
 
-    results = [container("20260102T000000Z_GPU-X_sweep", "cuda-v4", 5.0),
-               container("20260101T000000Z_GPU-X_sweep", "pt-reference", 50.0)]
-    run_id, run, traces = run_modal.merge_results(results, "all", "B200")
+    results = [container("20260102T000000Z_GPU-X_sweep", "cuda-v4", 5.0, 2.0),
+               container("20260101T000000Z_GPU-X_sweep", "pt-reference", 50.0, 1.0)]
+    run_id, run, traces, floors = run_modal.merge_results(results, "all", "B200")
     assert run_id == "20260101T000000Z_GPU-X_sweep"
     assert run["solutions"] == ["cuda-v4", "pt-reference"] and run["modal"]["gpu"] == "B200"
-    assert [t["solution"] for t in traces] == ["copy-floor", "pt-reference", "cuda-v4"]
-    cuda = traces[-1]["evaluation"]["performance"]["tiers"]["events"]
-    assert cuda["speedup_vs_reference"] == pytest.approx(10.0)
-    assert cuda["x_copy_floor"] == pytest.approx(5.0)
+    assert [t.solution for t in traces] == ["cuda-v4", "pt-reference"]
+    # the floors come from the container that ran pt-reference
+    assert [f.tiers["events"].value_us for f in floors] == [1.0]
+    cuda = traces[0].evaluation.performance
+    assert cuda.tiers["events"].speedup_vs_reference == pytest.approx(10.0)
+    assert cuda.tiers["events"].x_copy_floor == pytest.approx(5.0)
+    assert cuda.speedup_factor == pytest.approx(10.0) and cuda.reference_latency_ms == pytest.approx(0.05)
+
+    run_dir, frame = run_modal.write_run_files(tmp_path, run_id, run, traces, floors)
+    assert sorted(p.name for p in run_dir.iterdir()) == ["floors.jsonl", "run.json", "summary.csv", "traces.jsonl"]
+    assert list(frame["solution"]) == ["copy-floor", "cuda-v4", "pt-reference"]
 
 
 def test_remote_body_runs_in_process_on_cpu(run_modal, tmp_path):
@@ -77,14 +85,16 @@ def test_remote_body_runs_in_process_on_cpu(run_modal, tmp_path):
     assert out["run"]["environment"]["hardware"].startswith("CPU")
     reference = [t for t in traces if t["solution"] == "pt-reference"]
     assert len(reference) == 20 and all(t["evaluation"]["status"] == "PASSED" for t in reference)
+    assert len(out["floors"]) == 20
     assert (tmp_path / "container" / "runs" / out["run_id"] / "traces.jsonl").exists()
 
     results_dir = tmp_path / "results"
     run_dir = run_modal.collect([out], ["pt-reference"], "pt-reference", "B200", results_dir)
     assert run_dir == results_dir / "runs" / out["run_id"]
-    written = [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]
-    assert len(written) == 40  # 20 copy-floor + 20 pt-reference
-    assert json.loads((run_dir / "run.json").read_text())["workloads"] == "contest-v1"
+    stored = load_run(run_dir)
+    assert len(stored.traces) == 20 and len(stored.floors) == 20  # pt-reference and the copy floor
+    assert all(t.evaluation.performance.speedup_factor == pytest.approx(1.0) for t in stored.traces)
+    assert stored.meta["workloads"] == "contest-v1"
     assert set(pd.read_csv(run_dir / "summary.csv")["solution"]) == {"copy-floor", "pt-reference"}
     board = pd.read_csv(results_dir / "leaderboard.csv")
     assert list(board["solution"]) == ["pt-reference"] and board["score"].iloc[0] == pytest.approx(1.0)

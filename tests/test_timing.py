@@ -9,10 +9,10 @@ from harness.judge.timing import warm_gpu_clocks
 def test_warm_gpu_clocks_calls_for_the_given_time_then_synchronizes(monkeypatch):
     syncs, log = [], []
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: syncs.append(1))
-    calls = warm_gpu_clocks(lambda a: log.append(("call", a)), lambda: "args", lambda: log.append("flush"), 0.02)
+    calls = warm_gpu_clocks(lambda a: log.append(("call", a)), lambda index=None: "args", lambda: log.append("flush"), 0.02)
     assert calls >= 1 and log[:2] == ["flush", ("call", "args")] and len(log) == 2 * calls
     assert syncs  # the last launch is waited for before timing starts
-    assert warm_gpu_clocks(lambda a: None, lambda: None, lambda: None, 0.0) == 1  # at least one call
+    assert warm_gpu_clocks(lambda a: None, lambda index=None: None, lambda: None, 0.0) == 1  # at least one call
 
 
 def test_git_commit_names_the_override_or_a_dirty_tree(monkeypatch):

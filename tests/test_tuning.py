@@ -1,4 +1,4 @@
-"""The pure pieces the GPU tuners (solutions/*/tune.py) share."""
+"""The pure pieces the GPU tuners (tools/tune_*.py) share."""
 
 import json
 
@@ -65,7 +65,6 @@ def test_baseline_call_hands_an_inplace_solution_a_copy_of_the_state(tmp_path):
 
     folder = tmp_path / "good"
     shutil.copytree(FIXTURE_SOLUTIONS / "good", folder)
-    shutil.copy(FIXTURE_SOLUTIONS / "_common.py", tmp_path / "_common.py")
     (folder / "solution.toml").write_text((folder / "solution.toml").read_text() + "inplace_state = true\n")
     inputs = random_inputs(1, "cpu")
     original = inputs["state"].clone()
@@ -82,3 +81,25 @@ def test_baseline_call_reports_why_it_cannot_load():
 
     call, reason = baseline_call(FIXTURE_SOLUTIONS / "missing-package", {})
     assert call is None and "no_such_package_gdn" in reason
+
+
+def test_state_tolerance_is_the_harness_s():
+    from harness.facts import DEFAULT_TOLERANCE, STATE_DTYPE_TOLERANCES
+    from tools.tuning import state_tolerance
+
+    assert state_tolerance("float32") == DEFAULT_TOLERANCE
+    assert state_tolerance("bfloat16") == STATE_DTYPE_TOLERANCES["bfloat16"]
+
+
+def test_reference_outputs_widen_a_bf16_state():
+    """The tuners check a bf16-state kernel against the fp32 math on the same (widened) state."""
+    import torch
+
+    from tools.tuning import random_inputs
+    from tools.vectorized import reference_outputs
+
+    inputs = random_inputs(2, "cpu", state_dtype=torch.bfloat16)
+    out, state = reference_outputs(inputs)
+    widened = reference_outputs(dict(inputs, state=inputs["state"].float()))
+    assert state.dtype == torch.float32 and out.dtype == torch.bfloat16
+    assert torch.equal(state, widened[1]) and torch.equal(out, widened[0])

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.records.leaderboard import load_measurements
+from harness.facts import COPY_FLOOR
 from harness.paths import RESULTS_DIR
-from harness.judge.run import COPY_FLOOR
+from harness.records.leaderboard import load_measurements
 
 TARGETS_FILE = "targets.md"
 

@@ -38,9 +38,10 @@ import torch
 from harness.judge import cupti
 from harness.data.dataset import open_dataset
 from harness.records.environment import environment, git_commit
+from harness.records.store import load_run, run_dirs
 from harness.paths import REPO_ROOT, SOLUTIONS_DIR
 from harness.judge.run import STATE_TORCH_DTYPES, Variant, destinations, make_setup
-from harness.judge.solutions import load_meta, load_module
+from harness.judge.solutions import load_meta, load_solution
 from harness.judge.timing import L2Flusher, TimingConfig, bench_cupti, bench_events, bench_sync, warm_gpu_clocks
 from harness.data.workloads import materialize_inputs
 
@@ -56,9 +57,9 @@ def _callable(subject: str, dataset, workload, device: str):
     inputs = materialize_inputs(workload, dataset.definition, dataset.files, device, 0)
     if subject == "copy-floor":
         state, target = inputs["state"], torch.empty_like(inputs["state"])
-        return (lambda s: target.copy_(s)), (lambda: state)
+        return (lambda s: target.copy_(s)), (lambda index=None: state)
     meta = load_meta(SOLUTIONS_DIR / subject)
-    run = load_module(meta).run
+    run = load_solution(meta).run
     dests = destinations(dataset, workload, STATE_TORCH_DTYPES["float32"], device)
     return run, make_setup(inputs, dests, meta.inplace_state)
 
@@ -134,18 +135,24 @@ def tier_checks(row: dict) -> list[dict]:
 
 
 def _run_local(args: list[str], results: Path) -> Path:
+    """Run run_local.py; returns the run folder it wrote."""
     cmd = [sys.executable, "run_local.py", *args, "--results", str(results), "--no-progress"]
     subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True, text=True)
-    return sorted(results.glob("runs/*/traces.jsonl"))[-1]
+    return run_dirs(results)[-1]
 
 
-def _medians(traces: Path, tier: str) -> dict[tuple[str, int], float]:
+def _medians(run_dir: Path, tier: str) -> dict[tuple[str, int], float]:
+    """(solution label or ``copy-floor``, batch size) -> the tier's µs in that run."""
+    run = load_run(run_dir)
     out = {}
-    for line in traces.read_text().splitlines():
-        t = json.loads(line)
-        entry = ((t["evaluation"].get("performance") or {}).get("tiers") or {}).get(tier, {})
-        if entry.get("available"):
-            out[(t["solution"], t["workload"]["axes"]["batch_size"])] = entry["value_us"]
+    for floor in run.floors:
+        figure = floor.tiers.get(tier)
+        if figure is not None and figure.available:
+            out[(floor.label, floor.batch_size)] = figure.value_us
+    for t in run.traces:
+        figure = t.evaluation.performance.tiers.get(tier) if t.evaluation.performance else None
+        if figure is not None and figure.available:
+            out[(t.solution, t.workload.batch_size)] = figure.value_us
     return out
 
 

@@ -1,4 +1,4 @@
-"""Shared pieces of the per-solution launch-table tuners (``solutions/*/tune.py``).
+"""Shared pieces of the per-solution launch-table tuners (``tools/tune_*.py``).
 
 A tuner checks every launch configuration of one kernel against the
 reference and times it per batch size, then prints a table to paste into the
@@ -18,13 +18,11 @@ from typing import Callable
 
 import torch
 
+from harness.facts import DEFAULT_TOLERANCE, STATE_DTYPE_TOLERANCES, Tolerance
 from harness.judge.check import tensor_errors
-from harness.data.reference import gdn_decode
-from harness.judge.solutions import Tolerance, load_meta, load_module
+from harness.judge.solutions import load_meta, load_solution
 from harness.judge.timing import L2Flusher, TierUnavailable, TimingConfig, TimingStats, bench_cupti, bench_events
-
-#: flashinfer-bench's default tolerance, as the harness checks fp32-state solutions.
-DEFAULT_TOLERANCE = Tolerance(atol=1e-2, rtol=1e-2)
+from tools.vectorized import reference_outputs  # noqa: F401  (re-exported: the tuners' reference)
 HQ, HV, HEAD_K, HEAD_V = 4, 8, 128, 128
 
 
@@ -58,10 +56,10 @@ def random_inputs(batch: int, device, seed: int = 0, state_dtype: torch.dtype = 
     }
 
 
-def reference_outputs(inputs: dict) -> tuple[torch.Tensor, torch.Tensor]:
-    """(output bf16, new_state f32) of :func:`harness.data.reference.gdn_decode` (fp32 state math)."""
-    return gdn_decode(inputs["q"], inputs["k"], inputs["v"], inputs["state"].float(), inputs["A_log"],
-                      inputs["a"], inputs["dt_bias"], inputs["b"], inputs["scale"])
+def state_tolerance(dtype_name: str) -> Tolerance:
+    """The harness's tolerance for a state stored in ``dtype_name``: the
+    definition's 1e-2 for float32, the derived one (harness.facts) otherwise."""
+    return STATE_DTYPE_TOLERANCES.get(dtype_name, DEFAULT_TOLERANCE)
 
 
 def check_call(call: Callable[[], object], inputs: dict, expected: tuple,
@@ -102,7 +100,7 @@ class KernelTimer:
         self.why_not_cupti: str | None = None
 
     def __call__(self, call: Callable[[], object]) -> float:
-        fn, setup = (lambda _: call()), (lambda: None)
+        fn, setup = (lambda _: call()), (lambda index=None: None)
         if self.tier == "cupti":
             stats = bench_cupti(fn, setup, self.flush, self.config)
             if isinstance(stats, TierUnavailable):
@@ -144,7 +142,7 @@ def baseline_call(solution_dir, inputs: dict) -> tuple[Callable[[], object] | No
         missing = meta.missing_packages()
         if missing:
             return None, f"missing packages: {', '.join(missing)}"
-        module = load_module(meta)
+        module = load_solution(meta)
     except Exception as exc:  # a missing baseline column, not a failed tune
         return None, f"{type(exc).__name__}: {str(exc)[:200]}"
     args = inputs

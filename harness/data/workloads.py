@@ -178,34 +178,54 @@ class TensorFiles:
         return tensors[spec.tensor_key]
 
 
-def materialize_inputs(workload: Workload, definition: Definition, files: TensorFiles,
-                       device: str | torch.device, trial: int = 0) -> dict[str, Any]:
-    """Build the definition's inputs for one trial of ``workload``.
-
-    ``random`` inputs are drawn afresh per trial (seeded by uuid and trial);
-    ``safetensors`` inputs are checked against the definition's shape and dtype.
-    Scalars are Python numbers.
+def stored_tensors(workload: Workload, definition: Definition, files: TensorFiles) -> dict[str, torch.Tensor]:
+    """The workload's ``safetensors`` inputs (CPU tensors), checked against the
+    definition's shape and dtype.
 
     Raises:
-        HarnessInputError: a stored tensor has the wrong shape or dtype.
+        HarnessInputError: a stored tensor is missing or has the wrong shape or dtype.
     """
+    stored = {}
+    for name, spec in definition.inputs.items():
+        source = workload.inputs.get(name)
+        if source is not None and source.kind == "safetensors":
+            tensor = files.get(source, workload.where)
+            _check_stored(tensor, definition.shape_of(spec, workload.axes), spec, files.root / source.path,
+                          source.tensor_key)
+            stored[name] = tensor
+    return stored
+
+
+def build_inputs(workload: Workload, definition: Definition, stored: dict[str, torch.Tensor],
+                 device: str | torch.device, trial: int = 0) -> dict[str, Any]:
+    """The definition's inputs for one draw of ``workload``: ``random`` inputs
+    drawn afresh (standard normal, seeded by uuid and ``trial``, so the parent
+    and a worker on the same device draw the same bits), stored tensors from
+    ``stored`` (see :func:`stored_tensors`) moved to ``device``, scalars as
+    Python numbers, an optional input left out as None."""
     generator = torch.Generator(device=device).manual_seed(trial_seed(workload.uuid, trial))
     inputs: dict[str, Any] = {}
     for name, spec in definition.inputs.items():
         source = workload.inputs.get(name)
         if source is None:
-            inputs[name] = None  # optional input left out
-            continue
-        shape = definition.shape_of(spec, workload.axes)
-        if source.kind == "scalar":
+            inputs[name] = None
+        elif source.kind == "scalar":
             inputs[name] = source.value
         elif source.kind == "random":
-            inputs[name] = random_tensor(shape, spec.torch_dtype, generator, device)
+            inputs[name] = random_tensor(definition.shape_of(spec, workload.axes), spec.torch_dtype, generator, device)
         else:
-            tensor = files.get(source, workload.where)
-            _check_stored(tensor, shape, spec, files.root / source.path, source.tensor_key)
-            inputs[name] = tensor.to(device)
+            inputs[name] = stored[name].to(device)
     return inputs
+
+
+def materialize_inputs(workload: Workload, definition: Definition, files: TensorFiles,
+                       device: str | torch.device, trial: int = 0) -> dict[str, Any]:
+    """Build the definition's inputs for one trial of ``workload`` (see :func:`build_inputs`).
+
+    Raises:
+        HarnessInputError: a stored tensor has the wrong shape or dtype.
+    """
+    return build_inputs(workload, definition, stored_tensors(workload, definition, files), device, trial)
 
 
 def _check_stored(tensor: torch.Tensor, shape, spec, path, key: str) -> None:

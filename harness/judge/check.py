@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from harness.judge.solutions import Tolerance
+from harness.facts import Tolerance
 
 REL_EPS = 1e-8
 

@@ -374,8 +374,9 @@ def _record_kinds(cu) -> list[int]:
                              ak.CONCURRENT_KERNEL, ak.MEMCPY, ak.MEMSET)]
 
 
-def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[], Any], flush: Callable[[], None],
-                iters: int, warmup: int, synchronize: Callable[[], None]) -> list[CallRecord]:
+def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush: Callable[[], None],
+                iters: int, warmup: int, synchronize: Callable[[], None],
+                after: Callable[[int], None] = lambda index: None) -> list[CallRecord]:
     """The recording loop, with cupti-python passed in (tests pass a fake).
 
     Raises CuptiUnavailable if recording cannot start; RuntimeError if a timed
@@ -396,8 +397,9 @@ def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[], Any], flush: C
             _enable(cu, _record_kinds(cu))
         except Exception as exc:
             raise CuptiUnavailable(f"CUPTI could not enable activity recording: {type(exc).__name__}: {exc}") from exc
-        for _ in range(warmup + iters):
-            args = setup()
+        for call in range(warmup + iters):
+            index = call - warmup if call >= warmup else None  # timed-call number, None while warming up
+            args = setup(index)
             flush()
             # Wait for setup and flush to finish: the call then starts on an
             # idle GPU, so span_us includes the host gaps between its launches.
@@ -424,6 +426,8 @@ def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[], Any], flush: C
             if popped and int(popped) != ext:
                 raise RuntimeError(f"CUPTI external correlation stack corrupted: pushed {ext}, popped {popped}")
             tags.append(IterationTag(ext, t0, t1))
+            if index is not None:
+                after(index)
         synchronize()  # every record has its end timestamp before we flush
         cu.activity_flush_all(FLUSH_FORCED)
     finally:
@@ -442,11 +446,12 @@ def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[], Any], flush: C
     return build_call_records(sink.records, tags, warmup, external_kind=ext_kind)
 
 
-def time_calls_with_cupti(fn: Callable[[Any], Any], setup: Callable[[], Any], flush: Callable[[], None],
-                          iters: int, warmup: int) -> list[CallRecord]:
+def time_calls_with_cupti(fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush: Callable[[], None],
+                          iters: int, warmup: int, after: Callable[[int], None] = lambda index: None) -> list[CallRecord]:
     """CUPTI-timed calls: one CallRecord (µs) per timed call.
 
-    Each of ``warmup + iters`` iterations: ``args = setup()``; ``flush()``
+    Each of ``warmup + iters`` iterations: ``args = setup(index)`` (index: the
+    timed-call number, None for warm-up calls); ``flush()``
     (cold L2); ``torch.cuda.synchronize()``; ``fn(args)`` with a CUPTI
     external correlation id pushed, so only the kernels/memcpys/memsets that
     ``fn`` launched (on this thread) count. Then synchronize, flush CUPTI's
@@ -463,7 +468,7 @@ def time_calls_with_cupti(fn: Callable[[Any], Any], setup: Callable[[], Any], fl
     cu = _import_cupti()
     import torch  # noqa: PLC0415
 
-    return _time_calls(cu, fn, setup, flush, iters, warmup, torch.cuda.synchronize)
+    return _time_calls(cu, fn, setup, flush, iters, warmup, torch.cuda.synchronize, after)
 
 
 # ----------------------------------------------------------------------------
@@ -533,13 +538,13 @@ def independent_kernel_times_us(fn: Callable[[Any], Any], setup: Callable[[], An
         raise RuntimeError("independent_kernel_times_us needs a CUDA device")
     marker = torch.zeros(1, dtype=torch.int8, device="cuda")
     for _ in range(warmup):
-        args = setup()
+        args = setup(None)
         flush()
         fn(args)
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(iters):
-            args = setup()
+        for index in range(iters):
+            args = setup(index)
             flush()
             torch.cuda.synchronize()
             fn(args)
@@ -567,7 +572,7 @@ def _smoke(iters: int = 20) -> None:
     src = torch.randn(128 * 1024, device="cuda")  # 512 KB of fp32
     flush = L2Flusher("cuda")
 
-    def setup():
+    def setup(index=None):
         return torch.empty_like(src), src
 
     def fn(args):

@@ -1,29 +1,35 @@
-"""Run each solution in its own spawned process, so that its crash, hang or
-CUDA error becomes a status in its traces instead of the end of the run.
+"""Process and file isolation: a worker per solution, and files it cannot spoil unnoticed.
 
-The parent writes a job file and starts ``python -m harness.judge.isolation JOB``.
-The child loads the solution and evaluates it on the job's workloads,
-appending one JSON line per event to the job's event file (``ready`` once the
-solution module loaded, ``start`` before each workload, ``trace`` after it).
-The parent follows that file. If the child dies or stops making progress,
-the workload it was on gets RUNTIME_ERROR or TIMEOUT with the tail of the
-child's log, and a fresh child resumes with the workloads left (a CUDA error
-poisons the process's context, so resuming in-process is not possible).
+* :class:`WorkerProcess` starts ``python -m harness.judge.worker`` in a private
+  directory the parent wrote from memory (the harness sources and the
+  solution, as they were when the run started), in a session and process
+  group of its own, with a private working directory and Triton cache. When it
+  ends, times out or the user presses Ctrl-C, :func:`kill_tree` kills its
+  process group and every process left under the judge (the judge is a child
+  subreaper, so a double-forked daemon is re-parented to it and found).
+* :class:`FileGuard` fingerprints (SHA-256 of the bytes) the files a solution
+  could spoil for others — the dataset's tensor files, the harness's sources,
+  the solutions, the results folder — before a worker starts and verifies them
+  after it ends; :class:`ResultsGuard` can also put the results folder back.
 """
 
 from __future__ import annotations
 
-import json
+import ctypes
+import hashlib
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
-from harness.judge.check import Status
-from harness.paths import REPO_ROOT
+from harness.judge import protocol as msg
+
+#: prctl option: orphaned descendants are re-parented to this process, not to init.
+PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass
@@ -36,164 +42,264 @@ class Timeouts:
     total_s: float = 3600.0
 
 
-@dataclass
-class Job:
-    """Everything a child needs, as plain JSON."""
+class WorkerGone(RuntimeError):
+    """The worker exited, or stopped answering within its deadline (``timed_out``)."""
 
-    solution_dir: str
-    state_dtype: str
-    dataset: str
-    uuids: list[str]  # workloads to evaluate, in order
-    config: dict  # RunConfig fields, see config_to_json
-    reference_dir: str
-    events_path: str
+    def __init__(self, message: str, timed_out: bool = False):
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
-def config_to_json(config) -> dict:
-    """A RunConfig as JSON (nested dataclasses become dicts)."""
-    return asdict(config)
-
-
-def config_from_json(data: dict):
-    """Inverse of :func:`config_to_json`."""
-    from harness.judge.run import RunConfig
-    from harness.judge.solutions import Tolerance
-    from harness.judge.timing import TimingConfig
-
-    return RunConfig(device=data["device"], tiers=tuple(data["tiers"]), trials=data["trials"],
-                     tolerance=Tolerance(**data["tolerance"]), timing=TimingConfig(**data["timing"]))
-
-
-def _emit(events_path: str, event: dict) -> None:
-    with open(events_path, "a") as f:
-        f.write(json.dumps(event) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def child_main(job_path: str) -> None:
-    """Entry point of the child process: evaluate the job, emitting events."""
-    from harness.data.dataset import open_dataset
-    from harness.data.reference_cache import ReferenceCache
-    from harness.judge.run import Variant, evaluate_solution
-    from harness.judge.solutions import load_meta
-    from harness.judge.timing import L2Flusher
-
-    job = Job(**json.loads(Path(job_path).read_text()))
-    config = config_from_json(job.config)
-    dataset = open_dataset(job.dataset, show_progress=False)
-    wanted = set(job.uuids)
-    dataset.workloads = [w for w in dataset.workloads if w.uuid in wanted]
-    variant = Variant(load_meta(job.solution_dir), job.state_dtype)
-    flush = L2Flusher(config.device) if config.device.startswith("cuda") else None
-    _emit(job.events_path, {"event": "ready"})
-    traces = evaluate_solution(variant, dataset, config, ReferenceCache(job.reference_dir), flush,
-                               on_start=lambda w: _emit(job.events_path, {"event": "start", "uuid": w.uuid}))
-    for trace in traces:
-        _emit(job.events_path, {"event": "trace", "trace": trace})
-
-
-class _Follower:
-    """Reads new complete lines of the child's event file."""
-
-    def __init__(self, path: Path):
-        self.path, self.offset = path, 0
-
-    def new_events(self) -> list[dict]:
-        if not self.path.exists():
-            return []
-        with open(self.path) as f:
-            f.seek(self.offset)
-            data = f.read()
-        complete = data[: data.rfind("\n") + 1]
-        self.offset += len(complete)
-        return [json.loads(line) for line in complete.splitlines() if line.strip()]
-
-
-def _log_tail(path: Path, limit: int = 3000) -> str:
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux); False where unsupported."""
     try:
-        return path.read_text(errors="replace")[-limit:]
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            kids += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return kids
+
+
+def descendants(pid: int | None = None) -> list[int]:
+    """Every live descendant of ``pid`` (this process by default), from /proc."""
+    found, todo = [], _children(pid or os.getpid())
+    while todo:
+        child = todo.pop()
+        if child not in found:
+            found.append(child)
+            todo += _children(child)
+    return found
+
+
+def kill_tree(process_group: int | None) -> None:
+    """SIGKILL a worker's process group and every process left under the judge, then reap them."""
+    if process_group:
+        try:
+            os.killpg(process_group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for pid in descendants():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0 and not descendants():
+            return
+        if pid == 0:
+            time.sleep(0.01)
+
+
+class WorkerProcess:
+    """One running worker and the parent's end of its channel."""
+
+    def __init__(self, private_dir: Path, log_path: Path):
+        self.private_dir, self.log_path = private_dir, log_path
+        (private_dir / "work").mkdir(parents=True, exist_ok=True)
+        (private_dir / "triton").mkdir(exist_ok=True)
+        to_worker_r, to_worker_w = os.pipe()
+        from_worker_r, from_worker_w = os.pipe()
+        # the private copy of the harness first; what the user's PYTHONPATH adds (packages) after it
+        python_path = os.pathsep.join(p for p in (str(private_dir / "code"), os.environ.get("PYTHONPATH")) if p)
+        env = dict(os.environ, PYTHONPATH=python_path, PYTHONUNBUFFERED="1",
+                   TRITON_CACHE_DIR=str(private_dir / "triton"), PYTHONDONTWRITEBYTECODE="1")
+        with open(log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-s", "-m", "harness.judge.worker", "--read-fd", str(to_worker_r),
+                 "--write-fd", str(from_worker_w)],
+                cwd=private_dir / "work", env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, pass_fds=(to_worker_r, from_worker_w))
+        os.close(to_worker_r)
+        os.close(from_worker_w)
+        from multiprocessing.connection import Connection
+
+        self.channel = msg.Channel.parent_side(Connection(from_worker_r, writable=False),
+                                               Connection(to_worker_w, readable=False))
+
+    def send(self, message, tensors=(), timeout_s: float = 60.0) -> None:
+        """Send a header and its payloads within ``timeout_s``: a worker that stops
+        reading its pipe must not block the judge (it is killed instead).
+
+        Raises:
+            WorkerGone: the worker is gone, or did not read in time (``timed_out``; it was killed).
+        """
+        def write() -> None:
+            self.channel.send(message)
+            for tensor in tensors:
+                self.channel.send_tensor(tensor)
+
+        failure: list[BaseException] = []
+        writer = threading.Thread(target=lambda: _capture(write, failure), daemon=True)
+        writer.start()
+        writer.join(timeout_s)
+        if writer.is_alive():
+            self.kill()  # the write fails with a broken pipe and the thread ends
+            writer.join(5)
+            raise WorkerGone("the solution process stopped reading the judge's messages", timed_out=True)
+        if failure:
+            raise WorkerGone(f"the solution process is gone ({self.exit_text()})") from failure[0]
+
+    def recv(self, deadline: float, *expected):
+        """The next message (one of ``expected``) before ``deadline`` (time.monotonic()).
+
+        Raises:
+            WorkerGone: the worker exited, or the deadline passed (``timed_out``).
+            protocol.ProtocolError: a malformed or unexpected message.
+        """
+        return self._before(deadline, lambda: self.channel.recv(*expected))
+
+    def recv_tensor(self, header, shape, dtype: str, deadline: float):
+        """A payload (see :meth:`protocol.Channel.recv_tensor`) before ``deadline``."""
+        return self._before(deadline, lambda: self.channel.recv_tensor(header, shape, dtype))
+
+    def _before(self, deadline: float, read):
+        """``read()`` on a thread, so that a worker that sends half a frame and
+        stalls cannot block the judge: past ``deadline`` it is killed."""
+        outcome: list = []
+
+        def target() -> None:
+            try:
+                outcome.append(("ok", read()))
+            except BaseException as exc:  # handed to the judge's thread below
+                outcome.append(("raised", exc))
+
+        reader = threading.Thread(target=target, daemon=True)
+        reader.start()
+        reader.join(max(0.0, deadline - time.monotonic()))
+        if reader.is_alive():
+            self.kill()  # the read ends with an end of file
+            reader.join(5)
+            raise WorkerGone("the solution process stopped answering before its deadline", timed_out=True)
+        kind, value = outcome[0]
+        if kind == "ok":
+            return value
+        if isinstance(value, (EOFError, OSError)) and not isinstance(value, msg.ProtocolError):
+            raise WorkerGone(f"the solution process exited ({self.exit_text()})") from value
+        raise value
+
+    def exit_text(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "still running"
+        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+    def log_tail(self, limit: int = 3000) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - limit))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Ask it to exit, then kill what is left of it (and of anything it started)."""
+        if self.proc.poll() is None:
+            try:
+                self.channel.send(msg.Stop())
+                self.proc.wait(grace_s)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    def kill(self) -> None:
+        """Kill the worker's process tree and close the judge's ends of the pipes (idempotent)."""
+        kill_tree(self.proc.pid)
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        for connection in (self.channel.reader, self.channel.writer):
+            if not connection.closed:
+                connection.close()
+
+
+def _capture(action, failures: list) -> None:
+    """Run ``action``; append what it raised (a broken pipe) to ``failures``."""
+    try:
+        action()
+    except (OSError, ValueError) as exc:
+        failures.append(exc)
+
+
+def write_tree(files: dict[str, bytes], root: Path) -> None:
+    """Write ``{relative path: bytes}`` under ``root``."""
+    for relative, data in files.items():
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def read_tree(root: Path, pattern: str = "**/*", skip=("__pycache__",)) -> dict[str, bytes]:
+    """``{relative path: bytes}`` of the files under ``root`` matching ``pattern``."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.glob(pattern))
+            if p.is_file() and not set(skip) & set(p.relative_to(root).parts)}
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
     except OSError:
-        return ""
+        return None
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, 9)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-    proc.wait()
+class FileGuard:
+    """Fingerprints of the files under some roots (and of some single files)."""
+
+    def __init__(self, roots: list[Path], files: list[Path] = ()):
+        self.roots, self.files = [Path(r) for r in roots], [Path(f) for f in files]
+        self.prints = self._take()
+
+    def _paths(self) -> set[Path]:
+        paths = {f for f in self.files}
+        for root in self.roots:
+            if root.is_dir():
+                paths |= {p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+        return paths
+
+    def _take(self) -> dict[Path, str | None]:
+        return {p: _digest(p) for p in sorted(self._paths() | set(getattr(self, "prints", {})))}
+
+    def changes(self) -> list[str]:
+        """Paths added, removed or changed since the fingerprints were taken (sorted)."""
+        now = self._take()
+        return sorted(str(p) for p in set(now) | set(self.prints) if now.get(p) != self.prints.get(p))
+
+    def refresh(self) -> None:
+        """Take the fingerprints again (after the judge itself wrote under a root)."""
+        self.prints = {p: _digest(p) for p in sorted(self._paths())}
 
 
-def run_isolated(job: Job, workdir: Path, timeouts: Timeouts, failure_trace, max_restarts: int = 3,
-                 poll_s: float = 0.05) -> Iterator[dict]:
-    """Yield the traces of ``job``, one per workload, whatever the child does.
+class ResultsGuard(FileGuard):
+    """A FileGuard over the results folder that also keeps its bytes, so a
+    solution that deleted or edited earlier results can be undone."""
 
-    Args:
-        failure_trace: ``(uuid, Status, log) -> trace`` for workloads the child
-            could not finish (crash, timeout, never reached).
-    """
-    remaining = list(job.uuids)
-    started_at = time.monotonic()
-    for attempt in range(max_restarts + 1):
-        if not remaining:
-            return
-        events = workdir / f"events-{attempt}.jsonl"
-        log = workdir / f"child-{attempt}.log"
-        job_path = workdir / f"job-{attempt}.json"
-        job_path.write_text(json.dumps(asdict(job) | {"uuids": remaining, "events_path": str(events)}))
-        with open(log, "w") as log_file:
-            proc = subprocess.Popen([sys.executable, "-m", "harness.judge.isolation", str(job_path)], cwd=REPO_ROOT,
-                                    stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
-                                    env=dict(os.environ, PYTHONUNBUFFERED="1"))
-        follower, ready, current = _Follower(events), False, None
-        deadline = time.monotonic() + timeouts.startup_s
-        outcome = None
-        while outcome is None:
-            for event in follower.new_events():
-                if event["event"] == "ready":
-                    ready = True
-                elif event["event"] == "start":
-                    current = event["uuid"]
-                    deadline = time.monotonic() + timeouts.workload_s
-                elif event["event"] == "trace":
-                    uuid = event["trace"]["workload"]["uuid"]
-                    remaining.remove(uuid)
-                    current = None
-                    yield event["trace"]
-            if proc.poll() is not None:
-                for event in follower.new_events():  # lines written just before exit
-                    if event["event"] == "trace":
-                        remaining.remove(event["trace"]["workload"]["uuid"])
-                        yield event["trace"]
-                outcome = "exited"
-            elif time.monotonic() > deadline or time.monotonic() - started_at > timeouts.total_s:
-                _kill(proc)
-                outcome = "timeout"
-            else:
-                time.sleep(poll_s)
-        if not remaining:
-            return
-        tail = _log_tail(log)
-        if outcome == "exited" and not ready:
-            # the solution never loaded: every workload fails the same way, no retry
-            code = proc.returncode
-            for uuid in remaining:
-                yield failure_trace(uuid, Status.RUNTIME_ERROR, f"solution process exited ({code}) before it "
-                                    f"was ready:\n{tail}")
-            return
-        status = Status.TIMEOUT if outcome == "timeout" else Status.RUNTIME_ERROR
-        what = ("timed out" if outcome == "timeout" else f"died (exit code {proc.returncode})")
-        victim = current or remaining[0]
-        phase = "loading" if not ready else "on this workload"
-        yield failure_trace(victim, status, f"solution process {what} {phase}:\n{tail}")
-        remaining.remove(victim)
-        if outcome == "timeout" and time.monotonic() - started_at > timeouts.total_s:
-            break
-    for uuid in remaining:
-        yield failure_trace(uuid, Status.RUNTIME_ERROR, "not run: the solution process failed too often "
-                            "or ran out of its total time")
+    def __init__(self, root: Path):
+        super().__init__([root])
+        self.root = Path(root)
+        self.saved = read_tree(self.root) if self.root.is_dir() else {}
 
+    def restore(self) -> None:
+        """Put every saved file back and remove the files neither there at the start nor written by the judge."""
+        for path in self._paths():
+            if path.relative_to(self.root).as_posix() not in self.saved:
+                path.unlink(missing_ok=True)
+        write_tree(self.saved, self.root)
 
-if __name__ == "__main__":
-    child_main(sys.argv[1])
+    def remember(self, path: Path) -> None:
+        """The judge wrote ``path``: keep its bytes as the version to restore."""
+        self.saved[Path(path).relative_to(self.root).as_posix()] = Path(path).read_bytes()

@@ -1,268 +1,281 @@
-"""Check and time solutions on workloads; one flashinfer-bench trace per pair.
+"""One benchmark run: every selected solution on every workload of a dataset.
 
-The unit of work is :func:`evaluate_solution`: one solution variant (a
-solution in one state dtype) over every workload of a dataset. It never raises
-for a solution's fault: load failures, exceptions and wrong results become
-statuses in the traces it yields. :mod:`harness.judge.isolation` runs it in a
-separate process per solution.
+This is the function both command-line shells (run_local.py, run_modal.py)
+call. In order:
+
+1. snapshot what later workers must not be able to change: the harness's
+   sources, each selected solution's files, the dataset's stored tensors
+   (into :class:`~harness.judge.references.References`), and fingerprints of
+   the files a solution could spoil (:mod:`harness.judge.isolation`);
+2. validate every solution folder (a malformed one becomes COMPILE_ERROR
+   traces, never the end of the run) and build the CUDA ones;
+3. measure the copy floor of every workload (the physical limit);
+4. judge each variant in a worker of its own (:mod:`harness.judge.session`);
+   after each, verify the fingerprints (a change marks that solution as
+   tampering and puts the results folder back) and rewrite the run's files
+   from memory, so a later failure, a kill or Ctrl-C loses nothing finished.
+
+Only this process writes under ``results/``.
 """
 
 from __future__ import annotations
 
-import traceback
-from dataclasses import dataclass, field
+import re
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable
 
 import torch
+from tqdm import tqdm
 
-from harness.judge.check import CheckResult, Status, check_outputs
-from harness.data.dataset import Dataset
-from harness.errors import SolutionUnsupported
-from harness.records.environment import environment
-from harness.data.reference_cache import ReferenceCache
-from harness.judge.solutions import SolutionMeta, Tolerance, load_module
-from harness.judge.timing import TierUnavailable, TimingConfig, TimingStats, measure
-from harness.data.workloads import Workload, materialize_inputs
+from harness.data.dataset import Dataset, open_dataset
+from harness.errors import HarnessInputError
+from harness.facts import DEFAULT_TOLERANCE, REFERENCE_SOLUTION, Tolerance
+from harness.judge.build import CompileError
+from harness.judge.check import Status
+from harness.judge.floor import measure_floor
+from harness.judge.isolation import FileGuard, ResultsGuard, Timeouts, become_subreaper, read_tree
+from harness.judge.references import References
+from harness.judge.session import RunContext, Variant, VariantJudge
+from harness.judge.solutions import (SolutionLoadError, SolutionMeta, build_library, discover, load_meta,
+                                     snapshot_files)
+from harness.judge.timing import L2Flusher, TimingConfig
+from harness.paths import REPO_ROOT, SOLUTIONS_DIR
+from harness.records.annotate import annotate
+from harness.records.environment import environment, git_commit, hardware_name
+from harness.records.store import RunWriter
+from harness.records.trace import Environment, FloorMeasurement, Trace
 
-STATE_TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-#: Preference order for the headline latency of a trace.
-HEADLINE_TIERS = ("cupti", "events", "wallclock", "sync")
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A solution run with one state dtype; non-fp32 variants are their own rows."""
-
-    meta: SolutionMeta
-    state_dtype: str = "float32"
-
-    @property
-    def label(self) -> str:
-        return self.meta.name if self.state_dtype == "float32" else f"{self.meta.name}[{self.state_dtype}-state]"
-
-    @property
-    def tolerance_override(self) -> Tolerance | None:
-        return self.meta.tolerances.get(self.state_dtype)
-
-
-def variants_of(meta: SolutionMeta) -> list[Variant]:
-    """One variant per declared state dtype, fp32 first."""
-    return [Variant(meta, d) for d in sorted(meta.state_dtypes, key=lambda d: d != "float32")]
+HARNESS_DIR = Path(__file__).resolve().parents[1]
 
 
 @dataclass
 class RunConfig:
-    """What a run does: device, tiers, correctness trials and tolerances."""
+    """What a run does: device, tiers, correctness trials, the fp32 tolerance and the timing settings."""
 
     device: str = "cpu"
     tiers: tuple[str, ...] = ("wallclock",)
     trials: int = 3
-    tolerance: Tolerance = field(default_factory=Tolerance)
+    tolerance: Tolerance = field(default_factory=lambda: DEFAULT_TOLERANCE)
     timing: TimingConfig = field(default_factory=TimingConfig)
 
 
-def skip_reason(variant: Variant, dataset: Dataset, config: RunConfig) -> str | None:
-    """Why a variant cannot run here, or None."""
-    meta = variant.meta
+@dataclass
+class RunResult:
+    """Where a run wrote its files, what it measured, and what it had to say."""
+
+    run_dir: Path
+    traces: list[Trace] = field(default_factory=list)
+    floors: list[FloorMeasurement] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+
+@dataclass
+class Candidate:
+    """A selected solution folder: its validated variants, or why it cannot run."""
+
+    folder: Path
+    variants: list[Variant] = field(default_factory=list)
+    failure: tuple[Status, str] | None = None  # COMPILE_ERROR or SKIPPED, with the log
+    files: dict[str, bytes] = field(default_factory=dict)
+    library: bytes | None = None
+
+
+def select_solutions(algo: str, solutions_root: Path | None = None) -> list[Path]:
+    """Folders of the solutions named by ``algo`` (``all`` or a comma list), pt-reference first.
+
+    Raises:
+        ValueError: a name that no folder under the solutions root has, or a missing root.
+    """
+    root = Path(solutions_root or SOLUTIONS_DIR)
+    if not root.is_dir():
+        raise ValueError(f"solutions folder {root} does not exist")
+    found = discover(root)
+    names = list(found) if algo == "all" else [a.strip() for a in algo.split(",") if a.strip()]
+    unknown = [n for n in names if n not in found]
+    if unknown:
+        raise ValueError(f"unknown solution(s) {unknown}; available: {sorted(found)}")
+    names.sort(key=lambda n: n != REFERENCE_SOLUTION)
+    return [found[n] for n in names]
+
+
+def prepare(folder: Path, dataset: Dataset, config: RunConfig) -> Candidate:
+    """Validate, snapshot and (CUDA) build one solution; failures become the candidate's status."""
+    candidate = Candidate(folder)
+    try:
+        meta = load_meta(folder)
+    except SolutionLoadError as exc:
+        candidate.failure = (Status.COMPILE_ERROR, str(exc))
+        candidate.variants = [Variant(_placeholder(folder))]
+        return candidate
+    candidate.variants = [Variant(meta, d) for d in sorted(meta.state_dtypes, key=lambda d: d != "float32")]
+    candidate.failure = _skip(meta, dataset, config)
+    if candidate.failure:
+        return candidate
+    candidate.files = snapshot_files(folder)
+    try:
+        candidate.library = build_library(meta)
+    except CompileError as exc:
+        candidate.failure = (Status.COMPILE_ERROR, str(exc)[-4000:])
+    return candidate
+
+
+def _placeholder(folder: Path):
+    """A stand-in meta for a folder whose solution.toml could not be read (its traces carry the folder name)."""
+    name = folder.name[:64] if re.fullmatch(r"[A-Za-z0-9._-]+", folder.name) else "invalid-name"
+    return SolutionMeta(name, folder, "", "python", "", "", "", (), False, False, ("float32",))
+
+
+def _skip(meta, dataset: Dataset, config: RunConfig) -> tuple[Status, str] | None:
     if meta.definition != dataset.definition.name:
-        return f"solution is for definition {meta.definition}, dataset is {dataset.definition.name}"
+        return Status.SKIPPED, f"solution is for definition {meta.definition}, dataset is {dataset.definition.name}"
     if meta.gpu_only and not config.device.startswith("cuda"):
-        return "GPU-only solution and the run is on the CPU"
+        return Status.SKIPPED, "GPU-only solution and the run is on the CPU"
     missing = meta.missing_packages()
     if missing:
-        return f"missing packages: {', '.join(missing)}"
-    if config.device.startswith("cuda") and not torch.cuda.is_available():
-        return "--device cuda but no CUDA device is visible"
+        return Status.SKIPPED, f"missing packages: {', '.join(missing)}"
     return None
 
 
-def destinations(dataset: Dataset, workload: Workload, state_dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
-    """NaN-filled output buffers, so any element a solution leaves unwritten fails."""
-    dests = {}
-    for name, spec in dataset.definition.outputs.items():
-        dtype = state_dtype if name == "new_state" else spec.torch_dtype
-        dests[name] = torch.full(dataset.definition.shape_of(spec, workload.axes), float("nan"),
-                                 dtype=dtype, device=device)
-    return dests
+def run_id(dataset_name: str, device: str) -> str:
+    """``<UTC time>_<hardware>_<dataset>``, safe as a folder name."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", f"{hardware_name(device)}_{Path(dataset_name).name}").strip("-")
+    return f"{stamp}_{slug}"
 
 
-def prepare_inputs(inputs: dict[str, Any], variant: Variant) -> dict[str, Any]:
-    """Convert the state to the variant's dtype (outside any timed region)."""
-    if variant.state_dtype == "float32" or inputs.get("state") is None:
-        return inputs
-    return dict(inputs, state=inputs["state"].to(STATE_TORCH_DTYPES[variant.state_dtype]))
+def measure_floors(dataset: Dataset, references: References, config: RunConfig, state_dtypes: set[str],
+                   env: Environment, progress: bool) -> list[FloorMeasurement]:
+    """The copy floor of every workload in every state dtype a variant uses."""
+    flush = L2Flusher(config.device) if config.device.startswith("cuda") else (lambda: None)
+    pairs = [(w, d) for w in dataset.workloads for d in sorted(state_dtypes)]
+    floors = [measure_floor(dataset.definition, w, references.stored[w.uuid], d, config.device, config.tiers,
+                            config.timing, flush, env)
+              for w, d in tqdm(pairs, desc="copy floor", disable=not progress, leave=False)]
+    del flush
+    if config.device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    return floors
 
 
-def call_args(inputs: dict[str, Any], dests: dict[str, torch.Tensor], inplace: bool) -> dict[str, Any]:
-    """The dict handed to ``run``: inputs plus destinations. For an in-place
-    solution the state is copied into ``new_state``, which is passed as both."""
-    args = dict(inputs, **dests)
-    if inplace:
-        dests["new_state"].copy_(inputs["state"])
-        args["state"] = dests["new_state"]
-    return args
+def dataset_files(dataset: Dataset) -> list[Path]:
+    """The stored-tensor files the dataset's workloads reference."""
+    return sorted({dataset.files.root / s.path for w in dataset.workloads for s in w.inputs.values()
+                   if s.kind == "safetensors"})
 
 
-def make_setup(inputs: dict[str, Any], dests: dict[str, torch.Tensor], inplace: bool) -> Callable[[], dict]:
-    """Per-iteration setup for timing: fresh clones of every input tensor (so a
-    solution that overwrites its inputs cannot profit) and the destinations."""
-    def setup() -> dict[str, Any]:
-        fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
-        return call_args(fresh, dests, inplace)
-    return setup
+class Guards:
+    """The fingerprints a run verifies after every worker (see module doc)."""
+
+    def __init__(self, dataset: Dataset, folders: list[Path], results_dir: Path):
+        self.inputs = FileGuard([], dataset_files(dataset))
+        self.code = FileGuard([HARNESS_DIR, *folders])
+        self.results = ResultsGuard(results_dir)
+
+    def changes(self) -> list[str]:
+        return self.inputs.changes() + self.code.changes() + self.results.changes()
 
 
-def check_workload(run_fn, variant: Variant, dataset: Dataset, workload: Workload, config: RunConfig,
-                   references: ReferenceCache) -> tuple[CheckResult, dict[str, Any]]:
-    """Check ``run_fn`` on ``config.trials`` trials of fresh random inputs.
+def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: Path, *,
+                  solutions_root: Path | None = None, progress: bool = True, timeouts: Timeouts | None = None,
+                  on_trace: Callable[[Trace], None] | None = None) -> RunResult:
+    """Check and time the selected solutions on a dataset; see module doc.
 
-    Returns the worst trial's result (first failure, else the pass with the
-    largest errors merged) and the last trial's inputs for timing.
+    Returns the run's result; ``interrupted`` is True when Ctrl-C ended it
+    (what finished is written). Never raises for a solution's fault.
+
+    Raises:
+        HarnessInputError: the dataset is malformed.
+        ValueError: unknown solution name, or no such solutions folder.
     """
-    tolerance = variant.tolerance_override or config.tolerance
-    state_dtype = STATE_TORCH_DTYPES[variant.state_dtype]
-    merged: CheckResult | None = None
-    inputs = {}
-    for trial in range(config.trials):
-        raw = materialize_inputs(workload, dataset.definition, dataset.files, config.device, trial)
-        expected = references.get(dataset, workload, trial, raw)
-        inputs = prepare_inputs(raw, variant)
-        dests = destinations(dataset, workload, state_dtype, config.device)
-        returned = run_fn(call_args(inputs, dests, variant.meta.inplace_state))
-        if config.device.startswith("cuda"):
-            torch.cuda.synchronize()
-        result = check_outputs(returned, dests, expected, tolerance, dtypes={"new_state": state_dtype})
-        if result.status != Status.PASSED:
-            result.message = f"trial {trial}: {result.message}"
-            return result, inputs
-        merged = result if merged is None else CheckResult(
-            Status.PASSED, {n: e.worst(merged.errors.get(n)) for n, e in result.errors.items()})
-    return merged, inputs
-
-
-def time_workload(run_fn, variant: Variant, dataset: Dataset, workload: Workload, inputs: dict[str, Any],
-                  config: RunConfig, flush) -> dict[str, TimingStats | TierUnavailable]:
-    """Every requested tier for one (solution, workload)."""
-    dests = destinations(dataset, workload, STATE_TORCH_DTYPES[variant.state_dtype], config.device)
-    setup = make_setup(inputs, dests, variant.meta.inplace_state)
-    return {tier: measure(tier, run_fn, setup, flush, config.device, config.timing) for tier in config.tiers}
-
-
-COPY_FLOOR = "copy-floor"
-
-
-def copy_floor_trace(dataset: Dataset, workload: Workload, config: RunConfig, flush) -> dict[str, Any]:
-    """The physical limit as a trace of its own (solution ``copy-floor``): a
-    device copy of the workload's fp32 state bytes (``dst.copy_(state)``: one
-    read and one write of the state), timed by the same tiers. Not a solution:
-    its status is PASSED only in the sense that it ran; nothing is checked."""
-    inputs = materialize_inputs(workload, dataset.definition, dataset.files, config.device, 0)
-    state = inputs["state"]
-    target = torch.empty_like(state)
-    timings = {tier: measure(tier, lambda s: target.copy_(s), lambda: state, flush, config.device, config.timing)
-               for tier in config.tiers}
-    nbytes = 2 * state.numel() * state.element_size()
-    meta = SolutionMeta(COPY_FLOOR, Path("."), dataset.definition.name, "python", "gdn-decode-bench",
-                        "device copy of the state bytes", "", (), False, False, ("float32",))
-    return make_trace(dataset, workload, Variant(meta), Status.PASSED, "physical limit, not checked", config,
-                      timings=timings, nbytes=nbytes)
-
-
-def bytes_moved(inputs: dict[str, Any], state_dtype: torch.dtype) -> int:
-    """Bytes a kernel must move at least: the state read and written, q/k/v/a/b
-    read and the bf16 output written (the output has v's size)."""
-    state = inputs["state"]
-    state_bytes = state.numel() * torch.tensor([], dtype=state_dtype).element_size()
-    small = sum(t.numel() * t.element_size() for k, t in inputs.items()
-                if isinstance(t, torch.Tensor) and k != "state")
-    return 2 * state_bytes + small + inputs["v"].numel() * inputs["v"].element_size()
-
-
-def tier_json(result: TimingStats | TierUnavailable, nbytes: int) -> dict[str, Any]:
-    """A tier's entry in ``performance.tiers`` of a trace (GB/s = bytes moved / time)."""
-    if isinstance(result, TierUnavailable):
-        return {"available": False, "reason": result.reason}
-    return {"available": True, "value_us": result.value_us, "median_us": result.median_us,
-            "p10_us": result.p10_us, "p90_us": result.p90_us, "min_us": result.min_us,
-            "max_us": result.max_us, "iters": result.iters, **result.extra,
-            "achieved_gb_per_s": nbytes / (result.value_us * 1e-6) / 1e9 if result.value_us > 0 else None}
-
-
-def make_trace(dataset: Dataset, workload: Workload, variant: Variant, status: Status, log: str, config: RunConfig,
-               check: CheckResult | None = None, timings: dict | None = None,
-               nbytes: int = 0, tolerance: Tolerance | None = None) -> dict[str, Any]:
-    """A trace in flashinfer-bench's Trace JSON schema, with our extras in
-    ``correctness.extra`` and ``performance.tiers``."""
-    evaluation: dict[str, Any] = {
-        "status": status.value, "log": log, "environment": environment(config.device),
-        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-    if check is not None and check.errors:
-        tol = tolerance or config.tolerance
-        evaluation["correctness"] = {
-            "max_relative_error": max(e.max_rel for e in check.errors.values()),
-            "max_absolute_error": max(e.max_abs for e in check.errors.values()),
-            "extra": {"per_output": check.as_dict(), "trials": config.trials, "atol": tol.atol, "rtol": tol.rtol,
-                      "state_dtype": variant.state_dtype},
-        }
-    if timings:
-        tiers = {t: tier_json(r, nbytes) for t, r in timings.items()}
-        headline = next((tiers[t] for t in HEADLINE_TIERS if tiers.get(t, {}).get("available")), None)
-        evaluation["performance"] = {
-            "latency_ms": headline["value_us"] / 1e3 if headline else 0.0,
-            "headline_tier": next((t for t in HEADLINE_TIERS if tiers.get(t, {}).get("available")), None),
-            "reference_latency_ms": 0.0, "speedup_factor": 0.0,
-            "bytes_moved": nbytes, "tiers": tiers,
-        }
-    return {"definition": dataset.definition.name, "workload": workload.as_json(),
-            "solution": variant.label, "evaluation": evaluation}
-
-
-def _failure_log(exc: BaseException) -> str:
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
-
-
-def evaluate_solution(variant: Variant, dataset: Dataset, config: RunConfig, references: ReferenceCache,
-                      flush=None, on_start: Callable[[Workload], None] | None = None) -> Iterator[dict[str, Any]]:
-    """Yield one trace per workload for ``variant``; never raises for the
-    solution's fault (see module doc)."""
-    reason = skip_reason(variant, dataset, config)
-    if reason is None:
-        try:
-            module = load_module(variant.meta)
-        except SolutionUnsupported as exc:
-            reason = f"unsupported here: {exc}"
-        except Exception as exc:  # import or build failure of the solution
-            for workload in dataset.workloads:
-                yield make_trace(dataset, workload, variant, Status.COMPILE_ERROR, _failure_log(exc), config)
-            return
-    for workload in dataset.workloads:
-        if reason is not None:
-            yield make_trace(dataset, workload, variant, Status.SKIPPED, reason, config)
-            continue
-        if on_start is not None:
-            on_start(workload)
-        yield evaluate_workload(module.run, variant, dataset, workload, config, references, flush)
-
-
-def evaluate_workload(run_fn, variant: Variant, dataset: Dataset, workload: Workload, config: RunConfig,
-                      references: ReferenceCache, flush) -> dict[str, Any]:
-    """Check, then (if it passed) time, one solution on one workload."""
-    tolerance = variant.tolerance_override or config.tolerance
+    become_subreaper()
+    harness_files = read_tree(HARNESS_DIR, "**/*.py")
+    dataset = open_dataset(dataset_spec, show_progress=progress)
+    folders = select_solutions(algo, solutions_root)
+    results_dir = Path(results_dir)
+    run_dir = results_dir / "runs" / run_id(dataset.name, config.device)
+    guards = Guards(dataset, folders, results_dir)
+    references = References(dataset, config.device)
+    env = Environment(**environment(config.device))
+    candidates = [prepare(f, dataset, config) for f in folders]
+    variants = [v for c in candidates for v in c.variants]
+    writer = RunWriter(run_dir)
+    result = RunResult(run_dir)
+    meta = {"algo": algo, "workloads": dataset_spec, "definition": dataset.definition.name,
+            "config": asdict(config), "environment": env.model_dump(), "git_commit": git_commit(),
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "solutions": [v.label for v in variants], "notes": result.notes}
+    scratch = Path(tempfile.mkdtemp(prefix="gdn-judge-"))
+    ctx = RunContext(dataset, config, references, {}, env, harness_files, scratch, timeouts or Timeouts())
+    bar = tqdm(total=len(variants) * len(dataset.workloads), desc="evaluating", disable=not progress)
     try:
-        check, inputs = check_workload(run_fn, variant, dataset, workload, config, references)
-    except Exception as exc:
-        return make_trace(dataset, workload, variant, Status.RUNTIME_ERROR, _failure_log(exc), config)
-    if check.status != Status.PASSED:
-        return make_trace(dataset, workload, variant, check.status, check.message, config, check,
-                          tolerance=tolerance)
+        dtypes = {v.state_dtype for c in candidates if not c.failure for v in c.variants}
+        result.floors = measure_floors(dataset, references, config, dtypes, env, progress) if dtypes else []
+        ctx.floors = {(f.workload, f.state_dtype): f for f in result.floors}
+        save(writer, meta, result, guards)
+        def arrived(trace: Trace) -> None:
+            bar.update()
+            bar.set_postfix_str(f"{trace.solution}: {trace.evaluation.status.value}")
+            if on_trace:
+                on_trace(trace)
+
+        for candidate in candidates:
+            for variant in candidate.variants:
+                judge_variant(ctx, candidate, variant, guards, result, arrived)
+                save(writer, meta, result, guards)
+    except KeyboardInterrupt:
+        result.interrupted = True
+        result.notes.append("interrupted (Ctrl-C): the traces hold what finished before it")
+    finally:
+        bar.close()
+        save(writer, meta, result, guards)
+        shutil.rmtree(scratch, ignore_errors=True)
+    result.traces = annotate(result.traces, result.floors)
+    return result
+
+
+def judge_variant(ctx: RunContext, candidate: Candidate, variant: Variant, guards: Guards, result: RunResult,
+                  arrived: Callable[[Trace], None]) -> None:
+    """Add one variant's traces to ``result`` (also those made before a Ctrl-C),
+    then check the fingerprints once its worker is gone."""
+    judge = VariantJudge(ctx, variant, candidate.files, candidate.library)
+    generator = (judge.all_remaining(ctx.dataset.workloads, *candidate.failure) if candidate.failure
+                 else judge.traces())
+    traces = []
     try:
-        timings = time_workload(run_fn, variant, dataset, workload, inputs, config, flush)
-    except Exception as exc:
-        return make_trace(dataset, workload, variant, Status.RUNTIME_ERROR, "while timing:\n" + _failure_log(exc),
-                          config, check, tolerance=tolerance)
-    nbytes = bytes_moved(inputs, STATE_TORCH_DTYPES[variant.state_dtype])
-    return make_trace(dataset, workload, variant, Status.PASSED, "", config, check, timings, nbytes,
-                      tolerance=tolerance)
+        for trace in generator:
+            traces.append(trace)
+            arrived(trace)
+    finally:
+        generator.close()  # kills the worker tree, also on Ctrl-C
+        changed = guards.changes()
+        if changed:
+            traces = tampered(judge, ctx, traces, changed)
+            guards.results.restore()
+            result.notes.append(f"{variant.label} changed files it must not touch: {', '.join(changed[:10])}; "
+                                "the run kept using the copies it took when it started, and put the results "
+                                "folder back")
+            guards.inputs.refresh()
+            guards.code.refresh()
+        result.traces += traces
+
+
+def tampered(judge: VariantJudge, ctx: RunContext, traces: list[Trace], changed: list[str]) -> list[Trace]:
+    """Every trace of a variant that changed protected files becomes RUNTIME_ERROR naming them."""
+    log = ("tampering: the solution process changed files outside its own private folder: "
+           + ", ".join(changed[:20]))
+    by_uuid = {t.workload.uuid for t in traces}
+    return [judge.trace(w, Status.RUNTIME_ERROR, log) for w in ctx.dataset.workloads if w.uuid in by_uuid]
+
+
+def save(writer: RunWriter, meta: dict, result: RunResult, guards: Guards) -> None:
+    """Rewrite the run's files from memory (annotation in one pure pass), then let the guard know them."""
+    written = [writer.write_meta(meta), writer.write_floors(result.floors),
+               writer.write_traces(annotate(result.traces, result.floors))]
+    for path in written:
+        guards.results.remember(path)
+    guards.results.refresh()

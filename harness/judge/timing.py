@@ -34,8 +34,7 @@ from typing import Any, Callable
 
 import torch
 
-TIERS = ("cupti", "events", "sync", "wallclock")
-GPU_TIERS = ("cupti", "events", "sync")
+from harness.facts import GPU_TIERS, TIERS  # noqa: E402,F401 - re-exported: the tiers this module measures
 #: The contest's do_bench settings, reproduced by the sync tier.
 SYNC_WARMUP, SYNC_ITERS, SYNC_TRIALS = 10, 50, 3
 
@@ -53,6 +52,7 @@ class TimingStats:
     max_us: float
     iters: int
     extra: dict[str, Any] = field(default_factory=dict)
+    samples_us: list[float] = field(default_factory=list, repr=False)  # every timed call, in order
 
 
 @dataclass
@@ -73,6 +73,10 @@ class TimingConfig:
     budget_s: float = 2.0  # slow solutions get fewer iterations, never fewer than min_iters
     min_iters: int = 5
     warm_s: float = 0.2  # seconds of back-to-back flush + call before a GPU tier (clock ramp)
+
+
+def _nothing(index: int) -> None:
+    """Default ``after`` hook: nothing to do after a timed call."""
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -96,7 +100,7 @@ def summarize(tier: str, samples_us: list[float], value_us: float | None = None,
     s = sorted(samples_us)
     median = statistics.median(s)
     return TimingStats(tier, median if value_us is None else value_us, median, percentile(s, 10),
-                       percentile(s, 90), s[0], s[-1], len(s), extra)
+                       percentile(s, 90), s[0], s[-1], len(s), extra, list(samples_us))
 
 
 def plan_iterations(estimate_s: float, config: TimingConfig) -> int:
@@ -125,7 +129,7 @@ def warm_gpu_clocks(fn: Callable, setup: Callable, flush: Callable, seconds: flo
     Returns the number of calls made."""
     calls, deadline = 0, time.perf_counter() + seconds
     while calls == 0 or time.perf_counter() < deadline:
-        args = setup()
+        args = setup(None)
         flush()
         fn(args)
         calls += 1
@@ -142,7 +146,7 @@ def _estimate_call_s(fn: Callable, setup: Callable, sync: Callable[[], None], wa
     budget, like the per-head reference loop) gets no further warmup calls.
     """
     def timed_call() -> float:
-        args = setup()
+        args = setup(None)
         sync()
         start = time.perf_counter()
         fn(args)
@@ -155,35 +159,39 @@ def _estimate_call_s(fn: Callable, setup: Callable, sync: Callable[[], None], wa
     return estimate
 
 
-def bench_wallclock(fn: Callable, setup: Callable, config: TimingConfig) -> TimingStats:
+def bench_wallclock(fn: Callable, setup: Callable, config: TimingConfig, after: Callable = _nothing) -> TimingStats:
     """Host wall-clock µs per call (CPU runs): ``perf_counter`` around the call."""
     iters = plan_iterations(_estimate_call_s(fn, setup, lambda: None, config.warmup, config.budget_s), config)
     samples = []
-    for _ in range(iters):
-        args = setup()
+    for index in range(iters):
+        args = setup(index)
         start = time.perf_counter()
         fn(args)
         samples.append((time.perf_counter() - start) * 1e6)
+        after(index)
     return summarize("wallclock", samples)
 
 
-def bench_events(fn: Callable, setup: Callable, flush: Callable, config: TimingConfig) -> TimingStats:
+def bench_events(fn: Callable, setup: Callable, flush: Callable, config: TimingConfig,
+                 after: Callable = _nothing) -> TimingStats:
     """CUDA-event µs per call, corrected do_bench (see module doc)."""
     warm_gpu_clocks(fn, setup, flush, config.warm_s)
     iters = plan_iterations(_estimate_call_s(fn, setup, torch.cuda.synchronize, config.warmup, config.budget_s), config)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    for start, end in zip(starts, ends):
-        args = setup()
+    for index, (start, end) in enumerate(zip(starts, ends)):
+        args = setup(index)
         flush()
         start.record()
         fn(args)
         end.record()
+        after(index)
     torch.cuda.synchronize()
     return summarize("events", [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)])
 
 
-def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingConfig) -> TimingStats:
+def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingConfig,
+               after: Callable = _nothing) -> TimingStats:
     """The contest's original timer: sync before every start event; mean of trial means.
 
     10 warmup and 50 timed calls per trial as the contest did, except that a
@@ -196,20 +204,21 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
     iters = plan_iterations(estimate, per_trial)
     warmup = SYNC_WARMUP if iters == SYNC_ITERS else 1
     trial_means, samples = [], []
-    for _ in range(config.trials):
+    for trial in range(config.trials):
         for _ in range(warmup):
             flush()
-            fn(setup())
+            fn(setup(None))
         torch.cuda.synchronize()
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-        for start, end in zip(starts, ends):
+        for i, (start, end) in enumerate(zip(starts, ends)):
             flush()
-            args = setup()
+            args = setup(trial * iters + i)
             torch.cuda.synchronize()
             start.record()
             fn(args)
             end.record()
+            after(trial * iters + i)
         torch.cuda.synchronize()
         times = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
         trial_means.append(statistics.mean(times))
@@ -217,7 +226,8 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
     return summarize("sync", samples, value_us=statistics.mean(trial_means), trials=config.trials)
 
 
-def bench_cupti(fn: Callable, setup: Callable, flush: Callable, config: TimingConfig) -> TimingStats | TierUnavailable:
+def bench_cupti(fn: Callable, setup: Callable, flush: Callable, config: TimingConfig,
+                after: Callable = _nothing) -> TimingStats | TierUnavailable:
     """CUPTI kernel-sum µs per call; also the span and kernels per call.
 
     Returns TierUnavailable when CUPTI cannot record here: a number is never
@@ -233,7 +243,7 @@ def bench_cupti(fn: Callable, setup: Callable, flush: Callable, config: TimingCo
     warm_gpu_clocks(fn, setup, flush, config.warm_s)
     iters = plan_iterations(_estimate_call_s(fn, setup, torch.cuda.synchronize, config.warmup, config.budget_s), config)
     try:
-        records = cupti.time_calls_with_cupti(fn, setup, flush, iters=iters, warmup=1)
+        records = cupti.time_calls_with_cupti(fn, setup, flush, iters=iters, warmup=1, after=after)
     except cupti.CuptiUnavailable as exc:
         return TierUnavailable("cupti", str(exc))
     spans = sorted(r.span_us for r in records)
@@ -253,12 +263,18 @@ def gpu_tier_unavailable_reason(device: str) -> str | None:
 
 
 def measure(tier: str, fn: Callable, setup: Callable, flush: Callable | None, device: str,
-            config: TimingConfig) -> TimingStats | TierUnavailable:
-    """Run one tier; GPU tiers on a CPU run come back unavailable with the reason."""
+            config: TimingConfig, after: Callable = _nothing) -> TimingStats | TierUnavailable:
+    """Run one tier; GPU tiers on a CPU run come back unavailable with the reason.
+
+    ``setup(index)`` makes the arguments of one call outside the timed region:
+    ``index`` numbers the timed calls 0, 1, ... and is None for warm-up and
+    estimate calls. ``after(index)`` runs after each timed call, also outside
+    the timed region (the judge's worker ships sampled outputs from there).
+    """
     if tier == "wallclock":
-        return bench_wallclock(fn, setup, config)
+        return bench_wallclock(fn, setup, config, after)
     reason = gpu_tier_unavailable_reason(device)
     if reason:
         return TierUnavailable(tier, reason)
     bench = {"cupti": bench_cupti, "events": bench_events, "sync": bench_sync}[tier]
-    return bench(fn, setup, flush, config)
+    return bench(fn, setup, flush, config, after)

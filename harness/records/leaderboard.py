@@ -21,7 +21,10 @@ Columns (``COLUMNS``):
 * ``vs_flashinfer``: geometric mean over workloads both passed of
   ``fi-baseline µs / solution µs``, found the same way as the reference.
 * ``x_copy_floor``: median over passed workloads of ``solution µs / copy-floor
-  µs``, the floor measured in the same run (a device copy of the state bytes).
+  µs``, the floor measured in the same run (a device copy of the definition's
+  fp32 state bytes, from the run's ``floors.jsonl``). State-dtype variants are
+  divided by the same fp32 floor, so that the column says how far below the
+  fp32 limit a smaller state gets.
 * ``state_dtype``: ``float32`` or, for a variant labelled
   ``name[<dtype>-state]``, that dtype. Such variants are rows of their own and
   never serve as a baseline.
@@ -33,75 +36,53 @@ across GPUs or across timing tiers would mean nothing.
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from harness.facts import COPY_FLOOR, FLASHINFER_SOLUTION, REFERENCE_SOLUTION, TIERS
 from harness.paths import RESULTS_DIR
 from harness.records.report import trace_rows
-from harness.judge.run import COPY_FLOOR
-from harness.judge.timing import TIERS
+from harness.records.store import StoredRun, load_run, run_dirs
+from harness.records.trace import is_floor_label, label_state_dtype
 
-REFERENCE_SOLUTION = "pt-reference"  # the contest's speedup denominator
-FLASHINFER_SOLUTION = "fi-baseline"
 LEADERBOARD_FILE = "leaderboard.csv"
 #: What identifies a leaderboard row.
 ROW_KEY = ["hardware", "set", "tier", "solution"]
 COLUMNS = ROW_KEY[:3] + ["solution", "state_dtype", "passed", "total", "median_us", "geomean_us", "score",
                          "vs_flashinfer", "x_copy_floor", "run", "reference_run", "date", "git_commit"]
-_STATE_LABEL = re.compile(r"\[(?P<dtype>[A-Za-z0-9_]+)-state\]$")
+#: ``state_dtype(label)``: kept under this name for the plots and tools.
+state_dtype = label_state_dtype
 
 
 # ------------------------------------------------------------------ loading
 
 
-def read_traces(path: Path) -> list[dict]:
-    """Traces of one ``traces.jsonl``. A run that died mid-write can leave a
-    truncated last line; such lines are skipped with a note, not fatal."""
-    traces = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            traces.append(json.loads(line))
-        except json.JSONDecodeError:
-            print(f"note: {path}:{number} is not valid JSON, skipped", file=sys.stderr)
-    return traces
-
-
-def state_dtype(label: str) -> str:
-    """``cutedsl-bf16[bfloat16-state]`` -> ``bfloat16``; plain labels are fp32."""
-    match = _STATE_LABEL.search(label)
-    return match["dtype"] if match else "float32"
-
-
-def run_meta(run_dir: Path, traces: list[dict]) -> dict:
+def run_meta(run: StoredRun) -> dict:
     """Set name, start time, commit and hardware of a run, from ``run.json``
     where it exists, else from the traces and the folder name."""
-    meta = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
-    stamps = [t["evaluation"].get("timestamp") for t in traces if t["evaluation"].get("timestamp")]
-    hardware = (meta.get("environment") or {}).get("hardware")
+    meta = run.meta
+    stamps = [t.evaluation.timestamp for t in run.traces] + [f.timestamp for f in run.floors]
     return {
-        "run": run_dir.name,
+        "run": run.name,
         "set": Path(str(meta.get("workloads") or "unknown")).name,  # a dataset path -> its folder name
         "started": pd.Timestamp(meta.get("started") or min(stamps, default="1970-01-01T00:00:00+00:00")),
         "git_commit": meta.get("git_commit") or "",
-        "hardware": hardware or (traces[0]["evaluation"]["environment"]["hardware"] if traces else ""),
+        "hardware": run.hardware,
     }
 
 
 def measurements_of_run(run_dir: Path) -> pd.DataFrame:
-    """Long format of one run: one row per (solution, workload, tier) with
-    ``value_us`` (NaN where the tier has no number or the workload failed).
-    Tiers that no trace of the run measured are dropped."""
-    traces = read_traces(run_dir / "traces.jsonl")
-    if not traces:
+    """Long format of one run: one row per (solution or floor, workload, tier)
+    with ``value_us`` (NaN where the tier has no number or the workload
+    failed). The floors are rows labelled ``copy-floor`` (``copy-floor[<dtype>-state]``
+    for another state dtype). Tiers that nothing in the run measured are dropped."""
+    run = load_run(run_dir)
+    if not run.traces and not run.floors:
         return pd.DataFrame()
-    wide = trace_rows(traces)
+    wide = trace_rows(run.traces, run.floors)
     parts = []
     for tier in TIERS:
         column = f"{tier}_value_us"
@@ -115,14 +96,15 @@ def measurements_of_run(run_dir: Path) -> pd.DataFrame:
         return pd.DataFrame()
     frame = pd.concat(parts, ignore_index=True)
     frame["state_dtype"] = frame["solution"].map(state_dtype)
-    return frame.assign(**run_meta(run_dir, traces))
+    return frame.assign(**run_meta(run))
 
 
 def load_measurements(results_dir: Path = RESULTS_DIR) -> pd.DataFrame:
-    """Every stored run under ``<results_dir>/runs/*/traces.jsonl``, long format
+    """Every stored run under ``<results_dir>/runs/`` (read by
+    :func:`harness.records.store.load_run`), long format
     (see :func:`measurements_of_run`), with the run's name, set, start time,
     commit and hardware on every row."""
-    frames = [measurements_of_run(p.parent) for p in sorted(Path(results_dir).glob("runs/*/traces.jsonl"))]
+    frames = [measurements_of_run(p) for p in run_dirs(results_dir)]
     frames = [f for f in frames if not f.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
@@ -222,7 +204,7 @@ def build_leaderboard(results_dir: Path = RESULTS_DIR) -> pd.DataFrame:
     m = load_measurements(results_dir)
     if m.empty:
         return pd.DataFrame(columns=COLUMNS)
-    keys = latest_runs(m[m["solution"] != COPY_FLOOR])
+    keys = latest_runs(m[~m["solution"].map(is_floor_label)])
     board = pd.DataFrame([leaderboard_row(m, key) for _, key in keys.iterrows()], columns=COLUMNS)
     board["_tier"] = _tier_order(board["tier"])
     board["_fp32"] = board["state_dtype"] != "float32"

@@ -30,9 +30,10 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from harness.records.leaderboard import latest_runs, load_measurements, state_dtype  # noqa: E402
+from harness.facts import COPY_FLOOR, HEADLINE_TIERS  # noqa: E402
 from harness.paths import RESULTS_DIR  # noqa: E402
-from harness.judge.run import COPY_FLOOR, HEADLINE_TIERS  # noqa: E402
+from harness.records.leaderboard import latest_runs, load_measurements, state_dtype  # noqa: E402
+from harness.records.trace import is_floor_label  # noqa: E402
 
 SWEEP_SET = "sweep"
 PLOTS_DIR = "plots"
@@ -101,7 +102,7 @@ def solution_colors(names) -> dict[str, str]:
     """A fixed colour per solution (by sorted name), so that a solution has the
     same colour in every plot of a run of this command."""
     palette = plt.get_cmap("tab10").colors + plt.get_cmap("Dark2").colors
-    names = sorted(n for n in set(names) if n != COPY_FLOOR)
+    names = sorted(n for n in set(names) if not is_floor_label(n))
     return {n: to_hex(palette[i % len(palette)]) for i, n in enumerate(names)}
 
 
@@ -112,8 +113,9 @@ def plot_latency_vs_batch(curves: dict[str, pd.Series], hardware: str, tier: str
     fig, ax = plt.subplots(figsize=(9, 5.5))
     batches = sorted({b for c in curves.values() for b in c.index})
     for name, curve in curves.items():
-        if name == COPY_FLOOR:
-            ax.plot(curve.index, curve.values, "k--", linewidth=2, label="copy floor (fp32 state read + write)")
+        if is_floor_label(name):
+            ax.plot(curve.index, curve.values, "k--" if name == COPY_FLOOR else "k:", linewidth=2,
+                    label=f"copy floor ({state_dtype(name)} state read + write)".replace("float32", "fp32"))
             continue
         style = "-" if state_dtype(name) == "float32" else "--"
         ax.plot(curve.index, curve.values, style, marker="o", markersize=4, label=name, color=colors[name])
@@ -147,7 +149,7 @@ def tier_table(measurements: pd.DataFrame, run: str) -> pd.DataFrame:
     m = measurements[(measurements["run"] == run) & (measurements["batch_size"] == 1)]
     table = m.pivot_table(index="solution", columns="tier", values="value_us", aggfunc="median")
     table = table.dropna(how="all")
-    order = sorted(table.index, key=lambda s: (s != COPY_FLOOR, s))
+    order = sorted(table.index, key=lambda s: (not is_floor_label(s), s))
     tiers = [t for t in TIER_COLORS if t in table.columns]
     return table.loc[order, tiers]
 

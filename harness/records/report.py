@@ -1,4 +1,4 @@
-"""Per-run summary: a flat table of the traces (CSV) and the printed table."""
+"""Per-run summary: a flat table of the traces and floors (CSV) and the printed table."""
 
 from __future__ import annotations
 
@@ -7,48 +7,75 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.judge.timing import TIERS
+from harness.facts import TIERS
+from harness.records.trace import FloorMeasurement, TierFigure, Trace
+
+#: Tier figures copied into the table, as ``<tier>_<field>`` columns.
+TIER_FIELDS = ("value_us", "p10_us", "p90_us", "iters", "x_copy_floor", "achieved_gb_per_s",
+               "speedup_vs_reference", "span_median_us", "kernels_per_call")
+#: ``log`` of a floor's row.
+FLOOR_LOG = "physical limit, not checked"
 
 
-def trace_rows(traces: list[dict]) -> pd.DataFrame:
-    """One row per trace: status, errors and, per tier, µs / p10 / p90 /
-    iterations / multiple of the copy floor / GB/s / speedup vs pt-reference."""
-    rows = []
-    for t in traces:
-        ev = t["evaluation"]
-        corr = ev.get("correctness") or {}
-        per_output = (corr.get("extra") or {}).get("per_output", {})
-        perf = ev.get("performance") or {}
-        row = {
-            "solution": t["solution"], "workload": t["workload"]["uuid"],
-            "batch_size": t["workload"]["axes"].get("batch_size"), "status": ev["status"],
-            "hardware": ev["environment"]["hardware"], "timestamp": ev["timestamp"],
-            "headline_tier": perf.get("headline_tier"),
-            "latency_us": perf.get("latency_ms", 0.0) * 1e3 if perf.get("latency_ms") else None,
-        }
-        for name, err in per_output.items():
-            row[f"{name}_max_abs_err"] = err["max_abs"]
-            row[f"{name}_max_rel_err"] = err["max_rel"]
-            row[f"{name}_rel_l2_err"] = err["rel_l2"]
-        for tier in TIERS:
-            entry = (perf.get("tiers") or {}).get(tier)
-            if not entry:
-                continue
-            if not entry.get("available"):
-                row[f"{tier}_unavailable"] = entry.get("reason")
-                continue
-            for key in ("value_us", "p10_us", "p90_us", "iters", "x_copy_floor", "achieved_gb_per_s",
-                        "speedup_vs_reference", "span_median_us", "kernels_per_call"):
-                if key in entry:
-                    row[f"{tier}_{key}"] = entry[key]
-        row["log"] = (ev.get("log") or "").strip().splitlines()[-1][:200] if ev.get("log") else ""
-        rows.append(row)
-    return pd.DataFrame(rows)
+def _tier_columns(row: dict, tiers: dict[str, TierFigure]) -> None:
+    """Per tier: ``<tier>_unavailable`` (the reason) or the ``TIER_FIELDS`` that have a value."""
+    for tier in TIERS:
+        figure = tiers.get(tier)
+        if figure is None:
+            continue
+        if not figure.available:
+            row[f"{tier}_unavailable"] = figure.reason
+            continue
+        for key in TIER_FIELDS:
+            value = getattr(figure, key)
+            if value is not None:
+                row[f"{tier}_{key}"] = value
 
 
-def write_summary(traces: list[dict], path: Path) -> pd.DataFrame:
-    """Write the per-trace table to ``path`` (CSV) and return it."""
-    frame = trace_rows(traces)
+def floor_row(floor: FloorMeasurement) -> dict:
+    """A floor as a table row: solution ``copy-floor`` (``copy-floor[<dtype>-state]``
+    for another state dtype), status PASSED meaning only that it was measured."""
+    tier = floor.headline_tier()
+    row = {"solution": floor.label, "workload": floor.workload, "batch_size": floor.batch_size,
+           "status": "PASSED", "hardware": floor.environment.hardware, "timestamp": floor.timestamp,
+           "headline_tier": tier, "latency_us": floor.tiers[tier].value_us if tier else None}
+    _tier_columns(row, floor.tiers)
+    row["log"] = FLOOR_LOG
+    return row
+
+
+def trace_row(trace: Trace) -> dict:
+    """A trace as a table row (see :func:`trace_rows`)."""
+    ev = trace.evaluation
+    perf = ev.performance
+    row = {
+        "solution": trace.solution, "workload": trace.workload.uuid, "batch_size": trace.workload.batch_size,
+        "status": ev.status.value, "hardware": ev.environment.hardware, "timestamp": ev.timestamp,
+        "headline_tier": perf.headline_tier if perf else None,
+        "latency_us": perf.latency_ms * 1e3 if perf and perf.latency_ms else None,
+    }
+    extra = ev.correctness.extra if ev.correctness else None
+    for name, err in (extra.per_output.items() if extra else ()):
+        row[f"{name}_max_abs_err"] = err.max_abs
+        row[f"{name}_max_rel_err"] = err.max_rel
+        row[f"{name}_rel_l2_err"] = err.rel_l2
+    if perf:
+        _tier_columns(row, perf.tiers)
+    row["log"] = ev.log.strip().splitlines()[-1][:200] if ev.log.strip() else ""
+    return row
+
+
+def trace_rows(traces: list[Trace], floors: list[FloorMeasurement] = ()) -> pd.DataFrame:
+    """One row per floor (first) and per trace: solution, workload, batch
+    size, status, errors and, per tier, µs / p10 / p90 / iterations / multiple
+    of the copy floor / GB/s / speedup vs pt-reference."""
+    return pd.DataFrame([floor_row(f) for f in floors] + [trace_row(t) for t in traces])
+
+
+def write_summary(traces: list[Trace], path: Path, floors: list[FloorMeasurement] = ()) -> pd.DataFrame:
+    """Write the table of :func:`trace_rows` to ``path`` (CSV) and return it.
+    (A run folder's ``summary.csv`` is written by :class:`harness.records.store.RunWriter`.)"""
+    frame = trace_rows(traces, floors)
     frame.to_csv(path, index=False, float_format="%.6g")
     return frame
 

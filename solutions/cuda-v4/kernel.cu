@@ -21,7 +21,7 @@
 // warps have finished, so in a long grid (large B, many waves) the fast warps
 // of an 8-warp block idle until its slowest one is done; smaller blocks are
 // refilled sooner, but an SM holds at most 32 blocks. Which size wins is a
-// measurement (tune.py): 2 or 4 warps from B = 32 up on an H100.
+// measurement (tools/tune_cuda_v4.py): 2 or 4 warps from B = 32 up on an H100.
 //
 // Row reductions: both sums of a row are taken on the loaded rows S0 (see
 // Math), so a lane's 2 * R partial sums (R rows per lane) go through one
@@ -41,8 +41,8 @@
 // steps fewer while serving as many elements.
 //
 // The host picks WARPS, ROWS, LANES and the cache policy from the batch size
-// (main.py's table, measured by tune.py); `gdn_decode` uses a built-in
-// default for callers without one.
+// (main.py's table, measured by tools/tune_cuda_v4.py); `gdn_decode` uses a
+// built-in default for callers without one.
 //
 // Cache policy of the state traffic (template parameter POLICY, CachePolicy):
 //   * stream:  ld.global.cs / st.global.cs (evict-first: the state is touched
@@ -51,8 +51,8 @@
 //   * plain:   ld.global / st.global, what Triton emits for fla-recurrent;
 //   * noalloc: ld.global.nc.L1::no_allocate / st.global (the rows are read
 //     once: do not allocate them in L1).
-// Which one is faster is a measurement, not a principle: tune.py times them
-// all at every batch size and the table records the winner.
+// Which one is faster is a measurement, not a principle: tools/tune_cuda_v4.py
+// times them all at every batch size and the table records the winner.
 //
 // Grid: one block per chunk of WARPS * ROWS rows, grid (V / (WARPS * ROWS), HV, B).
 // (A persistent grid, one wave of blocks looping over the chunks, measured
@@ -391,8 +391,8 @@ struct LaunchConfig {
   int64_t warps_per_block;
 };
 
-// Mirrors LAUNCH_TABLE in main.py (measured by tune.py on an H100): the first
-// entry whose batch limit is >= batch wins.
+// Mirrors LAUNCH_TABLE in main.py (measured by tools/tune_cuda_v4.py on an
+// H100): the first entry whose batch limit is >= batch wins.
 LaunchConfig default_config(int64_t batch) {
   struct Entry {
     int64_t max_batch;

@@ -4,33 +4,26 @@ The kernel has four template parameters: "rows per warp", warps per block
 (8, the latency design, or 4, 2, 1; a block covers ``warps * rows`` V rows),
 the cache policy of the state traffic (:data:`CACHE_POLICIES`) and the lanes
 that share one row (32, 16 or 8); :data:`LAUNCH_TABLE` picks all four from
-the batch size. ``tune.py``
-in this folder measures every variant on a GPU and prints a replacement
-table.
+the batch size. ``python -m tools.tune_cuda_v4`` measures every variant on a
+GPU and prints a replacement table.
 
-The kernel is compiled once per machine (at import when a GPU is visible,
-else at the first ``run``/:func:`load`) and cached on disk by
-:mod:`harness.judge.build`. ``run`` does no allocation, synchronization or
-tensor creation: a table lookup, then one call.
+The harness compiles ``kernel.cu`` (``sources`` in solution.toml) into
+``kernel.so`` beside this file when it loads the solution; this module loads
+that library with tvm-ffi (at import when a GPU is visible, else at the first
+``run``/:func:`load`). ``run`` does no allocation, synchronization or tensor
+creation: a table lookup, then one call.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 from typing import NamedTuple
 
 import torch
 
-_HERE = Path(__file__).resolve().parent
-_REPO_ROOT = _HERE.parents[1]
-if str(_REPO_ROOT) not in sys.path:  # the harness loads this file by path
-    sys.path.insert(0, str(_REPO_ROOT))
-
-from harness.judge.build import load_cuda_solution  # noqa: E402
-from tools.tuning import lookup_launch_config  # noqa: E402
-
+#: The compiled kernel.cu, put beside this file by the harness's build.
+LIBRARY = Path(__file__).with_name("kernel.so")
 _HEAD_K = 128
 _DEFAULT_SCALE = 1.0 / math.sqrt(_HEAD_K)
 
@@ -80,9 +73,10 @@ class LaunchConfig(NamedTuple):
 #: large ones want fatter warps that amortize the q/k/gate work.
 #: kernel.cu's default_config (its contest entry point) mirrors this table.
 LAUNCH_TABLE: tuple[tuple[int | None, LaunchConfig], ...] = (
-    # Measured on an NVIDIA H100 80GB HBM3 by tune.py (cold L2, CUPTI tier,
-    # median of 100), 2026-11-23: results/tuning/cuda_tune_scatter_small.json
-    # (B <= 32) and cuda_tune_scatter_large.json (B >= 64), the variants named
+    # Measured on an NVIDIA H100 80GB HBM3 by tune.py (now tools/tune_cuda_v4.py;
+    # cold L2, CUPTI tier, median of 100), 2026-11-23:
+    # results/tuning/cuda_tune_scatter_small.json (B <= 32) and
+    # cuda_tune_scatter_large.json (B >= 64), the variants named
     # ".../rs" there (the reduce-scatter form, now the only one), chosen per
     # batch size by tools.tuning.steady_choice (within 0.5% or one 32-ns
     # timer step of the fastest, then the best at the neighbouring batch sizes).
@@ -99,7 +93,7 @@ _kernel = None  # its gdn_decode_config
 
 
 def load():
-    """Build (once per machine, then from the disk cache) and load the kernel.
+    """Load the compiled kernel (once per process).
 
     Returns:
         The exported ``gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b,
@@ -108,12 +102,17 @@ def load():
         exports ``gdn_decode`` without the last argument: the contest entry.)
 
     Raises:
-        harness.judge.build.UnsupportedGpuError: no GPU of compute capability >= 9.0.
-        harness.judge.build.CompileError: nvcc or tvm-ffi missing, or the build failed.
+        FileNotFoundError: no ``kernel.so`` beside this file (the folder was
+            imported without the harness's build of its ``sources``).
     """
     global _module, _kernel
     if _kernel is None:
-        _module = load_cuda_solution(_HERE)
+        if not LIBRARY.is_file():
+            raise FileNotFoundError(f"{LIBRARY} is missing: the harness compiles kernel.cu into it when it loads "
+                                    "this solution (harness.judge.solutions.load_solution)")
+        import tvm_ffi
+
+        _module = tvm_ffi.load_module(str(LIBRARY))
         _kernel = _module.gdn_decode_config
     return _kernel
 
@@ -125,8 +124,9 @@ def load_module():
 
 
 def launch_config(batch: int) -> LaunchConfig:
-    """Launch configuration for a batch size, from :data:`LAUNCH_TABLE`."""
-    return lookup_launch_config(LAUNCH_TABLE, batch)
+    """Launch configuration for a batch size: the first :data:`LAUNCH_TABLE`
+    entry whose limit covers it (None covers every batch)."""
+    return next(config for limit, config in LAUNCH_TABLE if limit is None or batch <= limit)
 
 
 def resolve_scale(scale) -> float:
@@ -137,7 +137,7 @@ def resolve_scale(scale) -> float:
 
 
 def run_with_config(inputs: dict, config: LaunchConfig) -> dict:
-    """:func:`run` with an explicit launch configuration (tune.py measures them all).
+    """:func:`run` with an explicit launch configuration (tools/tune_cuda_v4.py measures them all).
 
     Raises:
         ValueError: a variant kernel.cu does not compile (``not config.is_compiled()``;
@@ -169,8 +169,8 @@ def run(inputs: dict) -> dict:
     return run_with_config(inputs, launch_config(inputs["q"].shape[0]))
 
 
-# Build/load at import when a GPU is visible, so that a build failure or an
-# unsupported GPU surfaces while the harness loads the solution (not inside a
-# checked or timed call). On a CPU-only machine importing stays side-effect free.
+# Load at import when a GPU is visible, so that a missing or unloadable library
+# surfaces while the harness loads the solution (not inside a checked or timed
+# call). On a CPU-only machine importing stays side-effect free.
 if torch.cuda.is_available():
     load()

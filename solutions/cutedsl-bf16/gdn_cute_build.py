@@ -28,10 +28,7 @@ import cutlass
 import cutlass.cute as cute
 import torch
 
-# Imported eagerly: the harness removes the solution folder from sys.path
-# once the entry module is loaded, so a lazy import would fail at first run.
-from gdn_cute_kernel import SMEM_SLACK_BYTES, THREADS, gdn_decode_launch, smem_tile_bytes
-from tools.tuning import lookup_launch_config
+from .gdn_cute_kernel import SMEM_SLACK_BYTES, THREADS, gdn_decode_launch, smem_tile_bytes
 
 SUPPORTED_STATE_DTYPES = (torch.float32, torch.bfloat16)
 #: tile heights the heuristic picks from (rows of V per CTA), largest first
@@ -81,7 +78,7 @@ class LaunchConfig(NamedTuple):
 
     @property
     def name(self) -> str:
-        """``t64/s1``, ``t64/s1/regs``, ``t64/s1/regs/cs/p2``, ``t128/s2/mix4``: how tune.py names it."""
+        """``t64/s1``, ``t64/s1/regs``, ``t64/s1/regs/cs/p2``, ``t128/s2/mix4``: how tools/tune_cutedsl.py names it."""
         load = {"smem": [], "regs": ["regs"], "mixed": [f"mix{self.reg_rows}"]}[self.load]
         return "/".join([f"t{self.tile_v}", f"s{self.rows_per_stage}"] + load
                         + (["cs"] if self.streaming else []) + ([f"p{self.parts}"] if self.parts != 1 else []))
@@ -220,7 +217,7 @@ def min_ctas_per_sm(config: LaunchConfig, head_k: int, state_dtype: torch.dtype)
 
 
 def valid_configs(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[LaunchConfig]:
-    """Every :class:`LaunchConfig` the kernel can be compiled with (tune.py times them)."""
+    """Every :class:`LaunchConfig` the kernel can be compiled with (tools/tune_cutedsl.py times them)."""
     configs = []
     for parts in valid_parts(head_k, state_dtype):
         for tile in valid_tiles(head_v, head_k, state_dtype, parts):
@@ -236,7 +233,8 @@ def valid_configs(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[La
 
 #: Measured launch table for this definition's shape (H=4, HV=8, K=V=128):
 #: state dtype -> ``(largest batch | None, LaunchConfig)`` pairs, first match
-#: wins. Written from tune.py's output; see LAUNCH_TABLE_SOURCE.
+#: wins. Written from the tuner's output (tools/tune_cutedsl.py, formerly tune.py in
+#: this folder); see LAUNCH_TABLE_SOURCE.
 LAUNCH_TABLE: dict[torch.dtype, tuple[tuple[int | None, LaunchConfig], ...]] = {
     torch.float32: ((16, LaunchConfig(8, 1)), (32, LaunchConfig(16, 2)),
                     (64, LaunchConfig(64, 1, "mixed", True, 2, 2)), (128, LaunchConfig(64, 1, "mixed", False, 2, 1)),
@@ -246,8 +244,8 @@ LAUNCH_TABLE: dict[torch.dtype, tuple[tuple[int | None, LaunchConfig], ...]] = {
                      (64, LaunchConfig(64, 2, "mixed", True, 2, 2)), (128, LaunchConfig(128, 4, "mixed", True, 1, 4)),
                      (None, LaunchConfig(128, 4, "mixed", False, 1, 4))),
 }
-LAUNCH_TABLE_SOURCE = ("tune.py on an NVIDIA H100 80GB HBM3, CUPTI tier, cold L2, median of 100, 2026-11-22/23: "
-                       "results/tuning/cutedsl_tune.json (fp32 B <= 32, bf16 B <= 4), "
+LAUNCH_TABLE_SOURCE = ("tune.py (now tools/tune_cutedsl.py) on an NVIDIA H100 80GB HBM3, CUPTI tier, cold L2, "
+                       "median of 100, 2026-11-22/23: results/tuning/cutedsl_tune.json (fp32 B <= 32, bf16 B <= 4), "
                        "cutedsl_tune_regs_bf16.json (bf16 B = 32), cutedsl_tune_parts_f32.json (fp32 B >= 256), "
                        "cutedsl_tune_mixed_{f32,bf16,bf16_small}.json (the mixed path: fp32 B = 64, 128; "
                        "bf16 B = 8, 16 and B >= 64)")
@@ -259,7 +257,8 @@ def choose_config(batch: int, num_q_heads: int, num_v_heads: int, head_k: int, h
     """The measured table's config where it covers this shape and dtype,
     else the heuristic (:func:`choose_tile_v`, shared-memory path)."""
     if (num_q_heads, num_v_heads, head_k, head_v) == TUNED_SHAPE and state_dtype in LAUNCH_TABLE:
-        return LaunchConfig(*lookup_launch_config(LAUNCH_TABLE[state_dtype], batch))
+        table = LAUNCH_TABLE[state_dtype]  # first entry whose limit covers the batch (None: any)
+        return LaunchConfig(*next(config for limit, config in table if limit is None or batch <= limit))
     tile = choose_tile_v(batch, num_v_heads, head_k, head_v, state_dtype, num_sms)
     return LaunchConfig(tile, rows_per_stage(tile, head_k, state_dtype))
 

@@ -18,7 +18,7 @@ loads are in flight, and finally processes its rows stage after stage
 (``rows_per_stage`` rows per stage: independent reductions for ILP). A
 thread's first ``reg_rows`` rows are loaded straight into registers, the
 rest through shared memory, so there are three load paths, chosen by
-measurement (tune.py):
+measurement (tools/tune_cutedsl.py):
 
 * ``smem``: ``cp.async`` (16 B, L2-only) copies into shared memory, one
   commit group per stage; a stage waits only for its own group

@@ -6,9 +6,8 @@ The state mode follows the dtype of ``inputs["state"]``:
 * bfloat16: the state is stored in bf16 (in and out), all arithmetic in fp32
   (tolerance derived in docs/bf16-state-tolerance.md).
 
-Device code: :mod:`gdn_cute_kernel`; compilation and launch configuration:
-:mod:`gdn_cute_build` (unique module names, because the harness puts every
-solution folder on ``sys.path`` while loading it).
+Device code: :mod:`.gdn_cute_kernel`; compilation and launch configuration:
+:mod:`.gdn_cute_build` (siblings in this package, imported relatively).
 
 What ``run`` costs per call (all of it is timed): one dict lookup keyed by
 the state dtype and the input shapes, one TVM-FFI call that checks the ten
@@ -21,7 +20,7 @@ kernel (about a second); the harness's warm-up calls absorb it, or call
 The kernel writes ``new_state`` out of place (``inplace_state = false``), so
 the harness's NaN poisoning of ``new_state`` checks that every element is
 written; it is equally correct with ``new_state`` aliasing ``state`` (each CTA
-reads its rows before writing them; smoke_gpu.py checks both).
+reads its rows before writing them; tools/smoke_cutedsl.py checks both).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from typing import Any, Callable
 
 import torch
 
-import gdn_cute_build as build
+from . import gdn_cute_build as build
 
 #: (state dtype, state shape, q shape, v shape, device) -> compiled callable
 _launchers: dict[tuple, Callable] = {}
@@ -51,8 +50,8 @@ def _launch_key(inputs: dict[str, Any]) -> tuple:
 
 def kernel_key(inputs: dict[str, Any], config: tuple | None = None) -> build.KernelKey:
     """The compile key for these inputs; ``config`` (a ``build.LaunchConfig``
-    or a tuple of its leading fields) overrides the launch table (tune.py
-    measures every valid one).
+    or a tuple of its leading fields) overrides the launch table
+    (tools/tune_cutedsl.py measures every valid one).
 
     Raises:
         ValueError: inconsistent shapes or dtypes, or a shape the design

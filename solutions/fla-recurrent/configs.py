@@ -5,14 +5,13 @@ state is cut into programs (``bv`` V rows of one head per program) and on how
 many warps share one program. Small batches want many small programs to fill
 the SMs (latency bound); large batches want programs that keep enough bytes
 in flight per SM (bandwidth bound). The table is looked up, never autotuned,
-on the hot path; ``tune.py`` measures every valid config and prints it.
+on the hot path; ``python -m tools.tune_fla_recurrent`` measures every valid
+config and prints it.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
-
-from tools.tuning import lookup_launch_config
 
 HEAD_K = 128  # K: state columns, contiguous in memory (k-last)
 HEAD_V = 128  # V: state rows
@@ -37,8 +36,8 @@ LAUNCH_TABLE: tuple[tuple[int | None, LaunchConfig], ...] = (
     (8, LaunchConfig(bv=4, num_warps=1)),
     (None, LaunchConfig(bv=8, num_warps=1)),
 )
-LAUNCH_TABLE_SOURCE = ("tune.py on an NVIDIA H100 80GB HBM3, CUPTI tier, cold L2, median of 100, "
-                       "2026-11-23: results/tuning/fla_recurrent_tune.json")
+LAUNCH_TABLE_SOURCE = ("tune.py (now tools/tune_fla_recurrent.py) on an NVIDIA H100 80GB HBM3, CUPTI tier, "
+                       "cold L2, median of 100, 2026-11-23: results/tuning/fla_recurrent_tune.json")
 
 # Above this many fp32 tile elements per thread the [bv, 128] tile no longer
 # fits in registers and the compiler spills to local memory.
@@ -55,8 +54,9 @@ def is_valid(cfg: LaunchConfig, head_v: int = HEAD_V, head_k: int = HEAD_K) -> b
 
 
 def pick(batch: int) -> LaunchConfig:
-    """Config for batch size ``batch`` from :data:`LAUNCH_TABLE`."""
-    return lookup_launch_config(LAUNCH_TABLE, batch)
+    """Config for batch size ``batch``: the first :data:`LAUNCH_TABLE` entry
+    whose limit covers it (None covers every batch)."""
+    return next(cfg for largest, cfg in LAUNCH_TABLE if largest is None or batch <= largest)
 
 
 def _check_table() -> None:

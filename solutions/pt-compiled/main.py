@@ -1,5 +1,5 @@
-"""pt-compiled: the vectorized reference (harness/reference.py) under
-``torch.compile``, writing into the destinations.
+"""pt-compiled: the vectorized reference (``vectorized.py`` in this folder)
+under ``torch.compile``, writing into the destinations.
 
 If ``torch.compile`` is unavailable or fails (no C++ compiler for inductor on
 the CPU, an unsupported Python), it falls back to eager mode and logs why on
@@ -12,7 +12,7 @@ import sys
 
 import torch
 
-from harness.data.reference import gdn_decode
+from .vectorized import gdn_decode
 
 
 def _step(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state):

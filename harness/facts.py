@@ -1,0 +1,54 @@
+"""Facts the whole harness shares, each stated once.
+
+Anything two modules must agree on lives here: names with a meaning to the
+judge, the tiers, the tolerances a solution is checked with. A solution never
+imports this (solutions are self-contained); the definition's own convention
+for the scale (0 or None means ``1/sqrt(K)``) is restated in each solution.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+#: The definition this project judges (``workloads/<name>.json``).
+DEFINITION_NAME = "gdn_decode_qk4_v8_d128_k_last"
+#: The definition's reference run eagerly: the speedup denominator, as in the contest.
+REFERENCE_SOLUTION = "pt-reference"
+#: FlashInfer's own fp32-state kernel: the "vs FlashInfer" column.
+FLASHINFER_SOLUTION = "fi-baseline"
+#: Label of the copy floor (the physical limit) in tables and CSV files. Not a solution.
+COPY_FLOOR = "copy-floor"
+#: Names a solution may not take: labels the harness itself writes into its records.
+RESERVED_NAMES = frozenset({COPY_FLOOR, "all", "reference", "harness"})
+#: Longest solution name: it appears in temporary paths, CSV cells and file names.
+MAX_NAME_LENGTH = 64
+
+#: Timing tiers, in the order of the trace's ``tiers`` table.
+TIERS = ("cupti", "events", "sync", "wallclock")
+GPU_TIERS = ("cupti", "events", "sync")
+#: Preference order for the headline latency of a trace.
+HEADLINE_TIERS = ("cupti", "events", "wallclock", "sync")
+
+
+def default_scale(head_size: int) -> float:
+    """The definition's default output scale ``1/sqrt(head_size)`` (its ``scale`` input, when 0 or None)."""
+    return 1.0 / math.sqrt(head_size)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """flashinfer-bench's rule: an element fails when ``|x-y| > atol`` and ``|x-y|/(|y|+1e-8) > rtol``."""
+
+    atol: float = 1e-2
+    rtol: float = 1e-2
+
+
+#: The definition's tolerance for an fp32 state (flashinfer-bench's default, the contest's).
+DEFAULT_TOLERANCE = Tolerance(1e-2, 1e-2)
+#: Tolerances for a state stored in another dtype, checked against the fp32 reference. Derived in
+#: docs/bf16-state-tolerance.md (first-order rounding analysis of a bf16-stored state at the
+#: workloads' magnitudes); a solution cannot declare its own.
+STATE_DTYPE_TOLERANCES = {"bfloat16": Tolerance(atol=0.75, rtol=0.03125)}
+#: State dtypes a solution may declare.
+STATE_DTYPES = ("float32", "bfloat16")

@@ -1,0 +1,61 @@
+"""The copy floor: the physical limit of one workload on this device.
+
+A correct kernel must read the state once and write it once, so no kernel
+can be faster than a device copy of the state's bytes (``dst.copy_(state)``,
+in the variant's state dtype). The judge measures it in its own process with
+the same tiers as the solutions, before any worker starts, and uses it twice:
+as the denominator of ``× copy floor``, and as the limit below which a figure
+is rejected (:data:`FLOOR_MARGIN`, docs/judging.md).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import torch
+
+from harness.data.workloads import Workload, build_inputs
+from harness.judge.timing import TierUnavailable, TimingConfig, measure
+from harness.records.trace import Environment, FloorMeasurement, TierFigure
+
+STATE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+#: A figure below FLOOR_MARGIN × the copy floor is rejected as faster than physics.
+#: Derived from the stored H100 runs of 2026-11-23 (docs/judging.md): the fastest honest
+#: fp32 kernel figure is 0.876 × the CUPTI copy floor (cuda-v4, B = 32), because torch's
+#: copy_ is not the fastest possible copy at B = 16-64 (a tuned streaming copy beats it by
+#: up to 16 %, issue #19); 0.75 leaves that 16 % plus 10 % of headroom.
+FLOOR_MARGIN = 0.75
+
+
+def tier_figure(tier: str, result, nbytes: int, **extra) -> TierFigure:
+    """A tier's result as a :class:`TierFigure` (GB/s = ``nbytes`` over the figure)."""
+    if isinstance(result, TierUnavailable):
+        return TierFigure(tier=tier, available=False, reason=result.reason)
+    gbps = nbytes / (result.value_us * 1e-6) / 1e9 if result.value_us > 0 else None
+    return TierFigure(tier=tier, available=True, value_us=result.value_us, median_us=result.median_us,
+                      p10_us=result.p10_us, p90_us=result.p90_us, min_us=result.min_us, max_us=result.max_us,
+                      iters=result.iters, achieved_gb_per_s=gbps, trials=result.extra.get("trials"), **extra)
+
+
+def measure_floor(definition, workload: Workload, stored: dict, state_dtype: str, device: str, tiers,
+                  timing: TimingConfig, flush, environment: Environment) -> FloorMeasurement:
+    """Time ``dst.copy_(state)`` for ``workload``'s state in ``state_dtype`` with every tier."""
+    state = build_inputs(workload, definition, stored, device, 0)["state"].to(STATE_DTYPES[state_dtype])
+    target = torch.empty_like(state)
+    nbytes = 2 * state.numel() * state.element_size()
+    figures = {tier: tier_figure(tier, measure(tier, lambda s: target.copy_(s), lambda index=None: state, flush,
+                                               device, timing), nbytes) for tier in tiers}
+    return FloorMeasurement(workload=workload.uuid, batch_size=workload.batch_size, state_dtype=state_dtype,
+                            nbytes=nbytes, method="torch copy_", tiers=figures, environment=environment,
+                            timestamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+def physical_limit_us(floor: FloorMeasurement) -> float | None:
+    """The fastest copy the floor measured, over its tiers and calls (µs): the
+    device time of the copy (CUPTI) where CUPTI recorded, since the events and
+    sync figures add launch overhead to it; the wall clock on a CPU run. The
+    minimum, not the median: a busy machine only ever makes a copy slower, and
+    the limit must not rise with it. None when no tier measured."""
+    values = [f.min_us for f in floor.tiers.values() if f.available and f.min_us]
+    return min(values) if values else None

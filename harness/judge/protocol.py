@@ -1,0 +1,253 @@
+"""What crosses the process boundary between the judge (parent) and a worker.
+
+A worker runs one solution and is untrusted: whatever it sends is data the
+parent validates, never code the parent runs. Messages are frames on a pair of
+pipes (:class:`Channel`): a JSON header, optionally followed by raw tensor
+payloads whose dtype, shape and count the header declares and the parent
+checks against what it expects. No pickle crosses the boundary (unpickling is
+code execution). Headers are parsed into the pydantic models below with
+``extra="forbid"``: an unknown field, a wrong type or a message out of turn
+ends that worker with RUNTIME_ERROR ("protocol violation"), never the run.
+
+The conversation, per workload (``P`` parent, ``W`` worker)::
+
+    P: Workload (+ payloads: the stored input tensors)
+    repeat for each correctness trial:
+        W: Checked (+ payloads: output bytes copied from the destinations)
+        P: Go(proceed=True|False)          # the parent compared them
+    P: Go(proceed=True) to time, or nothing more for this workload
+    for each tier:
+        W: TierBegin
+        per timed call i:  W: Called(i)   P: Go(proceed=verify?)   [W: Checked(+ payloads) if verify]
+        W: TierEnd(samples or the reason it is unavailable)
+    W: WorkloadDone
+
+``Called``/``Go`` after every timed call is how the parent samples timed calls
+the worker cannot predict: it decides after the call was made.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from multiprocessing.connection import Connection
+from typing import Annotated, Literal, Union
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from harness.data.definition import TORCH_DTYPES
+
+#: Largest header (bytes); tensors travel as payloads, never in headers.
+MAX_HEADER_BYTES = 1 << 20
+#: Largest payload (bytes): above the biggest output of the definition at B = 1024 fp32 state.
+MAX_PAYLOAD_BYTES = 1 << 31
+
+
+class ProtocolError(RuntimeError):
+    """The other side broke the protocol: a malformed, unknown, out-of-turn or oversized frame."""
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TensorHeader(_Message):
+    """One tensor payload: its name, dtype (definition dtype name) and shape."""
+
+    name: str
+    dtype: str
+    shape: list[int]
+
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * torch.empty((), dtype=TORCH_DTYPES[self.dtype]).element_size()
+
+
+# ------------------------------------------------------------- parent -> worker
+
+class Solution(_Message):
+    """First message: which solution to load and how to run it."""
+
+    kind: Literal["solution"] = "solution"
+    package_dir: str  # the worker's private copy of the solution folder
+    package_name: str
+    entry_module: str
+    inplace_state: bool
+    state_dtype: str
+    device: str
+    definition: dict  # the definition JSON (the worker builds inputs with it)
+    tiers: list[str]
+    trials: int
+    timing: dict  # TimingConfig fields
+
+
+class Workload(_Message):
+    """One workload to check and time; the stored tensors follow as payloads."""
+
+    kind: Literal["workload"] = "workload"
+    workload: dict  # the workload object (uuid, axes, inputs)
+    tensors: list[TensorHeader]
+    timed_trial_base: int  # timed call i of tier t draws its inputs with trial timed_trial_base + t * 1_000_000 + i
+
+
+class Go(_Message):
+    """The parent's answer: proceed (after a check trial, or to timing), or verify (after a timed call)."""
+
+    kind: Literal["go"] = "go"
+    proceed: bool
+
+
+class Stop(_Message):
+    """No more workloads: the worker exits."""
+
+    kind: Literal["stop"] = "stop"
+
+
+# ------------------------------------------------------------- worker -> parent
+
+class Ready(_Message):
+    """The solution imported."""
+
+    kind: Literal["ready"] = "ready"
+
+
+class LoadFailed(_Message):
+    """The solution did not import: COMPILE_ERROR, or SKIPPED when it says this machine cannot run it."""
+
+    kind: Literal["load_failed"] = "load_failed"
+    skipped: bool
+    log: str
+
+
+class Checked(_Message):
+    """Output bytes of one call (a correctness trial, or a sampled timed call), or what went wrong.
+
+    ``problem`` is set when the call raised or broke the contract (destinations
+    replaced, re-strided or not returned; inputs modified): then no payloads follow.
+    """
+
+    kind: Literal["checked"] = "checked"
+    outputs: list[TensorHeader]
+    problem: str | None = None
+    problem_kind: Literal["exception", "contract", "shape", "dtype"] | None = None
+
+
+class TierBegin(_Message):
+    """The worker starts timing ``tier``; the parent's wall clock for it starts now."""
+
+    kind: Literal["tier_begin"] = "tier_begin"
+    tier: str
+
+
+class Called(_Message):
+    """Timed call ``index`` of the current tier has been made."""
+
+    kind: Literal["called"] = "called"
+    index: int
+
+
+class TierEnd(_Message):
+    """A tier's raw per-call samples (µs), or why it could not run here."""
+
+    kind: Literal["tier_end"] = "tier_end"
+    tier: str
+    available: bool
+    reason: str | None = None
+    samples_us: list[float] = Field(default_factory=list)
+    value_us: float | None = None  # the sync tier's headline (mean of trial means); others: median, computed by the parent
+    trials: int | None = None
+    span_median_us: float | None = None
+    kernels_per_call: float | None = None
+    kernel_names: list[str] = Field(default_factory=list)
+
+
+class Failed(_Message):
+    """The workload raised outside a checked call (e.g. while timing); ``fatal``: the CUDA context is gone."""
+
+    kind: Literal["failed"] = "failed"
+    log: str
+    fatal: bool = False
+
+
+class WorkloadDone(_Message):
+    kind: Literal["workload_done"] = "workload_done"
+
+
+ToWorker = Annotated[Union[Solution, Workload, Go, Stop], Field(discriminator="kind")]
+FromWorker = Annotated[Union[Ready, LoadFailed, Checked, TierBegin, Called, TierEnd, Failed, WorkloadDone],
+                       Field(discriminator="kind")]
+_TO_WORKER = TypeAdapter(ToWorker)
+_FROM_WORKER = TypeAdapter(FromWorker)
+
+
+class Channel:
+    """Frames over a pipe pair: ``send``/``recv`` a header model, ``send_tensor``/``recv_tensor`` payloads."""
+
+    def __init__(self, reader: Connection, writer: Connection, incoming: TypeAdapter):
+        self.reader, self.writer, self.incoming = reader, writer, incoming
+
+    @classmethod
+    def worker_side(cls, read_fd: int, write_fd: int) -> "Channel":
+        return cls(Connection(read_fd, writable=False), Connection(write_fd, readable=False), _TO_WORKER)
+
+    @classmethod
+    def parent_side(cls, reader: Connection, writer: Connection) -> "Channel":
+        return cls(reader, writer, _FROM_WORKER)
+
+    def send(self, message: _Message) -> None:
+        self.writer.send_bytes(message.model_dump_json().encode())
+
+    def poll(self, timeout_s: float) -> bool:
+        """Whether a frame (or the end of the stream) is waiting, within ``timeout_s``."""
+        return self.reader.poll(timeout_s)
+
+    def recv(self, *expected: type) -> _Message:
+        """The next header, which must be one of ``expected``.
+
+        Raises:
+            ProtocolError: not a valid header, or not one of ``expected``.
+            EOFError: the other side closed the pipe (it exited).
+        """
+        try:
+            raw = self.reader.recv_bytes(MAX_HEADER_BYTES)
+        except OSError as exc:  # recv_bytes raises OSError on an oversized frame
+            raise ProtocolError(f"unreadable frame: {exc}") from exc
+        try:
+            message = self.incoming.validate_python(json.loads(raw))
+        except (ValueError, ValidationError) as exc:
+            raise ProtocolError(f"malformed message {raw[:200]!r}: {str(exc)[:300]}") from exc
+        if expected and not isinstance(message, expected):
+            names = [e.__name__ for e in expected]
+            raise ProtocolError(f"expected {names}, got {type(message).__name__}: {raw[:200]!r}")
+        return message
+
+    def send_tensor(self, tensor: torch.Tensor) -> None:
+        """A tensor's bytes, C order, copied to the host."""
+        self.writer.send_bytes(memoryview(tensor.detach().contiguous().cpu().reshape(-1).view(torch.uint8).numpy()))
+
+    def recv_tensor(self, header: TensorHeader, expected_shape: tuple[int, ...], expected_dtype: str) -> torch.Tensor:
+        """The payload ``header`` announced, as a CPU tensor; its size must be what was expected.
+
+        Raises:
+            ProtocolError: the header's dtype or shape is not the expected one, or the payload's size differs.
+        """
+        if header.dtype != expected_dtype or tuple(header.shape) != tuple(expected_shape):
+            raise ProtocolError(f"{header.name}: announced {header.dtype}{header.shape}, "
+                                f"expected {expected_dtype}{list(expected_shape)}")
+        try:
+            data = self.reader.recv_bytes(min(header.nbytes() + 1, MAX_PAYLOAD_BYTES))
+        except OSError as exc:
+            raise ProtocolError(f"{header.name}: payload larger than announced ({exc})") from exc
+        if len(data) != header.nbytes():
+            raise ProtocolError(f"{header.name}: payload of {len(data)} bytes, announced {header.nbytes()}")
+        return torch.frombuffer(bytearray(data), dtype=torch.uint8).view(TORCH_DTYPES[header.dtype]).reshape(
+            expected_shape)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """The definition's name of a torch dtype (``torch.bfloat16`` -> ``bfloat16``)."""
+    return next(name for name, value in TORCH_DTYPES.items() if value == dtype)
+
+
+def tensor_header(name: str, tensor: torch.Tensor) -> TensorHeader:
+    return TensorHeader(name=name, dtype=dtype_name(tensor.dtype), shape=list(tensor.shape))

@@ -1,0 +1,446 @@
+"""The judge's side of one solution variant: drive its worker, decide every verdict.
+
+For each workload the parent sends the stored input tensors, compares the
+output bytes of every correctness trial with its own references, then follows
+the timing: after each timed call it decides, with a random number the worker
+cannot see, whether to verify that call's outputs, and when a tier ends it
+checks the figure against what it saw (number of calls, its own wall clock,
+the physical limit, CUPTI). Only then is a :class:`Trace` made. Whatever the
+worker does — crash, hang, lie, send garbage — ends as a status in the traces
+of this variant only.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import shutil
+import statistics
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+import torch
+
+from harness.data.dataset import Dataset
+from harness.data.workloads import Workload
+from harness.facts import DEFAULT_TOLERANCE, STATE_DTYPE_TOLERANCES, Tolerance
+from harness.judge import protocol as msg
+from harness.judge.check import CheckResult, Status, check_outputs
+from harness.judge.floor import FLOOR_MARGIN, physical_limit_us, tier_figure
+from harness.judge.isolation import Timeouts, WorkerGone, WorkerProcess, write_tree
+from harness.judge.references import References
+from harness.judge.solutions import SolutionMeta, materialize
+from harness.judge.timing import summarize
+from harness.judge.worker import STATE_DTYPES, timed_trial
+from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation, EvaluationStatus,
+                                   FloorMeasurement, Performance, TensorErrors, TierFigure, Trace, WorkloadRecord,
+                                   variant_label)
+from harness.facts import HEADLINE_TIERS
+
+#: Besides one call drawn uniformly among the first ``min_iters`` of each tier,
+#: every timed call is verified with this probability (docs/judging.md).
+VERIFY_PROBABILITY = 0.03
+#: An event pair brackets the kernels of a call, so the events and sync figures
+#: cannot be shorter than CUPTI's kernel time of the same call; this much below is noise.
+BRACKET_SLACK = 0.10
+#: First trial number of the timed calls (the correctness trials are 0, 1, ...).
+TIMED_TRIAL_BASE = 1000
+_RNG = secrets.SystemRandom()
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A solution run with one state dtype; non-fp32 variants are rows of their own."""
+
+    meta: SolutionMeta
+    state_dtype: str = "float32"
+
+    @property
+    def label(self) -> str:
+        return variant_label(self.meta.name, self.state_dtype)
+
+    @property
+    def tolerance(self) -> Tolerance | None:
+        """The harness's tolerance for a non-fp32 state (None: the run's fp32 one)."""
+        return STATE_DTYPE_TOLERANCES.get(self.state_dtype)
+
+
+@dataclass
+class RunContext:
+    """What every variant of a run is judged with."""
+
+    dataset: Dataset
+    config: "object"  # harness.judge.run.RunConfig
+    references: References
+    floors: dict[tuple[str, str], FloorMeasurement]  # (workload uuid, state dtype)
+    environment: Environment
+    harness_files: dict[str, bytes]  # the harness's sources as the run started
+    scratch: Path
+    timeouts: Timeouts = field(default_factory=Timeouts)
+
+
+class Rejected(Exception):
+    """A verdict reached while the worker is still talking: the workload's trace, once it is done."""
+
+    def __init__(self, status: Status, log: str, check: CheckResult | None = None):
+        super().__init__(log)
+        self.status, self.log, self.check = status, log, check
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def protocol_log(exc: Exception) -> str:
+    return f"protocol violation by the solution process (its messages are not the judge's protocol): {exc}"
+
+
+def to_tensor_errors(errors) -> dict[str, TensorErrors]:
+    return {name: TensorErrors(**vars(e)) for name, e in errors.items()}
+
+
+class VariantJudge:
+    """Judges one variant on every workload of the run; see module doc."""
+
+    def __init__(self, ctx: RunContext, variant: Variant, files: dict[str, bytes], library: bytes | None):
+        self.ctx, self.variant, self.files, self.library = ctx, variant, files, library
+        self.definition = ctx.dataset.definition
+        self.tolerance = variant.tolerance or ctx.config.tolerance
+        self.verified = 0
+        self.pending: list = []  # (trial, outputs, what) of the sampled timed calls of this workload
+        self.unbelievable: Rejected | None = None  # a figure rejected, judged after the sampled outputs
+        self.deadline = 0.0  # of the workload being judged (time.monotonic())
+        self.needs_restart = False  # the worker said its CUDA context is gone
+        self.started = time.monotonic()
+
+    # ------------------------------------------------------------------ traces
+
+    def trace(self, workload: Workload, status: Status, log: str = "", check: CheckResult | None = None,
+              performance: Performance | None = None) -> Trace:
+        """A Trace for ``workload``; correctness where flashinfer-bench's rules want it."""
+        correctness = None
+        if check is not None and check.errors and status in (Status.PASSED, Status.INCORRECT_NUMERICAL):
+            correctness = Correctness(
+                max_relative_error=max(e.max_rel for e in check.errors.values()),
+                max_absolute_error=max(e.max_abs for e in check.errors.values()),
+                extra=CorrectnessExtra(per_output=to_tensor_errors(check.errors), trials=self.ctx.config.trials,
+                                       atol=self.tolerance.atol, rtol=self.tolerance.rtol,
+                                       state_dtype=self.variant.state_dtype, timed_calls_verified=self.verified))
+        evaluation = Evaluation(status=EvaluationStatus(status.value), environment=self.ctx.environment,
+                                timestamp=now(), log=log, correctness=correctness,
+                                performance=performance if status == Status.PASSED else None)
+        return Trace(definition=self.definition.name, workload=WorkloadRecord(**workload.as_json()),
+                     solution=self.variant.label, evaluation=evaluation)
+
+    def all_remaining(self, workloads, status: Status, log: str) -> Iterator[Trace]:
+        for workload in workloads:
+            yield self.trace(workload, status, log)
+
+    # ------------------------------------------------------------------ workers
+
+    def start_worker(self, attempt: int) -> WorkerProcess:
+        private = self.ctx.scratch / f"{self.variant.meta.package_name}-{self.variant.state_dtype}-{attempt}"
+        write_tree(self.ctx.harness_files, private / "code" / "harness")
+        package_dir = materialize(self.variant.meta, self.files, private / "code", self.library)
+        worker = WorkerProcess(private, private / "worker.log")
+        config = self.ctx.config
+        worker.send(msg.Solution(
+            package_dir=str(package_dir), package_name=self.variant.meta.package_name,
+            entry_module=self.variant.meta.entry_module, inplace_state=self.variant.meta.inplace_state,
+            state_dtype=self.variant.state_dtype, device=config.device, definition=self.definition.raw,
+            tiers=list(config.tiers), trials=config.trials, timing=vars(config.timing)))
+        return worker
+
+    def traces(self, max_restarts: int = 3) -> Iterator[Trace]:
+        """One trace per workload of the dataset, whatever the worker does."""
+        remaining = list(self.ctx.dataset.workloads)
+        for attempt in range(max_restarts + 1):
+            if not remaining:
+                return
+            if time.monotonic() - self.started > self.ctx.timeouts.total_s:
+                break
+            worker = self.start_worker(attempt)
+            self.needs_restart = False
+            try:
+                deadline = time.monotonic() + self.ctx.timeouts.startup_s
+                try:
+                    first = worker.recv(deadline, msg.Ready, msg.LoadFailed)
+                except WorkerGone as exc:
+                    status = Status.TIMEOUT if exc.timed_out else Status.RUNTIME_ERROR
+                    yield from self.all_remaining(remaining, status, f"{exc} while loading:\n{worker.log_tail()}")
+                    return
+                except msg.ProtocolError as exc:
+                    yield from self.all_remaining(remaining, Status.RUNTIME_ERROR, protocol_log(exc))
+                    return
+                if isinstance(first, msg.LoadFailed):
+                    status = Status.SKIPPED if first.skipped else Status.COMPILE_ERROR
+                    yield from self.all_remaining(remaining, status, first.log)
+                    return
+                while remaining:
+                    workload = remaining[0]
+                    try:
+                        trace = self.judge_workload(worker, workload)
+                    except WorkerGone as exc:
+                        remaining.pop(0)
+                        status = Status.TIMEOUT if exc.timed_out else Status.RUNTIME_ERROR
+                        yield self.trace(workload, status, f"{exc} on this workload:\n{worker.log_tail()}")
+                        break  # a fresh worker for the rest
+                    except msg.ProtocolError as exc:
+                        yield from self.all_remaining(remaining, Status.RUNTIME_ERROR, protocol_log(exc))
+                        return
+                    remaining.pop(0)
+                    yield trace
+                    if self.needs_restart or worker.proc.poll() is not None:
+                        break  # it exited after its verdict (sticky CUDA error): a fresh worker for the rest
+                else:
+                    return
+            finally:
+                worker.kill()
+                shutil.rmtree(worker.private_dir, ignore_errors=True)
+        yield from self.all_remaining(remaining, Status.RUNTIME_ERROR,
+                                      "not run: the solution process failed too often or ran out of its total time")
+
+    # ------------------------------------------------------------------ one workload
+
+    def judge_workload(self, worker: WorkerProcess, workload: Workload) -> Trace:
+        deadline = self.deadline = time.monotonic() + self.ctx.timeouts.workload_s
+        stored = self.ctx.references.stored[workload.uuid]
+        worker.send(msg.Workload(workload=workload.as_json(), timed_trial_base=TIMED_TRIAL_BASE,
+                                 tensors=[msg.tensor_header(n, t) for n, t in stored.items()]), stored.values())
+        self.verified, self.pending, self.unbelievable = 0, [], None
+        try:
+            check = self.check_trials(worker, workload, deadline)
+            tiers = self.time_tiers(worker, workload, deadline)
+        except Rejected as verdict:
+            try:
+                self.finish(worker, deadline)
+            except WorkerGone:  # it exited after its failure (a sticky CUDA error): the verdict stands
+                pass
+            return self.trace(workload, verdict.status, verdict.log, verdict.check)
+        worker.recv(deadline, msg.WorkloadDone)
+        try:
+            self.verify_timed_calls(workload, self.pending)  # wrong outputs first: the clearer verdict
+            if self.unbelievable is not None:
+                raise self.unbelievable
+        except Rejected as verdict:
+            return self.trace(workload, verdict.status, verdict.log, verdict.check)
+        finally:
+            self.pending = []
+        return self.trace(workload, Status.PASSED, "", check, self.performance(workload, tiers))
+
+    def finish(self, worker: WorkerProcess, deadline: float) -> None:
+        """Let the worker reach the end of a workload whose verdict is already known."""
+        if worker.proc.poll() is not None:
+            raise WorkerGone(f"the solution process exited ({worker.exit_text()})")
+        while True:
+            message = worker.recv(deadline, msg.WorkloadDone, msg.Called, msg.Checked, msg.TierBegin,
+                                  msg.TierEnd, msg.Failed)
+            if isinstance(message, msg.WorkloadDone):
+                return
+            if isinstance(message, msg.Failed) and message.fatal:
+                self.needs_restart = True
+                return
+            if isinstance(message, msg.Called):
+                worker.send(msg.Go(proceed=False))
+            elif isinstance(message, msg.Checked) and not message.problem:
+                self.receive_outputs(worker, workload_axes=None, header=message)
+
+    def receive_outputs(self, worker: WorkerProcess, workload_axes: dict | None, header: msg.Checked):
+        """The payloads ``header`` announces, checked against the destinations' shapes and dtypes."""
+        outputs = {}
+        expected = self.destination_layout(workload_axes) if workload_axes is not None else None
+        names = [h.name for h in header.outputs]
+        if expected is not None and sorted(names) != sorted(expected):
+            raise msg.ProtocolError(f"outputs {names}, expected {sorted(expected)}")
+        for h in header.outputs:
+            shape, dtype = expected[h.name] if expected is not None else (tuple(h.shape), h.dtype)
+            outputs[h.name] = worker.recv_tensor(h, shape, dtype, self.deadline)
+        return outputs
+
+    def destination_layout(self, axes: dict) -> dict[str, tuple[tuple[int, ...], str]]:
+        layout = {}
+        for name, spec in self.definition.outputs.items():
+            dtype = self.variant.state_dtype if name == "new_state" else spec.dtype
+            layout[name] = (self.definition.shape_of(spec, axes), dtype)
+        return layout
+
+    def receive_call(self, worker, workload: Workload, deadline: float, what: str) -> dict[str, torch.Tensor]:
+        """One call's output bytes (CPU tensors), or :class:`Rejected` when the call failed or broke the contract."""
+        checked = worker.recv(deadline, msg.Checked, msg.Failed)
+        if isinstance(checked, msg.Failed):
+            self.failed(checked)
+        if checked.problem:
+            status = {"shape": Status.INCORRECT_SHAPE, "dtype": Status.INCORRECT_DTYPE}.get(checked.problem_kind,
+                                                                                          Status.RUNTIME_ERROR)
+            prefix = "contract violation: " if checked.problem_kind == "contract" else ""
+            raise Rejected(status, f"{what}: {prefix}{checked.problem}")
+        return self.receive_outputs(worker, workload.axes, checked)
+
+    def compare(self, workload: Workload, trial: int, outputs: dict, keep: bool, what: str) -> CheckResult:
+        """Outputs against the reference of ``trial``; :class:`Rejected` when they are wrong."""
+        expected = self.ctx.references.expected(workload, trial, keep=keep)
+        on_device = {n: t.to(self.ctx.config.device) for n, t in outputs.items()}
+        result = check_outputs(on_device, on_device, expected, self.tolerance,
+                               dtypes={"new_state": STATE_DTYPES[self.variant.state_dtype]})
+        if result.status != Status.PASSED:
+            raise Rejected(result.status, f"{what}: {result.message}", result)
+        return result
+
+    def verify_timed_calls(self, workload: Workload, pending: list) -> None:
+        """Compare the sampled timed calls' outputs, once the worker is idle: the judge's reference
+        computations must never share the GPU with a timed call."""
+        for trial, outputs, what in pending:
+            self.compare(workload, trial, outputs, keep=False, what=what)
+
+    def failed(self, message: msg.Failed):
+        """The worker reports the workload failed outside a checked call."""
+        self.needs_restart = self.needs_restart or message.fatal
+        raise Rejected(Status.RUNTIME_ERROR, message.log)
+
+    def check_trials(self, worker, workload: Workload, deadline: float) -> CheckResult:
+        """Every correctness trial; the worst errors over them."""
+        merged = None
+        for trial in range(self.ctx.config.trials):
+            try:
+                what = f"trial {trial}"
+                result = self.compare(workload, trial, self.receive_call(worker, workload, deadline, what), True, what)
+            except Rejected:
+                try:
+                    worker.send(msg.Go(proceed=False))
+                except WorkerGone:
+                    pass
+                raise
+            worker.send(msg.Go(proceed=True))
+            merged = result if merged is None else CheckResult(
+                Status.PASSED, {n: e.worst(merged.errors.get(n)) for n, e in result.errors.items()})
+        return merged
+
+    # ------------------------------------------------------------------ timing
+
+    def time_tiers(self, worker, workload: Workload, deadline: float) -> dict[str, TierFigure]:
+        figures = {}
+        for index, tier in enumerate(self.ctx.config.tiers):
+            message = worker.recv(deadline, msg.TierBegin, msg.Failed)
+            if isinstance(message, msg.Failed):
+                self.failed(message)
+            if message.tier != tier:
+                raise msg.ProtocolError(f"tier {message.tier!r} begun, expected {tier!r}")
+            figures[tier] = self.time_tier(worker, workload, tier, index, deadline)
+        try:
+            self.check_brackets(figures)
+        except Rejected as verdict:
+            self.unbelievable = self.unbelievable or verdict
+        return figures
+
+    def time_tier(self, worker, workload: Workload, tier: str, tier_index: int, deadline: float) -> TierFigure:
+        """Follow one tier's timed calls, verify a secret sample of them, then check the figure."""
+        started = time.monotonic()
+        min_iters = max(1, self.ctx.config.timing.min_iters)
+        must_verify = _RNG.randrange(min_iters)  # one call among the first min_iters, uniformly
+        calls, verified = 0, 0
+        while True:
+            message = worker.recv(deadline, msg.Called, msg.TierEnd, msg.Failed)
+            if isinstance(message, msg.Failed):
+                self.failed(message)
+            if isinstance(message, msg.TierEnd):
+                break
+            if message.index != calls:
+                raise msg.ProtocolError(f"timed call {message.index} reported, expected call {calls}")
+            verify = calls == must_verify or _RNG.random() < VERIFY_PROBABILITY
+            calls += 1
+            worker.send(msg.Go(proceed=verify))
+            if verify:
+                what = f"{tier} tier, timed call {message.index} (verified after it ran)"
+                trial = timed_trial(TIMED_TRIAL_BASE, tier_index, message.index)
+                self.pending.append((trial, self.receive_call(worker, workload, deadline, what), what))
+                verified += 1
+        wall_s = time.monotonic() - started
+        self.verified += verified
+        if message.tier != tier:
+            raise msg.ProtocolError(f"tier {message.tier!r} ended, expected {tier!r}")
+        if not message.available:
+            if calls:
+                raise msg.ProtocolError(f"tier {tier} made {calls} timed calls, then reported it could not run")
+            return TierFigure(tier=tier, available=False, reason=message.reason)
+        try:
+            return self.tier_result(workload, tier, message, calls, verified, wall_s)
+        except Rejected as verdict:  # judged once the sampled outputs are (see judge_workload)
+            self.unbelievable = self.unbelievable or verdict
+            return TierFigure(tier=tier, available=False, reason=verdict.log)
+
+    def tier_result(self, workload: Workload, tier: str, end: msg.TierEnd, calls: int, verified: int,
+                    wall_s: float) -> TierFigure:
+        """The figure of a tier from the worker's raw samples, or :class:`Rejected` when it cannot be true."""
+        samples = end.samples_us
+        if len(samples) != calls or not calls:
+            raise Rejected(Status.RUNTIME_ERROR, f"timing rejected: {tier} tier reported {len(samples)} samples "
+                                                 f"for the {calls} timed calls the judge saw")
+        if not all(math.isfinite(s) and s > 0 for s in samples):
+            raise Rejected(Status.RUNTIME_ERROR, f"timing rejected: {tier} tier has non-positive or non-finite samples")
+        if sum(samples) * 1e-6 > wall_s:
+            raise Rejected(Status.RUNTIME_ERROR, f"timing rejected: {tier} tier's {calls} calls add up to "
+                                                 f"{sum(samples):.1f} µs, more than the {wall_s * 1e6:.1f} µs the "
+                                                 "judge's wall clock saw for the whole tier")
+        stats = summarize(tier, samples, value_us=self.sync_value(samples) if tier == "sync" else None)
+        limit = self.limit_us(workload)
+        if limit is not None and stats.value_us < FLOOR_MARGIN * limit:
+            raise Rejected(Status.RUNTIME_ERROR, (
+                f"timing rejected: {tier} figure {stats.value_us:.3f} µs is below the physical limit of this "
+                f"workload: {FLOOR_MARGIN} x the copy floor {limit:.3f} µs (a device copy of the state bytes; "
+                "docs/judging.md)"))
+        nbytes = self.bytes_moved(workload)
+        extra = dict(wall_s=wall_s, verified_calls=verified, span_median_us=end.span_median_us,
+                     kernels_per_call=end.kernels_per_call, kernel_names=end.kernel_names[:8])
+        stats.extra["trials"] = self.ctx.config.timing.trials if tier == "sync" else None
+        return tier_figure(tier, stats, nbytes, **extra)
+
+    def sync_value(self, samples: list[float]) -> float:
+        """The sync tier's figure: the mean over trials of each trial's mean (the contest's do_bench)."""
+        trials = max(1, self.ctx.config.timing.trials)
+        per_trial = len(samples) // trials
+        if per_trial * trials != len(samples):
+            raise Rejected(Status.RUNTIME_ERROR, f"timing rejected: {len(samples)} sync samples do not split "
+                                                 f"into {trials} trials")
+        return statistics.mean(statistics.mean(samples[i * per_trial:(i + 1) * per_trial]) for i in range(trials))
+
+    def limit_us(self, workload: Workload) -> float | None:
+        floor = self.ctx.floors.get((workload.uuid, self.variant.state_dtype))
+        return physical_limit_us(floor) if floor is not None else None
+
+    def check_brackets(self, figures: dict[str, TierFigure]) -> None:
+        """Events and sync figures bracket the call's kernels: never shorter than CUPTI's kernel time."""
+        cupti = figures.get("cupti")
+        if not cupti or not cupti.available:
+            return
+        for tier in ("events", "sync"):
+            figure = figures.get(tier)
+            if figure and figure.available and figure.value_us < (1 - BRACKET_SLACK) * cupti.value_us:
+                raise Rejected(Status.RUNTIME_ERROR, (
+                    f"timing rejected: the {tier} figure {figure.value_us:.3f} µs is shorter than the "
+                    f"{cupti.value_us:.3f} µs CUPTI recorded for the kernels of the same calls: the timed "
+                    "interval did not contain the work (launched on another stream?)"))
+
+    def bytes_moved(self, workload: Workload) -> int:
+        """Least bytes a kernel moves: the state read and written, the other inputs read, the output written."""
+        state_bytes = torch.empty((), dtype=STATE_DTYPES[self.variant.state_dtype]).element_size()
+        total = 0
+        for name, spec in self.definition.inputs.items():
+            if spec.shape is None or name not in workload.inputs:
+                continue
+            numel = math.prod(self.definition.shape_of(spec, workload.axes))
+            size = state_bytes if name == "state" else torch.empty((), dtype=spec.torch_dtype).element_size()
+            total += numel * size * (2 if name == "state" else 1)
+        for spec in self.definition.outputs.values():
+            if spec.name != "new_state":  # the state's write is counted above
+                total += math.prod(self.definition.shape_of(spec, workload.axes)) * torch.empty(
+                    (), dtype=spec.torch_dtype).element_size()
+        return total
+
+    def performance(self, workload: Workload, tiers: dict[str, TierFigure]) -> Performance:
+        headline = next((t for t in HEADLINE_TIERS if t in tiers and tiers[t].available), None)
+        latency = tiers[headline].value_us / 1e3 if headline else 0.0
+        return Performance(latency_ms=latency, headline_tier=headline, bytes_moved=self.bytes_moved(workload),
+                           tiers=tiers)

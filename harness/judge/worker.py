@@ -1,0 +1,249 @@
+"""The worker: the one process a solution runs in (``python -m harness.judge.worker``).
+
+Everything here is on the untrusted side of the boundary (docs/judging.md):
+the solution may patch any of it. It therefore holds no reference output and
+decides no verdict. It builds inputs from the tensors and seeds the parent
+sends, calls ``run``, copies the destinations' bytes back, and times the
+tiers; the parent compares the bytes, samples timed calls after they were
+made, and checks every figure it receives.
+
+The contract checks made here (destinations returned and not rebound or
+re-strided, inputs unchanged) only give honest solutions a clear message: the
+bytes the parent judges are read through the worker's own aliases of the
+destination storage, so a solution that defeats these checks still ships
+whatever its destinations hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from typing import Any
+
+import torch
+
+from harness.data.definition import parse_definition
+from harness.data.workloads import build_inputs, parse_workload
+from harness.judge import protocol as msg
+from harness.judge.solutions import import_package
+from harness.judge.timing import L2Flusher, TierUnavailable, TimingConfig, measure
+
+STATE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+#: Trial numbers of timed calls: tier ``t``'s call ``i`` draws trial ``base + t * TIER_STRIDE + i``.
+TIER_STRIDE = 1_000_000
+
+
+def timed_trial(base: int, tier_index: int, call: int) -> int:
+    """The trial number (seed) of timed call ``call`` of the ``tier_index``-th tier; the parent uses the same."""
+    return base + tier_index * TIER_STRIDE + call
+
+
+def destinations(definition, axes: dict, state_dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
+    """NaN-filled output buffers: any element a solution leaves unwritten fails."""
+    out = {}
+    for name, spec in definition.outputs.items():
+        dtype = state_dtype if name == "new_state" else spec.torch_dtype
+        out[name] = torch.full(definition.shape_of(spec, axes), float("nan"), dtype=dtype, device=device)
+    return out
+
+
+def _failure_log(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
+
+
+def _same_bytes(after, before: torch.Tensor) -> bool:
+    """Bit-for-bit equality (NaN-safe) of a tensor with its copy taken before the call."""
+    if not isinstance(after, torch.Tensor) or after.shape != before.shape or after.dtype != before.dtype:
+        return False
+    return torch.equal(after.contiguous().view(torch.uint8), before.contiguous().view(torch.uint8))
+
+
+def cuda_context_broken(device: str) -> bool:
+    """After a sticky CUDA error (illegal address, device-side assert) every call fails: restart the worker."""
+    if not device.startswith("cuda"):
+        return False
+    try:
+        torch.cuda.synchronize()
+        torch.zeros(1, device=device).add_(1).item()
+        return False
+    except Exception:
+        return True
+
+
+class Worker:
+    """Runs one solution on the workloads the parent sends (see :mod:`harness.judge.protocol`)."""
+
+    def __init__(self, channel: msg.Channel, job: msg.Solution, run_fn):
+        self.channel, self.job, self.run_fn = channel, job, run_fn
+        self.definition = parse_definition(job.definition, "definition sent by the judge")
+        self.state_dtype = STATE_DTYPES[job.state_dtype]
+        self.device = job.device
+        self.timing = TimingConfig(**job.timing)
+        self.flush = L2Flusher(self.device) if self.device.startswith("cuda") else (lambda: None)
+
+    # ------------------------------------------------------------------ inputs
+
+    def inputs(self, workload, stored: dict, trial: int) -> dict[str, Any]:
+        """The call's inputs: trial ``trial`` of the workload, the state in the variant's dtype."""
+        inputs = build_inputs(workload, self.definition, stored, self.device, trial)
+        for name, value in inputs.items():  # stored tensors are shared: every call gets its own copy
+            if isinstance(value, torch.Tensor) and name in stored:
+                inputs[name] = value.clone()
+        if inputs.get("state") is not None and self.state_dtype != torch.float32:
+            inputs["state"] = inputs["state"].to(self.state_dtype)
+        return inputs
+
+    def arguments(self, inputs: dict, dests: dict[str, torch.Tensor]) -> dict[str, Any]:
+        """What ``run`` gets: inputs and destinations; an in-place solution gets
+        the state copied into ``new_state``, passed as both."""
+        args = dict(inputs, **dests)
+        if self.job.inplace_state:
+            dests["new_state"].copy_(inputs["state"])
+            args["state"] = dests["new_state"]
+        return args
+
+    # ------------------------------------------------------------------ one checked call
+
+    def checked_call(self, inputs: dict, dests: dict[str, torch.Tensor]) -> None:
+        """Call ``run`` once on poisoned destinations and send its output bytes (or the problem)."""
+        aliases = {name: t.view(t.shape) for name, t in dests.items()}  # our own views of the storage
+        layout = {name: (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype) for name, t in dests.items()}
+        args = self.arguments(inputs, dests)
+        saved = {name: t.clone() for name, t in args.items()
+                 if isinstance(t, torch.Tensor) and name not in dests and not (name == "state" and self.job.inplace_state)}
+        try:
+            returned = self.run_fn(args)
+            if self.device.startswith("cuda"):
+                torch.cuda.synchronize()
+        except Exception as exc:
+            return self.channel.send(msg.Checked(outputs=[], problem=_failure_log(exc), problem_kind="exception"))
+        problem = self.contract_problem(returned, dests, layout, args, saved)
+        if problem:
+            return self.channel.send(msg.Checked(outputs=[], problem=problem[1], problem_kind=problem[0]))
+        self.send_outputs(aliases)
+
+    def contract_problem(self, returned, dests, layout, args, saved) -> tuple[str, str] | None:
+        """``(kind, message)`` when the call broke the DPS contract (docs/solutions.md), else None."""
+        if not isinstance(returned, dict) or set(dests) - set(returned):
+            got = sorted(map(str, returned)) if isinstance(returned, dict) else type(returned).__name__
+            return "shape", f"run must return a dict with {sorted(dests)}, got {got}"
+        for name, dest in dests.items():
+            out = returned[name]
+            if not isinstance(out, torch.Tensor) or tuple(out.shape) != layout[name][1]:
+                shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+                return "shape", f"{name}: shape {shape}, expected {layout[name][1]}"
+            if out.dtype != layout[name][3]:
+                return "dtype", f"{name}: dtype {out.dtype}, expected {layout[name][3]}"
+            now = (dest.data_ptr(), tuple(dest.shape), dest.stride(), dest.dtype)
+            if now != layout[name] or not dest.is_contiguous():
+                return "contract", f"{name}: the destination was rebound or re-strided ({now} != {layout[name]})"
+            if out is not dest and (out.data_ptr(), out.stride()) != (dest.data_ptr(), dest.stride()):
+                return "contract", f"{name}: the returned tensor is not the destination handed in"
+        for name, before in saved.items():
+            if not _same_bytes(args[name], before):
+                return "contract", f"input {name} was modified by run (only an in-place state may change)"
+        return None
+
+    def send_outputs(self, aliases: dict[str, torch.Tensor]) -> None:
+        self.channel.send(msg.Checked(outputs=[msg.tensor_header(n, t) for n, t in aliases.items()]))
+        for tensor in aliases.values():
+            self.channel.send_tensor(tensor)
+
+    # ------------------------------------------------------------------ one workload
+
+    def workload(self, job: msg.Workload) -> None:
+        workload = parse_workload(job.workload, self.definition, "workload sent by the judge")
+        stored = {h.name: self.channel.recv_tensor(h, tuple(h.shape), h.dtype).to(self.device) for h in job.tensors}
+        inputs = None
+        for trial in range(self.job.trials):
+            inputs = self.inputs(workload, stored, trial)
+            self.checked_call(inputs, destinations(self.definition, workload.axes, self.state_dtype, self.device))
+            broken = cuda_context_broken(self.device)
+            proceed = self.channel.recv(msg.Go).proceed
+            if broken:  # say so, then leave: the judge starts a fresh worker for the next workload
+                self.channel.send(msg.Failed(log="the CUDA context is unusable after this call", fatal=True))
+                sys.exit(3)
+            if not proceed:
+                return self.channel.send(msg.WorkloadDone())
+        try:
+            for index, tier in enumerate(self.job.tiers):
+                self.time_tier(tier, index, workload, stored, inputs, job.timed_trial_base)
+        except Exception as exc:
+            fatal = cuda_context_broken(self.device)
+            self.channel.send(msg.Failed(log="while timing:\n" + _failure_log(exc), fatal=fatal))
+            if fatal:
+                sys.exit(3)
+        self.channel.send(msg.WorkloadDone())
+
+    def time_tier(self, tier: str, tier_index: int, workload, stored: dict, warm_inputs: dict, base: int) -> None:
+        """One tier: every timed call gets fresh inputs of its own trial and re-poisoned destinations."""
+        dests = destinations(self.definition, workload.axes, self.state_dtype, self.device)
+        aliases = {name: t.view(t.shape) for name, t in dests.items()}
+
+        def setup(index: int | None) -> dict[str, Any]:
+            if index is None:  # warm-up and estimate calls: not sampled, inputs of the last check trial
+                inputs = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in warm_inputs.items()}
+            else:
+                inputs = self.inputs(workload, stored, timed_trial(base, tier_index, index))
+            for t in aliases.values():
+                t.fill_(float("nan"))
+            return self.arguments(inputs, dests)
+
+        def after(index: int) -> None:
+            self.channel.send(msg.Called(index=index))
+            if self.channel.recv(msg.Go).proceed:  # the parent samples this call: ship what it wrote
+                if self.device.startswith("cuda"):
+                    torch.cuda.synchronize()
+                self.send_outputs(aliases)
+
+        self.channel.send(msg.TierBegin(tier=tier))
+        result = measure(tier, self.run_fn, setup, self.flush, self.device, self.timing, after)
+        if isinstance(result, TierUnavailable):
+            return self.channel.send(msg.TierEnd(tier=tier, available=False, reason=result.reason))
+        extra = result.extra
+        self.channel.send(msg.TierEnd(
+            tier=tier, available=True, samples_us=result.samples_us, value_us=result.value_us,
+            trials=extra.get("trials"), span_median_us=extra.get("span_median_us"),
+            kernels_per_call=extra.get("kernels_per_call"), kernel_names=extra.get("kernel_names", [])))
+
+
+def load(job: msg.Solution):
+    """Import the solution; ``(run, None)`` or ``(None, LoadFailed)``."""
+    try:
+        module = import_package(job.package_name, job.entry_module, job.package_dir)
+        run_fn = getattr(module, "run", None)
+        if not callable(run_fn):
+            raise AttributeError(f"the entry module {job.entry_module} defines no callable run(inputs)")
+        return run_fn, None
+    except Exception as exc:
+        from harness.errors import SolutionUnsupported
+
+        return None, msg.LoadFailed(skipped=isinstance(exc, SolutionUnsupported), log=_failure_log(exc))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Judge worker: runs one solution (started by the judge only).")
+    parser.add_argument("--read-fd", type=int, required=True)
+    parser.add_argument("--write-fd", type=int, required=True)
+    args = parser.parse_args(argv)
+    channel = msg.Channel.worker_side(args.read_fd, args.write_fd)
+    job = channel.recv(msg.Solution)
+    run_fn, failure = load(job)
+    if failure is not None:
+        channel.send(failure)
+        return 0
+    worker = Worker(channel, job, run_fn)
+    channel.send(msg.Ready())
+    while True:
+        message = channel.recv(msg.Workload, msg.Stop)
+        if isinstance(message, msg.Stop):
+            return 0
+        worker.workload(message)
+
+
+if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

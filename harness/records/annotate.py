@@ -1,0 +1,83 @@
+"""The annotation pass: copy-floor multiples and speedups vs pt-reference on traces.
+
+:func:`annotate` is pure: it takes every trace and floor of a run and returns
+new traces (deep copies), never touching its inputs, and its result does not
+depend on the order of either list. Per tier of each PASSED trace it sets
+(every time, so stale values from an earlier pass are replaced or cleared):
+
+* ``copy_floor_us``: ``value_us`` of the floor of the same workload, the same
+  state dtype (from the label: ``name[bfloat16-state]`` is bfloat16, a plain
+  name float32) and the same tier; ``x_copy_floor = value_us / copy_floor_us``;
+* ``speedup_vs_reference``: the reference solution's ``value_us`` on the same
+  workload and tier (its plain label: the fp32 reference) / ``value_us``;
+
+and from the headline tier ``performance.reference_latency_ms`` (the
+reference's ms) and ``performance.speedup_factor`` (0 for both when the
+reference has no number in that tier).
+
+Where several floors (or reference traces) share a key, e.g. runs merged from
+several machines, their median is used, so that no arrival order matters.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from harness.facts import REFERENCE_SOLUTION
+from harness.records.trace import EvaluationStatus, FloorMeasurement, TierFigure, Trace
+
+
+def _timed(figure: TierFigure) -> bool:
+    return figure.available and figure.value_us is not None and figure.value_us > 0
+
+
+def floor_times(floors: list[FloorMeasurement]) -> dict[tuple[str, str, str], float]:
+    """(workload uuid, state dtype, tier) -> floor µs (median over duplicates)."""
+    samples = defaultdict(list)
+    for floor in floors:
+        for tier, figure in floor.tiers.items():
+            if _timed(figure):
+                samples[(floor.workload, floor.state_dtype, tier)].append(figure.value_us)
+    return {key: statistics.median(values) for key, values in samples.items()}
+
+
+def reference_times(traces: list[Trace], reference_solution: str = REFERENCE_SOLUTION) -> dict[tuple[str, str], float]:
+    """(workload uuid, tier) -> the reference solution's µs (PASSED traces; median over duplicates)."""
+    samples = defaultdict(list)
+    for trace in traces:
+        perf = trace.evaluation.performance
+        if trace.solution != reference_solution or not trace.is_successful() or perf is None:
+            continue
+        for tier, figure in perf.tiers.items():
+            if _timed(figure):
+                samples[(trace.workload.uuid, tier)].append(figure.value_us)
+    return {key: statistics.median(values) for key, values in samples.items()}
+
+
+def annotate(traces: list[Trace], floors: list[FloorMeasurement],
+             reference_solution: str = REFERENCE_SOLUTION) -> list[Trace]:
+    """New traces, in the input order, with the floor multiples and speedups
+    filled in (see module doc). Traces that did not pass come back as copies, unchanged."""
+    floor_us = floor_times(floors)
+    reference_us = reference_times(traces, reference_solution)
+    out = []
+    for trace in traces:
+        trace = trace.model_copy(deep=True)
+        perf = trace.evaluation.performance
+        if trace.evaluation.status == EvaluationStatus.PASSED and perf is not None:
+            uuid, dtype = trace.workload.uuid, trace.state_dtype
+            for tier, figure in perf.tiers.items():
+                floor = floor_us.get((uuid, dtype, tier)) if _timed(figure) else None
+                reference = reference_us.get((uuid, tier)) if _timed(figure) else None
+                figure.copy_floor_us = floor
+                figure.x_copy_floor = figure.value_us / floor if floor else None
+                figure.speedup_vs_reference = reference / figure.value_us if reference else None
+            headline = perf.headline()
+            if headline is not None and headline.speedup_vs_reference is not None:
+                perf.reference_latency_ms = reference_us[(uuid, perf.headline_tier)] / 1e3
+                perf.speedup_factor = headline.speedup_vs_reference
+            else:
+                perf.reference_latency_ms, perf.speedup_factor = 0.0, 0.0
+        out.append(trace)
+    return out

@@ -1,0 +1,221 @@
+"""The one writer and the one loader of a run folder ``results/runs/<run id>/``.
+
+A run folder holds:
+
+* ``run.json``: the run's metadata (a dict: set, config, environment,
+  ``started``, ``git_commit``, solutions, ...), as the judge builds it;
+* ``traces.jsonl``: one :class:`~harness.records.trace.Trace` per line;
+* ``floors.jsonl``: one :class:`~harness.records.trace.FloorMeasurement` per
+  line (the copy floor of each workload);
+* ``summary.csv``: the flat per-trace table of :mod:`harness.records.report`.
+
+:class:`RunWriter` rewrites a whole file from the full in-memory list each
+time it is called (write to a temporary file, then ``os.replace``): the judge
+calls it after every solution, so a run killed later keeps what finished, a
+reader never sees half a file, and a file edited in between is replaced.
+
+:func:`load_run` reads a folder back, also in the format written before
+``floors.jsonl`` existed (the copy floor as ``copy-floor`` rows of
+``traces.jsonl``, PASSED without correctness): those rows become
+:class:`FloorMeasurement` objects. A line that cannot be read is skipped
+with a note on stderr naming ``file:line``; a truncated last line (a run that
+died mid-write) is the common case.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+from pydantic import ValidationError
+
+from harness.records.trace import FloorMeasurement, Trace, is_floor_label, label_state_dtype
+
+RUN_FILE = "run.json"
+TRACES_FILE = "traces.jsonl"
+FLOORS_FILE = "floors.jsonl"
+SUMMARY_FILE = "summary.csv"
+#: ``method`` of a floor read from the old format (``dst.copy_(state)`` in torch).
+OLD_FLOOR_METHOD = "torch copy_"
+
+
+@dataclass
+class StoredRun:
+    """A run folder as read back by :func:`load_run`."""
+
+    run_dir: Path
+    """The folder; its name is the run id."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """``run.json`` ({} where absent or unreadable)."""
+    traces: list[Trace] = field(default_factory=list)
+    """The traces, in file order."""
+    floors: list[FloorMeasurement] = field(default_factory=list)
+    """The copy floors: ``floors.jsonl`` then any old-format rows of ``traces.jsonl``."""
+
+    @property
+    def name(self) -> str:
+        """The run id (the folder's name)."""
+        return self.run_dir.name
+
+    @property
+    def hardware(self) -> str:
+        """``run.json``'s hardware, else the first trace's or floor's ('' if none)."""
+        hardware = (self.meta.get("environment") or {}).get("hardware")
+        if hardware:
+            return hardware
+        for record in (*self.traces, *self.floors):
+            env = record.evaluation.environment if isinstance(record, Trace) else record.environment
+            return env.hardware
+        return ""
+
+
+# -------------------------------------------------------------------- writer
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _jsonl(records: Iterable[Trace | FloorMeasurement]) -> str:
+    return "".join(record.model_dump_json() + "\n" for record in records)
+
+
+class RunWriter:
+    """Writes the files of one run folder, each whole and atomically (see module doc)."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+
+    def write_meta(self, meta: dict[str, Any]) -> Path:
+        """``run.json`` (indented JSON)."""
+        path = self.run_dir / RUN_FILE
+        _atomic_write(path, json.dumps(meta, indent=2) + "\n")
+        return path
+
+    def write_traces(self, traces: list[Trace]) -> Path:
+        """``traces.jsonl``: every trace of the run so far, one per line."""
+        path = self.run_dir / TRACES_FILE
+        _atomic_write(path, _jsonl(traces))
+        return path
+
+    def write_floors(self, floors: list[FloorMeasurement]) -> Path:
+        """``floors.jsonl``: every floor measurement of the run so far, one per line."""
+        path = self.run_dir / FLOORS_FILE
+        _atomic_write(path, _jsonl(floors))
+        return path
+
+    def write_summary(self, traces: list[Trace], floors: list[FloorMeasurement] = ()) -> pd.DataFrame:
+        """``summary.csv`` (:func:`harness.records.report.trace_rows`, floors first); returns the table."""
+        from harness.records.report import trace_rows
+
+        frame = trace_rows(traces, floors)
+        path = self.run_dir / SUMMARY_FILE
+        _atomic_write(path, frame.to_csv(index=False, float_format="%.6g"))
+        return frame
+
+
+# -------------------------------------------------------------------- loader
+
+
+def _note(message: str) -> None:
+    print(f"note: {message}", file=sys.stderr)
+
+
+def floor_from_old_trace(row: dict[str, Any]) -> FloorMeasurement:
+    """A ``copy-floor`` row of an old ``traces.jsonl`` as a :class:`FloorMeasurement`."""
+    evaluation = row["evaluation"]
+    performance = evaluation.get("performance") or {}
+    return FloorMeasurement(
+        workload=row["workload"]["uuid"], batch_size=row["workload"]["axes"]["batch_size"],
+        state_dtype=label_state_dtype(row["solution"]), nbytes=performance.get("bytes_moved", 0),
+        method=OLD_FLOOR_METHOD, tiers=performance.get("tiers") or {},
+        environment=evaluation["environment"], timestamp=evaluation["timestamp"])
+
+
+def record_from_row(row: Any) -> Trace | FloorMeasurement:
+    """A parsed line of ``traces.jsonl``: a :class:`Trace`, or for an old
+    copy-floor row a :class:`FloorMeasurement`. Raises ValueError (or
+    pydantic's ValidationError) for anything else."""
+    if not isinstance(row, dict):
+        raise ValueError("not a JSON object")
+    if is_floor_label(str(row.get("solution", ""))):
+        return floor_from_old_trace(row)
+    return Trace.model_validate(row)
+
+
+def _read_jsonl(path: Path, parse) -> list:
+    """Records of one JSONL file via ``parse(dict)``; unreadable lines skipped with a note."""
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    last = max((i for i, line in enumerate(lines, 1) if line.strip()), default=0)
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            what = "truncated last line" if number == last else "not valid JSON"
+            _note(f"{path}:{number}: {what}, skipped")
+            continue
+        try:
+            records.append(parse(row))
+        except (ValidationError, ValueError, KeyError, TypeError) as exc:
+            first = str(exc).strip().splitlines()
+            _note(f"{path}:{number}: not a valid record ({type(exc).__name__}: "
+                  f"{' '.join(first[:3])[:300]}), skipped")
+    return records
+
+
+def load_meta(run_dir: Path) -> dict[str, Any]:
+    """``run.json`` of ``run_dir`` ({} where absent or unreadable, with a note for the latter)."""
+    path = Path(run_dir) / RUN_FILE
+    if not path.exists():
+        return {}
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        _note(f"{path}: not valid JSON ({exc}), ignored")
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def load_run(run_dir: Path) -> StoredRun:
+    """Read a run folder (see module doc): run.json, traces and floors, old format included."""
+    run_dir = Path(run_dir)
+    records = _read_jsonl(run_dir / TRACES_FILE, record_from_row)
+    floors = _read_jsonl(run_dir / FLOORS_FILE, FloorMeasurement.model_validate)
+    return StoredRun(run_dir=run_dir, meta=load_meta(run_dir),
+                     traces=[r for r in records if isinstance(r, Trace)],
+                     floors=floors + [r for r in records if isinstance(r, FloorMeasurement)])
+
+
+def run_dirs(results_dir: Path) -> list[Path]:
+    """Run folders under ``<results_dir>/runs/`` that hold traces or floors, sorted by name."""
+    runs = Path(results_dir) / "runs"
+    if not runs.is_dir():
+        return []
+    return sorted(p for p in runs.iterdir()
+                  if p.is_dir() and ((p / TRACES_FILE).exists() or (p / FLOORS_FILE).exists()))
+
+
+def load_runs(results_dir: Path) -> list[StoredRun]:
+    """Every run folder under ``<results_dir>/runs/`` (:func:`run_dirs`), loaded."""
+    return [load_run(p) for p in run_dirs(results_dir)]

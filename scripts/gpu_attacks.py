@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""The attack fixtures on a GPU: every tests/fixtures/attacks solution and the
+GPU-only ones of tests/fixtures/attacks_gpu, judged with the GPU tiers.
+
+    python scripts/gpu_attacks.py OUT_DIR
+
+Writes ``OUT_DIR/attacks.md`` (one row per fixture: statuses, expected, verdict,
+the first line of the reason) and the two run folders under ``OUT_DIR/runs``.
+The expectations are tests/test_attacks.py's, so the CPU test and this GPU
+run judge the same thing. Exit 0 even when an expectation fails (it is in the table).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]  # a developer script: the tests' expectations, the harness
+
+import test_attacks as attacks  # noqa: E402
+
+from harness.judge.isolation import Timeouts  # noqa: E402
+from harness.judge.run import RunConfig, run_benchmark  # noqa: E402
+from harness.judge.timing import TimingConfig  # noqa: E402
+from harness.records.environment import hardware_name  # noqa: E402
+
+
+def judged(root: Path, solutions: Path, expected: dict, results: Path, dataset: Path) -> list[str]:
+    """Run one fixture folder on the GPU; a markdown row per fixture."""
+    config = RunConfig(device="cuda", tiers=("cupti", "events", "sync"), trials=2,
+                       timing=TimingConfig(warmup=5, iters=50, budget_s=0.5, warm_s=0.05))
+    result = run_benchmark("all", str(dataset), config, results, solutions_root=solutions, progress=False,
+                           timeouts=Timeouts(startup_s=300, workload_s=60, total_s=600))
+    rows = []
+    for name in sorted(expected, key=lambda n: (n == attacks.LONG_NAME, n)):
+        label = attacks.label_in(name, result.traces)
+        mine = [t for t in result.traces if t.solution == label]
+        problems = attacks.check_expectation(name, result.traces, list(attacks.WORKLOADS), expected)
+        statuses = ", ".join(t.evaluation.status.value for t in mine)
+        reason = next((t.evaluation.log.strip().splitlines()[0][:140] for t in mine if t.evaluation.log.strip()), "")
+        shown = name if len(name) < 40 else f"{name[:6]}…({len(name)} chars)"
+        rows.append(f"| {solutions.name} | {shown} | {statuses} | {'as expected' if not problems else 'NOT AS EXPECTED'}"
+                    f" | {reason.replace('|', '/')} |")
+    return rows
+
+
+def main() -> int:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "attack-out")
+    out.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="gdn-attacks-"))
+    dataset = attacks.write_attack_dataset(root / "dataset")
+    harness_file = REPO / "harness" / "judge" / "check.py"
+    env = {"GDN_ATTACK_DATASET": str(dataset), "GDN_ATTACK_RESULTS": str(out / "runs"),
+           "GDN_ATTACK_PIDFILE": str(root / "daemon.pids"), "GDN_ATTACK_HARNESS_FILE": str(harness_file)}
+    os.environ.update(env)
+    attacks.ATTACK_ENV_FILE.write_text(json.dumps(env))
+    rows = ["| set | fixture | status per workload (B=1 stored, B=2 random) | verdict | reason (first line) |",
+            "|---|---|---|---|---|"]
+    try:
+        rows += judged(root, attacks.ATTACKS, attacks.EXPECTED, out / "runs", dataset)
+        for path in dataset.rglob("*.safetensors"):  # tamper-blob changed them: a fresh dataset for the GPU set
+            path.unlink()
+        dataset = attacks.write_attack_dataset(root / "dataset2")
+        rows += judged(root, attacks.ATTACKS_GPU, attacks.EXPECTED_GPU, out / "runs", dataset)
+    finally:
+        attacks._untamper(harness_file)
+        attacks.ATTACK_ENV_FILE.unlink(missing_ok=True)
+    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    text = (f"# Attack fixtures on {hardware_name('cuda')}, {stamp}\n\n"
+            f"`python scripts/gpu_attacks.py OUT` (tiers cupti, events, sync; 2 correctness trials; "
+            f"commit {os.environ.get('GDN_BENCH_COMMIT', 'see run.json')}).\n\n" + "\n".join(rows) + "\n")
+    (out / "attacks.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,488 @@
+"""A run survives every attack class: each fixture under tests/fixtures/attacks/
+gets the status the untrusted-solution judge owes it, and the run goes on.
+
+All fixtures run in ONE ``run_benchmark`` call (``algo="all"``) on a tiny
+two-workload dataset: ``w-b1-stored`` (batch 1; state, A_log and dt_bias from
+a safetensors blob) and ``w-b2-random`` (batch 2, all random, scale 0).
+tests/fixtures/attacks/README.md lists what each fixture attacks and which
+guarantee of the judge defeats it.
+
+:data:`EXPECTED` and :func:`check_expectation` need nothing but the standard
+library, so a GPU run of tests/fixtures/attacks_gpu/ (or of this folder) can
+reuse them::
+
+    sys.path.insert(0, "tests"); from test_attacks import EXPECTED_GPU, check_expectation
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+ATTACKS = HERE / "fixtures" / "attacks"
+ATTACKS_GPU = HERE / "fixtures" / "attacks_gpu"
+LONG_NAME = "l" * 250
+
+PASSED, NUMERICAL, RUNTIME, COMPILE, TIMEOUT = (
+    "PASSED", "INCORRECT_NUMERICAL", "RUNTIME_ERROR", "COMPILE_ERROR", "TIMEOUT")
+#: Statuses of a trace that failed for a reason the log must explain.
+ERROR_STATUSES = {RUNTIME, COMPILE, TIMEOUT}
+
+#: fixture -> (statuses, log substrings).
+#:
+#: ``statuses``: a set of statuses every workload's trace may have, or a tuple
+#: of such sets, one per workload in dataset order (the last one applies to any
+#: further workloads); None means any status.
+#: ``log substrings``: each must occur (case-insensitively) in the log of at
+#: least one of the fixture's traces with a status in ERROR_STATUSES, when it
+#: has any; an entry that is a tuple is satisfied by any one of its strings.
+EXPECTED: dict[str, tuple] = {
+    "honest": ({PASSED}, ()),
+    "zz-honest-last": ({PASSED}, ()),
+    "cache-by-pointer": ({NUMERICAL}, ()),
+    "skip-after-checks": ({NUMERICAL}, ()),
+    "patch-timer": ({RUNTIME}, (("physical limit", "floor"),)),
+    "patch-checker": ({NUMERICAL}, ()),
+    "patch-torch": ({NUMERICAL}, ()),
+    "gc-steal": ({NUMERICAL}, ()),
+    "own-tolerance": ({COMPILE}, ("solution.toml", "tolerance")),
+    "set-rebind": ({RUNTIME}, ("destination",)),
+    "restrided-view": ({RUNTIME, NUMERICAL}, ("destination",)),
+    "returns-new-tensor": ({RUNTIME}, ("destination",)),
+    "modifies-inputs": ({RUNTIME}, ("input",)),
+    "forge-events": ({RUNTIME}, ("protocol",)),
+    "duplicate-frame": ({RUNTIME}, ("protocol",)),
+    "garbage-stream": ({RUNTIME}, ()),
+    "tamper-blob": ({RUNTIME}, ("tamper",)),
+    "tamper-harness": ({RUNTIME}, ("tamper",)),
+    "tamper-results": ({RUNTIME}, ("tamper",)),
+    "double-fork": (None, ()),
+    "hang": (({TIMEOUT}, {TIMEOUT, RUNTIME}), ()),
+    "stall-reader": ({TIMEOUT, RUNTIME}, ()),   # and the judge must not block on it: see _stuck_on
+    "partial-frame": ({TIMEOUT, RUNTIME}, ()),
+    "crash": ({RUNTIME}, ()),
+    "stdout-spam": ({PASSED}, ()),
+    "bad-toml": ({COMPILE}, ("solution.toml",)),
+    "missing-entry": ({COMPILE}, ("solution.toml", "entry")),
+    "name-mismatch": ({COMPILE}, ("solution.toml", "name")),
+    "entry-outside": ({COMPILE}, ("solution.toml", "entry")),
+    LONG_NAME: ({COMPILE}, ("solution.toml", "name")),
+    "copy-floor": ({COMPILE}, ("solution.toml", "name")),
+}
+
+#: The same for tests/fixtures/attacks_gpu/ (a run on a GPU, workloads as here:
+#: the batch-1 workload first).
+EXPECTED_GPU: dict[str, tuple] = {
+    "honest": ({PASSED}, ()),
+    "zz-honest-last": ({PASSED}, ()),
+    "side-stream": ({RUNTIME, NUMERICAL}, ()),
+    "device-assert": (({RUNTIME}, {PASSED}), ()),
+}
+
+
+def _field(trace, *path):
+    """``trace.a.b`` for a typed Trace, ``trace["a"]["b"]`` for a dict."""
+    for key in path:
+        trace = trace[key] if isinstance(trace, dict) else getattr(trace, key)
+    return trace
+
+
+def _status(trace) -> str:
+    status = _field(trace, "evaluation", "status")
+    return getattr(status, "value", status)
+
+
+def label_in(name: str, traces: list) -> str:
+    """The label the traces give fixture ``name``: the name itself, or (for a
+    folder name too long to be a solution name) the judge's truncation of it."""
+    labels = {_field(t, "solution") for t in traces}
+    if name in labels:
+        return name
+    truncated = sorted((lab for lab in labels if len(lab) >= 32 and name.startswith(lab)), key=len)
+    return truncated[-1] if truncated else name
+
+
+def check_expectation(name: str, traces: list, uuids: list[str], expected: dict = EXPECTED) -> list[str]:
+    """What is wrong with fixture ``name``'s traces (typed or dict) against
+    ``expected[name]``, as readable lines; [] when all is as expected.
+
+    ``uuids``: the dataset's workloads in order (per-workload expectations)."""
+    statuses, substrings = expected[name]
+    label = label_in(name, traces)
+    mine = {_field(t, "workload", "uuid"): t for t in traces if _field(t, "solution") == label}
+    problems = []
+    missing = [u for u in uuids if u not in mine]
+    if missing:
+        problems.append(f"{name}: no trace for workloads {missing}")
+    for index, uuid in enumerate(uuids):
+        if uuid not in mine or statuses is None:
+            continue
+        allowed = statuses if isinstance(statuses, set) else statuses[min(index, len(statuses) - 1)]
+        got = _status(mine[uuid])
+        if got not in allowed:
+            log = _field(mine[uuid], "evaluation", "log") or ""
+            problems.append(f"{name} on {uuid}: {got}, expected one of {sorted(allowed)}; log: {log[-600:]!r}")
+    errors = [t for t in mine.values() if _status(t) in ERROR_STATUSES]
+    logs = [(_field(t, "evaluation", "log") or "").lower() for t in errors]
+    for want in substrings:
+        options = (want,) if isinstance(want, str) else want
+        if errors and not any(o.lower() in log for log in logs for o in options):
+            problems.append(f"{name}: no {'/'.join(options)!r} in the log of its failed traces; "
+                            f"logs: {[log[-600:] for log in logs]}")
+    return problems
+
+
+# ---------------------------------------------------------------------------- the run
+
+HAVE_WORKER = importlib.util.find_spec("harness.judge.worker") is not None
+pytestmark = pytest.mark.skipif(not HAVE_WORKER, reason="harness.judge.worker does not exist yet: "
+                                "the attack fixtures need the untrusted-solution judge")
+
+WORKLOADS = ("w-b1-stored", "w-b2-random")
+OLD_RUN_FILES = {"runs/old-run/traces.jsonl": '{"solution": "earlier", "note": "must survive"}\n',
+                 "runs/old-run/summary.csv": "solution,status\nearlier,PASSED\n"}
+ATTACK_ENV_FILE = Path(f"/tmp/gdn-attack-env-{os.getuid()}.json")
+TAMPER_LINE = b"# tampered\n"
+
+
+def write_attack_dataset(root: Path) -> Path:
+    """A flashinfer-bench dataset folder with the two workloads of :data:`WORKLOADS`."""
+    import torch
+    from safetensors.torch import save_file
+
+    definition = json.loads((REPO / "workloads" / "gdn_decode_qk4_v8_d128_k_last.json").read_text())
+    op_type, name = definition["op_type"], definition["name"]
+    (root / "definitions" / op_type).mkdir(parents=True)
+    (root / "workloads" / op_type).mkdir(parents=True)
+    (root / "blob" / op_type).mkdir(parents=True)
+    (root / "definitions" / op_type / f"{name}.json").write_text(json.dumps(definition, indent=2))
+    gen = torch.Generator().manual_seed(20260101)
+    blob = f"blob/{op_type}/{WORKLOADS[0]}.safetensors"
+    save_file({"state": torch.randn(1, 8, 128, 128, generator=gen) * 0.1,
+               "A_log": torch.log(1 + 15 * torch.rand(8, generator=gen)),
+               "dt_bias": torch.randn(8, generator=gen) * 0.5}, str(root / blob))
+    random = {"type": "random"}
+    stored = {n: {"type": "safetensors", "path": blob, "tensor_key": n} for n in ("state", "A_log", "dt_bias")}
+    lines = [
+        {"uuid": WORKLOADS[0], "axes": {"batch_size": 1},
+         "inputs": {"q": random, "k": random, "v": random, "a": random, "b": random, **stored,
+                    "scale": {"type": "scalar", "value": 0.0883883476}}},
+        {"uuid": WORKLOADS[1], "axes": {"batch_size": 2},
+         "inputs": {**{n: random for n in ("q", "k", "v", "state", "A_log", "a", "dt_bias", "b")},
+                    "scale": {"type": "scalar", "value": 0.0}}},
+    ]
+    (root / "workloads" / op_type / f"{name}.jsonl").write_text("".join(json.dumps(w) + "\n" for w in lines))
+    return root
+
+
+#: Seconds the run may go without producing a trace. A judge that keeps its
+#: deadlines (startup_s 120 is only an upper bound: a worker starts in seconds
+#: here; workload_s 20) always makes a trace sooner. When it does not, it is
+#: blocked for good (writing into a pipe nobody reads, reading a frame that
+#: never completes): the watchdog (SIGALRM) then kills the worker it is stuck
+#: on, so that the run goes on, and records it; test_the_run_was_not_stuck fails.
+WATCHDOG_S = 90
+
+
+class JudgeStuck(Exception):
+    pass
+
+
+def _worker_pids() -> dict[int, str]:
+    """This process's descendants that are judge workers -> the private folder they run in."""
+    found, todo = {}, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            for child in children:
+                todo.append(child)
+                try:
+                    if b"harness.judge.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+                        found[child] = os.readlink(f"/proc/{child}/cwd")
+                except OSError:
+                    pass
+    return found
+
+
+class Watchdog:
+    """SIGALRM after WATCHDOG_S without a trace: kill the stuck worker(s) and note it."""
+
+    def __init__(self):
+        self.events: list[str] = []
+
+    def __call__(self, signum, frame):
+        workers = _worker_pids()
+        if not workers:
+            raise JudgeStuck(f"run_benchmark produced no trace for {WATCHDOG_S} s and runs no worker")
+        for pid, where in workers.items():
+            self.events.append(f"no trace for {WATCHDOG_S} s: the test killed the judge's worker {pid} "
+                               f"(running in {where}); the judge was blocked on it without a deadline")
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        signal.alarm(WATCHDOG_S)
+
+
+def _untamper(path: Path) -> None:
+    """Remove the lines tamper-harness appended, keeping any other (concurrent) edit of the file."""
+    data = path.read_bytes()
+    stripped = data
+    while stripped.endswith(TAMPER_LINE):
+        stripped = stripped[: -len(TAMPER_LINE)]
+    if stripped != data:
+        path.write_bytes(stripped)
+
+
+def _api():
+    try:
+        from harness.judge.run import RunConfig, run_benchmark
+    except ImportError:  # the judge's entry point before it moved into harness.judge.run
+        from harness.judge.orchestrate import run_benchmark
+        from harness.judge.run import RunConfig
+    from harness.judge.isolation import Timeouts
+    from harness.judge.timing import TimingConfig
+
+    return RunConfig, run_benchmark, Timeouts, TimingConfig
+
+
+@pytest.fixture(scope="module")
+def attack_run(tmp_path_factory):
+    RunConfig, run_benchmark, Timeouts, TimingConfig = _api()
+    root = tmp_path_factory.mktemp("attacks")
+    dataset = write_attack_dataset(root / "dataset")
+    blobs = {p: p.read_bytes() for p in dataset.rglob("*.safetensors")}
+    results = root / "results"
+    long_ago = time.time() - 86400
+    for relative, text in OLD_RUN_FILES.items():
+        (results / relative).parent.mkdir(parents=True, exist_ok=True)
+        (results / relative).write_text(text)
+        os.utime(results / relative, (long_ago, long_ago))
+    harness_file = REPO / "harness" / "judge" / "check.py"
+    env = {"GDN_ATTACK_DATASET": str(dataset), "GDN_ATTACK_RESULTS": str(results),
+           "GDN_ATTACK_PIDFILE": str(root / "daemon.pids"), "GDN_ATTACK_HARNESS_FILE": str(harness_file)}
+    saved_env = {k: os.environ.get(k) for k in env}
+    config = RunConfig(device="cpu", tiers=("wallclock",), trials=2,
+                       timing=TimingConfig(warmup=2, iters=20, budget_s=0.5, warm_s=0.0))
+    os.environ.update(env)
+    ATTACK_ENV_FILE.write_text(json.dumps(env))
+    started = time.monotonic()
+    watchdog = Watchdog()
+    stuck = None
+
+    previous = signal.signal(signal.SIGALRM, watchdog)
+    signal.alarm(WATCHDOG_S)
+    try:
+        result = run_benchmark("all", str(dataset), config, results, solutions_root=ATTACKS, progress=False,
+                               timeouts=Timeouts(startup_s=120, workload_s=20, total_s=300),
+                               on_trace=lambda trace: signal.alarm(WATCHDOG_S))
+    except JudgeStuck as exc:
+        stuck = str(exc)
+        result = _partial_result(results)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+        _untamper(harness_file)
+        ATTACK_ENV_FILE.unlink(missing_ok=True)
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return SimpleNamespace(run_dir=Path(result.run_dir), traces=list(result.traces),
+                           floors=list(getattr(result, "floors", []) or []), elapsed_s=time.monotonic() - started,
+                           dataset=dataset, results=results, root=root, original_blobs=blobs,
+                           stuck="; ".join(watchdog.events + ([stuck] if stuck else [])) or None)
+
+
+def _partial_result(results: Path) -> SimpleNamespace:
+    """What a stuck run left on disk: its run folder and the traces it wrote."""
+    from harness.records.trace import Trace
+
+    run_dirs = [d for d in (results / "runs").iterdir() if d.name != "old-run"]
+    run_dir = max(run_dirs, key=lambda d: d.stat().st_mtime)
+    lines = (run_dir / "traces.jsonl").read_text().splitlines() if (run_dir / "traces.jsonl").exists() else []
+    traces = []
+    for line in lines:
+        try:
+            traces.append(Trace.model_validate_json(line))
+        except ValueError:
+            continue
+    return SimpleNamespace(run_dir=run_dir, traces=traces, floors=[])
+
+
+def _fixture_names() -> list[str]:
+    return sorted(p.parent.name for p in ATTACKS.glob("*/solution.toml"))
+
+
+def test_every_fixture_has_an_expectation():
+    assert _fixture_names() == sorted(EXPECTED)
+    assert sorted(p.parent.name for p in ATTACKS_GPU.glob("*/solution.toml")) == sorted(EXPECTED_GPU)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED, key=lambda n: (n == LONG_NAME, n)),
+                         ids=lambda n: "l*250" if n == LONG_NAME else n)
+def test_attack(attack_run, name):
+    problems = _stuck_on(name, attack_run.stuck) + check_expectation(name, attack_run.traces, list(WORKLOADS))
+    if problems and attack_run.stuck:
+        problems.append(f"(the run was stuck: {attack_run.stuck})")
+    assert not problems, "\n".join(problems)
+
+
+def _stuck_on(name: str, stuck: str | None) -> list[str]:
+    """A problem when the watchdog had to kill this fixture's worker (its private
+    folder is named after the package ``gdn_solution_<name>``)."""
+    slug = "gdn_solution_" + "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    if stuck and f"/{slug}-" in stuck:
+        return [f"{name}: the judge blocked on this solution's worker without a deadline (the test's watchdog "
+                "killed it)"]
+    return []
+
+
+def test_the_run_was_not_stuck(attack_run):
+    assert attack_run.stuck is None, attack_run.stuck
+
+
+def test_honest_solutions_pass_everywhere_with_a_figure(attack_run):
+    for name in ("honest", "zz-honest-last", "stdout-spam"):
+        traces = [t for t in attack_run.traces if _field(t, "solution") == name]
+        assert [_status(t) for t in traces] == [PASSED] * len(WORKLOADS), name
+        for trace in traces:
+            perf = _field(trace, "evaluation", "performance")
+            figure = _field(perf, "tiers")["wallclock"]
+            assert _field(figure, "available") and _field(figure, "value_us") > 0
+
+
+def test_no_attack_passes_with_a_figure(attack_run):
+    honest = {"honest", "zz-honest-last", "stdout-spam", "double-fork"}
+    cheats = [(_field(t, "solution"), _field(t, "workload", "uuid")) for t in attack_run.traces
+              if _status(t) == PASSED and _field(t, "solution") not in honest]
+    assert not cheats
+
+
+def test_traces_validate_as_the_typed_model(attack_run):
+    from harness.records.trace import Trace
+
+    for trace in attack_run.traces:
+        data = trace if isinstance(trace, dict) else trace.model_dump(mode="json")
+        Trace.model_validate(data)
+
+
+def test_results_folder_integrity(attack_run):
+    results = attack_run.results
+    for relative, text in OLD_RUN_FILES.items():
+        assert (results / relative).is_file(), f"{relative} was deleted"
+        assert (results / relative).read_text() == text, f"{relative} was changed"
+    from harness.records.trace import Trace
+
+    lines = (attack_run.run_dir / "traces.jsonl").read_text().splitlines()
+    pairs = [(t.solution, t.workload.uuid) for t in map(Trace.model_validate_json, lines)]
+    expected = {(label_in(name, attack_run.traces), uuid) for name in EXPECTED for uuid in WORKLOADS}
+    assert sorted(pairs) == sorted(expected), "traces.jsonl must hold exactly one valid line per (solution, workload)"
+
+
+def test_tamper_blob_names_the_file_and_later_solutions_still_pass(attack_run):
+    blobs = [str(p) for p in attack_run.original_blobs]
+    tampered = [p for p, data in attack_run.original_blobs.items() if p.read_bytes() != data]
+    assert tampered, "tamper-blob did not change the blob (did the worker get GDN_ATTACK_DATASET?)"
+    logs = [_field(t, "evaluation", "log") or "" for t in attack_run.traces if _field(t, "solution") == "tamper-blob"]
+    assert any(any(b in log or Path(b).name in log for b in blobs) for log in logs), logs
+    later = [t for t in attack_run.traces if _field(t, "solution") == "zz-honest-last"]
+    assert [_status(t) for t in later] == [PASSED] * len(WORKLOADS)
+
+
+def test_tamper_harness_was_restored(attack_run):
+    assert not (REPO / "harness" / "judge" / "check.py").read_bytes().endswith(TAMPER_LINE)
+
+
+def _process_gone(pid: int, wait_s: float = 2.0) -> bool:
+    """True once ``pid`` no longer exists (a zombie awaiting its reaper counts as gone)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except (OSError, IndexError):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+
+
+def test_double_fork_daemon_is_gone_after_the_run(attack_run):
+    pidfile = attack_run.root / "daemon.pids"
+    assert pidfile.exists(), "the double-fork daemon never wrote its pid (did the worker get GDN_ATTACK_PIDFILE?)"
+    pids = [int(line) for line in pidfile.read_text().split()]
+    assert pids
+    alive = [pid for pid in pids if not _process_gone(pid)]
+    for pid in alive:  # do not leave it behind even when the judge did
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    assert not alive, f"daemon pids still alive after run_benchmark returned: {alive}"
+
+
+# ---------------------------------------------------------------------------- GPU-only attacks
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+@pytest.fixture(scope="module")
+def gpu_attack_run(tmp_path_factory):
+    if not _cuda_available():
+        pytest.skip("GPU-only attacks (tests/fixtures/attacks_gpu) need a CUDA device")
+    RunConfig, run_benchmark, Timeouts, TimingConfig = _api()
+    root = tmp_path_factory.mktemp("attacks_gpu")
+    dataset = write_attack_dataset(root / "dataset")
+    config = RunConfig(device="cuda", tiers=("cupti", "events", "sync"), trials=2,
+                       timing=TimingConfig(warmup=5, iters=50, budget_s=1.0, warm_s=0.05))
+    watchdog = Watchdog()
+    previous = signal.signal(signal.SIGALRM, watchdog)
+    signal.alarm(WATCHDOG_S)
+    try:
+        result = run_benchmark("all", str(dataset), config, root / "results", solutions_root=ATTACKS_GPU,
+                               progress=False, timeouts=Timeouts(startup_s=120, workload_s=60, total_s=300),
+                               on_trace=lambda trace: signal.alarm(WATCHDOG_S))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    return SimpleNamespace(traces=list(result.traces), floors=list(getattr(result, "floors", []) or []),
+                           stuck="; ".join(watchdog.events) or None)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_GPU))
+def test_gpu_attack(gpu_attack_run, name):
+    problems = _stuck_on(name, gpu_attack_run.stuck) + check_expectation(name, gpu_attack_run.traces,
+                                                                        list(WORKLOADS), EXPECTED_GPU)
+    if problems and gpu_attack_run.stuck:
+        problems.append(f"(the run was stuck: {gpu_attack_run.stuck})")
+    assert not problems, "\n".join(problems)
+
+
+def test_gpu_run_was_not_stuck(gpu_attack_run):
+    assert gpu_attack_run.stuck is None, gpu_attack_run.stuck

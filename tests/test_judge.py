@@ -1,0 +1,224 @@
+"""The judge's own checks, piece by piece, on synthetic input (no worker process):
+figure rejection, the channel's validation, solution-folder validation, file
+guards and process-tree cleanup. tests/test_attacks.py runs the whole judge."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from multiprocessing.connection import Pipe
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from harness.facts import DEFAULT_TOLERANCE
+from harness.judge import protocol as msg
+from harness.judge.check import Status
+from harness.judge.isolation import FileGuard, ResultsGuard, become_subreaper, descendants, kill_tree
+from harness.judge.session import Rejected, VariantJudge
+from harness.judge.solutions import SolutionLoadError, load_meta
+from harness.judge.timing import TimingConfig
+from harness.records.trace import Environment, FloorMeasurement, TierFigure
+
+GOOD_TOML = """[solution]
+name = "{name}"
+definition = "gdn_decode_qk4_v8_d128_k_last"
+language = "python"
+entry = "{entry}"
+"""
+
+
+def make_judge(floor_us=None, trials=3, min_iters=5):
+    """A VariantJudge with just what tier_result needs: config, a floor for workload 'w'."""
+    floors = {}
+    if floor_us is not None:
+        floors[("w", "float32")] = FloorMeasurement(
+            workload="w", batch_size=1, nbytes=8, tiers={"cupti": TierFigure(tier="cupti", available=True,
+                                                                            value_us=floor_us, min_us=floor_us)},
+            environment=Environment(hardware="test"), timestamp="2026-11-23T00:00:00+00:00")
+    config = SimpleNamespace(timing=TimingConfig(trials=trials, min_iters=min_iters), trials=3,
+                             tolerance=DEFAULT_TOLERANCE)
+    judge = VariantJudge.__new__(VariantJudge)
+    judge.ctx = SimpleNamespace(floors=floors, config=config)
+    judge.variant = SimpleNamespace(state_dtype="float32")
+    judge.bytes_moved = lambda workload: 1000
+    return judge
+
+
+WORKLOAD = SimpleNamespace(uuid="w")
+
+
+def end(samples, tier="cupti"):
+    return msg.TierEnd(tier=tier, available=True, samples_us=samples)
+
+
+def test_an_honest_figure_is_kept_with_its_wall_clock_and_verified_calls():
+    figure = make_judge(floor_us=2.0).tier_result(WORKLOAD, "cupti", end([2.5, 2.4, 2.6]), 3, 1, wall_s=0.01)
+    assert figure.available and figure.value_us == pytest.approx(2.5)
+    assert figure.wall_s == 0.01 and figure.verified_calls == 1 and figure.achieved_gb_per_s > 0
+
+
+@pytest.mark.parametrize("samples, calls, wall_s, words", [
+    ([1.0, 1.1, 1.2], 3, 0.01, "physical limit"),           # below 0.75 x the 2 µs floor
+    ([2.5, 2.5], 3, 0.01, "samples"),                         # fewer samples than calls the judge saw
+    ([2.5, 2.5, 2.5, 2.5], 3, 0.01, "samples"),               # more
+    ([2.5, float("nan"), 2.5], 3, 0.01, "non-finite"),
+    ([2.5, -1.0, 2.5], 3, 0.01, "non-positive"),
+    ([5000.0, 5000.0, 5000.0], 3, 0.01, "wall clock"),        # 15 ms of samples in a 10 ms tier
+])
+def test_impossible_figures_are_rejected(samples, calls, wall_s, words):
+    with pytest.raises(Rejected) as caught:
+        make_judge(floor_us=2.0).tier_result(WORKLOAD, "cupti", end(samples), calls, 0, wall_s)
+    assert caught.value.status == Status.RUNTIME_ERROR and words in caught.value.log
+
+
+def test_sync_figure_is_the_mean_of_trial_means_computed_by_the_judge():
+    judge = make_judge(trials=2)
+    figure = judge.tier_result(WORKLOAD, "sync", end([1.0, 3.0, 2.0, 10.0, 10.0, 10.0], "sync"), 6, 0, 1.0)
+    assert figure.value_us == pytest.approx((2.0 + 10.0) / 2)
+    with pytest.raises(Rejected, match="trials"):
+        judge.tier_result(WORKLOAD, "sync", end([1.0, 2.0, 3.0], "sync"), 3, 0, 1.0)
+
+
+def test_an_event_pair_shorter_than_the_kernels_it_brackets_is_rejected():
+    judge = make_judge()
+    figures = {"cupti": TierFigure(tier="cupti", available=True, value_us=100.0),
+               "events": TierFigure(tier="events", available=True, value_us=5.0)}
+    with pytest.raises(Rejected, match="another stream"):
+        judge.check_brackets(figures)
+    figures["events"] = TierFigure(tier="events", available=True, value_us=95.0)
+    judge.check_brackets(figures)  # within the slack: kept
+
+
+# ---------------------------------------------------------------- the channel
+
+
+def channel_pair():
+    a_read, b_write = Pipe(duplex=False)
+    b_read, a_write = Pipe(duplex=False)
+    parent = msg.Channel.parent_side(a_read, a_write)
+    worker = msg.Channel(b_read, b_write, msg._TO_WORKER)
+    return parent, worker
+
+
+@pytest.mark.parametrize("frame", [
+    b"not json", b'{"kind": "ready", "extra": 1}', b'{"kind": "result", "status": "PASSED"}',
+    b'{"kind": "called", "index": "many"}', b"[]",
+])
+def test_malformed_frames_are_protocol_errors(frame):
+    parent, worker = channel_pair()
+    worker.writer.send_bytes(frame)
+    with pytest.raises(msg.ProtocolError):
+        parent.recv(msg.Ready, msg.Called)
+
+
+def test_an_out_of_turn_message_is_a_protocol_error():
+    parent, worker = channel_pair()
+    worker.send(msg.Ready())
+    with pytest.raises(msg.ProtocolError, match="expected"):
+        parent.recv(msg.Checked)
+
+
+def test_payloads_must_be_the_size_and_layout_announced():
+    parent, worker = channel_pair()
+    tensor = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    header = msg.tensor_header("new_state", tensor)
+    worker.send_tensor(tensor)
+    assert torch.equal(parent.recv_tensor(header, (2, 3), "float32"), tensor)
+    worker.send_tensor(tensor)
+    with pytest.raises(msg.ProtocolError, match="announced"):
+        parent.recv_tensor(header, (3, 2), "float32")  # the judge expected another shape
+    parent, worker = channel_pair()  # after a protocol error the judge talks to that worker no more
+    worker.writer.send_bytes(b"\0" * 8)
+    with pytest.raises(msg.ProtocolError, match="payload"):
+        parent.recv_tensor(header, (2, 3), "float32")
+
+
+def test_no_pickle_crosses_the_channel():
+    parent, worker = channel_pair()
+    import pickle
+
+    worker.writer.send_bytes(pickle.dumps({"kind": "ready"}))
+    with pytest.raises(msg.ProtocolError):
+        parent.recv(msg.Ready)
+
+
+# ---------------------------------------------------------------- solution folders
+
+
+def write_solution(root, folder, toml, files=("main.py",)):
+    directory = root / folder
+    directory.mkdir(parents=True)
+    (directory / "solution.toml").write_text(toml)
+    for name in files:
+        (directory / name).write_text("def run(inputs):\n    return inputs\n")
+    return directory
+
+
+@pytest.mark.parametrize("folder, toml, field", [
+    ("a", GOOD_TOML.format(name="b", entry="main.py"), "solution.name"),
+    ("copy-floor", GOOD_TOML.format(name="copy-floor", entry="main.py"), "solution.name"),
+    ("x" * 80, GOOD_TOML.format(name="x" * 80, entry="main.py"), "solution.name"),
+    ("Upper", GOOD_TOML.format(name="Upper", entry="main.py"), "solution.name"),
+    ("a", GOOD_TOML.format(name="a", entry="../b/main.py"), "solution.entry"),
+    ("a", GOOD_TOML.format(name="a", entry="/etc/passwd"), "solution.entry"),
+    ("a", GOOD_TOML.format(name="a", entry="nope.py"), "solution.entry"),
+    ("a", GOOD_TOML.format(name="a", entry="main.py") + "[tolerance.float32]\natol = 1e9\nrtol = 1e9\n", "tolerance"),
+    ("a", GOOD_TOML.format(name="a", entry="main.py") + 'atol = 1.0\n', "solution.atol"),
+    ("a", GOOD_TOML.format(name="a", entry="main.py").replace('"python"', '"cuda"'), "solution.sources"),
+])
+def test_malformed_solution_folders_name_the_file_and_field(tmp_path, folder, toml, field):
+    directory = write_solution(tmp_path, folder, toml)
+    with pytest.raises(SolutionLoadError) as caught:
+        load_meta(directory)
+    assert str(directory / "solution.toml") in str(caught.value) and field in str(caught.value)
+
+
+def test_a_good_folder_loads_as_a_package(tmp_path):
+    meta = load_meta(write_solution(tmp_path, "ok-1", GOOD_TOML.format(name="ok-1", entry="main.py")))
+    assert meta.package_name == "gdn_solution_ok_1" and meta.entry_module == "main"
+
+
+# ---------------------------------------------------------------- files and processes
+
+
+def test_file_guard_sees_edits_additions_and_deletions(tmp_path):
+    (tmp_path / "a").write_text("1")
+    (tmp_path / "b").write_text("2")
+    guard = FileGuard([tmp_path])
+    assert guard.changes() == []
+    (tmp_path / "a").write_text("x")
+    (tmp_path / "b").unlink()
+    (tmp_path / "c").write_text("3")
+    assert guard.changes() == sorted(str(tmp_path / n) for n in "abc")
+
+
+def test_results_guard_puts_the_folder_back(tmp_path):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "old.jsonl").write_text("old\n")
+    guard = ResultsGuard(tmp_path)
+    (tmp_path / "runs" / "old.jsonl").write_text("old\njunk\n")
+    (tmp_path / "junk").write_text("x")
+    guard.restore()
+    assert (tmp_path / "runs" / "old.jsonl").read_text() == "old\n" and not (tmp_path / "junk").exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="child subreaper and /proc are Linux")
+def test_kill_tree_reaches_a_double_forked_daemon(tmp_path):
+    assert become_subreaper()
+    pidfile = tmp_path / "pid"
+    code = (f"import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+            f"        open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n        time.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    proc.wait(10)
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text():
+            break
+        time.sleep(0.05)
+    daemon = int(pidfile.read_text())
+    assert daemon in descendants()  # re-parented to us, not to init
+    kill_tree(proc.pid)
+    with pytest.raises(ProcessLookupError):
+        os.kill(daemon, 0)
