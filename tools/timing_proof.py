@@ -40,7 +40,7 @@ from harness.data.dataset import open_dataset
 from harness.records.environment import environment, git_commit
 from harness.records.store import load_run, run_dirs
 from harness.paths import REPO_ROOT, SOLUTIONS_DIR
-from harness.judge.run import STATE_TORCH_DTYPES, Variant, destinations, make_setup
+from harness.judge.worker import destinations
 from harness.judge.solutions import load_meta, load_solution
 from harness.judge.timing import L2Flusher, TimingConfig, bench_cupti, bench_events, bench_sync, warm_gpu_clocks
 from harness.data.workloads import materialize_inputs
@@ -60,8 +60,16 @@ def _callable(subject: str, dataset, workload, device: str):
         return (lambda s: target.copy_(s)), (lambda index=None: state)
     meta = load_meta(SOLUTIONS_DIR / subject)
     run = load_solution(meta).run
-    dests = destinations(dataset, workload, STATE_TORCH_DTYPES["float32"], device)
-    return run, make_setup(inputs, dests, meta.inplace_state)
+    dests = destinations(dataset.definition, workload.axes, torch.float32, device)
+
+    def setup(index=None):  # fresh clones of every input per call, as the judge's worker makes them
+        args = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()} | dests
+        if meta.inplace_state:
+            dests["new_state"].copy_(args["state"])
+            args["state"] = dests["new_state"]
+        return args
+
+    return run, setup
 
 
 def _workload(dataset, batch_size: int):

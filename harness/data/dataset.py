@@ -21,11 +21,11 @@ from tqdm import tqdm
 
 from harness.data import generator
 from harness.data.definition import Definition, load_definition
+from harness.facts import DEFINITION_NAME
 from harness.errors import HarnessInputError
 from harness.paths import WORKLOADS_DIR, cache_dir
 from harness.data.workloads import TensorFiles, Workload, load_workloads
 
-DEFINITION_NAME = generator.DEFINITION_NAME
 OUR_DEFINITION = WORKLOADS_DIR / f"{DEFINITION_NAME}.json"
 SET_NAMES = tuple(generator.SET_BATCH_SIZES)
 

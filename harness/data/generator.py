@@ -43,13 +43,14 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.facts import DEFINITION_NAME, default_scale
+
 MASTER_SEED = 20260301
 NUM_LAYERS = 4
 SEQS_PER_LAYER = 16
 MIN_CONTEXT, MAX_CONTEXT = 8, 4096
 NUM_Q_HEADS, NUM_V_HEADS, HEAD_SIZE = 4, 8, 128
-DEFAULT_SCALE = 1.0 / math.sqrt(HEAD_SIZE)
-DEFINITION_NAME = "gdn_decode_qk4_v8_d128_k_last"
+DEFAULT_SCALE = default_scale(HEAD_SIZE)
 BANK_VERSION = "v1"  # bump when anything above changes; checksums must be re-recorded
 
 #: The named workload sets: name -> batch size of each workload, in order.

@@ -50,6 +50,7 @@ making ``g = exp(-exp(A_log) * softplus(.))`` less exact.
 from __future__ import annotations
 
 from harness.errors import SolutionUnsupported
+from harness.paths import cache_dir
 
 import fcntl
 import functools
@@ -207,9 +208,8 @@ def cache_key(source_texts: Mapping[str, str], flags: Sequence[str], nvcc_versio
 
 
 def cache_root() -> Path:
-    """``${GDN_BENCH_CACHE:-~/.cache/gdn-decode-bench}/cuda``."""
-    base = os.environ.get("GDN_BENCH_CACHE") or "~/.cache/gdn-decode-bench"
-    return Path(base).expanduser() / "cuda"
+    """``<the project's cache root>/cuda`` (:func:`harness.paths.cache_dir`)."""
+    return cache_dir() / "cuda"
 
 
 # --------------------------------------------------------------------------

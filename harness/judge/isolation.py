@@ -28,8 +28,9 @@ from pathlib import Path
 
 from harness.judge import protocol as msg
 
-#: prctl option: orphaned descendants are re-parented to this process, not to init.
-PR_SET_CHILD_SUBREAPER = 36
+#: prctl options: orphaned descendants are re-parented to this process, not to init;
+#: a process is sent a signal when its parent dies.
+PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG = 36, 1
 
 
 @dataclass
@@ -50,13 +51,24 @@ class WorkerGone(RuntimeError):
         self.timed_out = timed_out
 
 
-def become_subreaper() -> bool:
-    """Make this process the reaper of its orphaned descendants (Linux); False where unsupported."""
+def _prctl(option: int, value: int) -> bool:
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux); False where unsupported."""
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def die_with_parent() -> bool:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux). The
+    worker calls it first thing, so a judge killed hard (SIGKILL, no clean-up)
+    does not leave an honest worker running; an untrusted one can undo it
+    (docs/judging.md)."""
+    return _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _children(pid: int) -> list[int]:
@@ -192,7 +204,10 @@ class WorkerProcess:
         raise value
 
     def exit_text(self) -> str:
-        code = self.proc.poll()
+        try:
+            code = self.proc.wait(0.5)  # a pipe closes just before its writer is reaped
+        except subprocess.TimeoutExpired:
+            code = None
         if code is None:
             return "still running"
         return f"killed by signal {-code}" if code < 0 else f"exit code {code}"

@@ -185,6 +185,9 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
                   on_trace: Callable[[Trace], None] | None = None) -> RunResult:
     """Check and time the selected solutions on a dataset; see module doc.
 
+    ``on_trace`` gets each variant's traces once they are final (after the
+    fingerprint check of its worker), in workload order.
+
     Returns the run's result; ``interrupted`` is True when Ctrl-C ended it
     (what finished is written). Never raises for a solution's fault.
 
@@ -220,13 +223,14 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
         def arrived(trace: Trace) -> None:
             bar.update()
             bar.set_postfix_str(f"{trace.solution}: {trace.evaluation.status.value}")
-            if on_trace:
-                on_trace(trace)
 
         for candidate in candidates:
             for variant in candidate.variants:
+                done = len(result.traces)
                 judge_variant(ctx, candidate, variant, guards, result, arrived)
                 save(writer, meta, result, guards)
+                for trace in result.traces[done:] if on_trace else ():  # final: after the fingerprint check
+                    on_trace(trace)
     except KeyboardInterrupt:
         result.interrupted = True
         result.notes.append("interrupted (Ctrl-C): the traces hold what finished before it")

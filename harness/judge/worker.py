@@ -27,6 +27,7 @@ import torch
 from harness.data.definition import parse_definition
 from harness.data.workloads import build_inputs, parse_workload
 from harness.judge import protocol as msg
+from harness.judge.isolation import die_with_parent
 from harness.judge.solutions import import_package
 from harness.judge.timing import L2Flusher, TierUnavailable, TimingConfig, measure
 
@@ -228,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--read-fd", type=int, required=True)
     parser.add_argument("--write-fd", type=int, required=True)
     args = parser.parse_args(argv)
+    die_with_parent()
     channel = msg.Channel.worker_side(args.read_fd, args.write_fd)
     job = channel.recv(msg.Solution)
     run_fn, failure = load(job)

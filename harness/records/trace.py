@@ -246,26 +246,28 @@ class TierFigure(Record):
     ``value_us`` (annotation only)."""
 
 
-def _tier_names_from_keys(data: Any) -> Any:
-    """Before-validation of a model with a ``tiers`` dict: give each tier entry
-    without a ``tier`` field its key (older files lack it)."""
-    if isinstance(data, dict) and isinstance(data.get("tiers"), dict):
-        tiers = {}
-        for name, entry in data["tiers"].items():
-            if isinstance(entry, dict) and "tier" not in entry:
-                entry = {**entry, "tier": name}
-            tiers[name] = entry
-        data = {**data, "tiers": tiers}
-    return data
+class _TierTable(Record):
+    """Validation shared by the records that hold a ``tiers`` table (the subclass declares the field)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_tier_names(cls, data: Any) -> Any:
+        """Give each tier entry without a ``tier`` field its key (older files lack it)."""
+        if isinstance(data, dict) and isinstance(data.get("tiers"), dict):
+            tiers = {name: {**entry, "tier": name} if isinstance(entry, dict) and "tier" not in entry else entry
+                     for name, entry in data["tiers"].items()}
+            data = {**data, "tiers": tiers}
+        return data
+
+    @model_validator(mode="after")
+    def _tier_keys(self):
+        for name, figure in self.tiers.items():
+            if figure.tier != name:
+                raise ValueError(f"tiers[{name!r}] has tier {figure.tier!r}")
+        return self
 
 
-def _check_tier_keys(tiers: dict[str, TierFigure]) -> None:
-    for name, figure in tiers.items():
-        if figure.tier != name:
-            raise ValueError(f"tiers[{name!r}] has tier {figure.tier!r}")
-
-
-class Performance(Record):
+class Performance(_TierTable):
     """Timing of a PASSED evaluation (flashinfer-bench's ``Performance``)."""
 
     latency_ms: float = Field(default=0.0, ge=0.0)
@@ -285,16 +287,6 @@ class Performance(Record):
     written, inputs read, output written)."""
     tiers: dict[str, TierFigure] = Field(default_factory=dict)
     """*Ours*: tier name -> what it measured."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _fill_tier_names(cls, data: Any) -> Any:
-        return _tier_names_from_keys(data)
-
-    @model_validator(mode="after")
-    def _tier_keys(self) -> "Performance":
-        _check_tier_keys(self.tiers)
-        return self
 
     def headline(self) -> TierFigure | None:
         """The headline tier's figure, or None."""
@@ -381,7 +373,7 @@ class Trace(Record):
 # ---------------------------------------------------------------- copy floor
 
 
-class FloorMeasurement(Record):
+class FloorMeasurement(_TierTable):
     """The copy floor of one workload: a device copy of the state bytes
     (one read and one write), timed by the same tiers as the solutions. The
     physical limit a decode step cannot beat; not a solution, nothing checked."""
@@ -402,16 +394,6 @@ class FloorMeasurement(Record):
     """Where it ran."""
     timestamp: NonEmptyString
     """When it was measured, ISO 8601 (UTC)."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _fill_tier_names(cls, data: Any) -> Any:
-        return _tier_names_from_keys(data)
-
-    @model_validator(mode="after")
-    def _tier_keys(self) -> "FloorMeasurement":
-        _check_tier_keys(self.tiers)
-        return self
 
     @property
     def label(self) -> str:
