@@ -2,7 +2,6 @@
 figure rejection, the channel's validation, solution-folder validation, file
 guards and process-tree cleanup. tests/test_attacks.py runs the whole judge."""
 
-import json
 import os
 import subprocess
 import sys

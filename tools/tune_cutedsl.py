@@ -33,6 +33,8 @@ from pathlib import Path
 
 import torch
 
+from harness.data.definition import TORCH_DTYPES
+from harness.facts import STATE_DTYPES
 from harness.judge.solutions import load_meta, load_solution
 from harness.paths import SOLUTIONS_DIR
 from tools.tuning import (HEAD_K, HEAD_V, KernelTimer, baseline_call, check_and_time, compress_table,
@@ -40,7 +42,6 @@ from tools.tuning import (HEAD_K, HEAD_V, KernelTimer, baseline_call, check_and_
                           write_report)
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-STATE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 FLASHINFER_ROW = {"float32": "fi-baseline", "bfloat16": "fi-bf16state"}
 
 
@@ -53,12 +54,12 @@ def load_cutedsl():
 def measure(solution, build, dtype_name: str, batch: int, timer: KernelTimer, only: str = "") -> dict:
     """Check and time the configurations whose name matches ``only`` (all when
     empty) and the one in use, the copy floor and FlashInfer at one B."""
-    inputs = random_inputs(batch, "cuda", seed=batch, state_dtype=STATE_DTYPES[dtype_name])
+    inputs = random_inputs(batch, "cuda", seed=batch, state_dtype=TORCH_DTYPES[dtype_name])
     expected = reference_outputs(inputs)
     in_use = solution.kernel_key(inputs).config
     row = {"batch": batch, "copy_floor_us": timer(lambda: inputs["new_state"].copy_(inputs["state"])),
            "configs": {}, "in_use": in_use.name}
-    for config in build.valid_configs(HEAD_V, HEAD_K, STATE_DTYPES[dtype_name]):
+    for config in build.valid_configs(HEAD_V, HEAD_K, TORCH_DTYPES[dtype_name]):
         name = config.name
         if config != in_use and not re.search(only, name):
             continue

@@ -14,11 +14,10 @@ from datetime import datetime, timezone
 
 import torch
 
+from harness.data.definition import TORCH_DTYPES
 from harness.data.workloads import Workload, build_inputs
 from harness.judge.timing import TierUnavailable, TimingConfig, measure
 from harness.records.trace import Environment, FloorMeasurement, TierFigure
-
-STATE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 #: A figure below FLOOR_MARGIN × the copy floor is rejected as faster than physics.
 #: Derived from the stored H100 runs of 2026-11-23 (docs/judging.md): the fastest honest
@@ -41,7 +40,7 @@ def tier_figure(tier: str, result, nbytes: int, **extra) -> TierFigure:
 def measure_floor(definition, workload: Workload, stored: dict, state_dtype: str, device: str, tiers,
                   timing: TimingConfig, flush, environment: Environment) -> FloorMeasurement:
     """Time ``dst.copy_(state)`` for ``workload``'s state in ``state_dtype`` with every tier."""
-    state = build_inputs(workload, definition, stored, device, 0)["state"].to(STATE_DTYPES[state_dtype])
+    state = build_inputs(workload, definition, stored, device, 0)["state"].to(TORCH_DTYPES[state_dtype])
     target = torch.empty_like(state)
     nbytes = 2 * state.numel() * state.element_size()
     figures = {tier: tier_figure(tier, measure(tier, lambda s: target.copy_(s), lambda index=None: state, flush,

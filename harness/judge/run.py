@@ -32,7 +32,6 @@ import torch
 from tqdm import tqdm
 
 from harness.data.dataset import Dataset, open_dataset
-from harness.errors import HarnessInputError
 from harness.facts import DEFAULT_TOLERANCE, REFERENCE_SOLUTION, Tolerance
 from harness.judge.build import CompileError
 from harness.judge.check import Status
@@ -43,7 +42,7 @@ from harness.judge.session import RunContext, Variant, VariantJudge
 from harness.judge.solutions import (SolutionLoadError, SolutionMeta, build_library, discover, load_meta,
                                      snapshot_files)
 from harness.judge.timing import L2Flusher, TimingConfig
-from harness.paths import REPO_ROOT, SOLUTIONS_DIR
+from harness.paths import SOLUTIONS_DIR
 from harness.records.annotate import annotate
 from harness.records.environment import environment, git_commit, hardware_name
 from harness.records.store import RunWriter

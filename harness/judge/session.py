@@ -25,8 +25,9 @@ from typing import Iterator
 import torch
 
 from harness.data.dataset import Dataset
+from harness.data.definition import TORCH_DTYPES
 from harness.data.workloads import Workload
-from harness.facts import DEFAULT_TOLERANCE, STATE_DTYPE_TOLERANCES, Tolerance
+from harness.facts import STATE_DTYPE_TOLERANCES, Tolerance
 from harness.judge import protocol as msg
 from harness.judge.check import CheckResult, Status, check_outputs
 from harness.judge.floor import FLOOR_MARGIN, physical_limit_us, tier_figure
@@ -34,7 +35,7 @@ from harness.judge.isolation import Timeouts, WorkerGone, WorkerProcess, write_t
 from harness.judge.references import References
 from harness.judge.solutions import SolutionMeta, materialize
 from harness.judge.timing import summarize
-from harness.judge.worker import STATE_DTYPES, timed_trial
+from harness.judge.worker import timed_trial
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation, EvaluationStatus,
                                    FloorMeasurement, Performance, TensorErrors, TierFigure, Trace, WorkloadRecord,
                                    variant_label)
@@ -284,7 +285,7 @@ class VariantJudge:
         expected = self.ctx.references.expected(workload, trial, keep=keep)
         on_device = {n: t.to(self.ctx.config.device) for n, t in outputs.items()}
         result = check_outputs(on_device, on_device, expected, self.tolerance,
-                               dtypes={"new_state": STATE_DTYPES[self.variant.state_dtype]})
+                               dtypes={"new_state": TORCH_DTYPES[self.variant.state_dtype]})
         if result.status != Status.PASSED:
             raise Rejected(result.status, f"{what}: {result.message}", result)
         return result
@@ -425,7 +426,7 @@ class VariantJudge:
 
     def bytes_moved(self, workload: Workload) -> int:
         """Least bytes a kernel moves: the state read and written, the other inputs read, the output written."""
-        state_bytes = torch.empty((), dtype=STATE_DTYPES[self.variant.state_dtype]).element_size()
+        state_bytes = torch.empty((), dtype=TORCH_DTYPES[self.variant.state_dtype]).element_size()
         total = 0
         for name, spec in self.definition.inputs.items():
             if spec.shape is None or name not in workload.inputs:

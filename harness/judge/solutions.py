@@ -232,6 +232,8 @@ def import_package(package_name: str, entry_module: str, package_dir: Path) -> M
     """Import ``package_dir`` as package ``package_name`` (its ``__init__.py`` is
     optional) and return its submodule ``entry_module``; no ``sys.path`` change."""
     package_dir = Path(package_dir)
+    for name in [n for n in sys.modules if n == package_name or n.startswith(package_name + ".")]:
+        del sys.modules[name]  # a copy imported earlier in this process must not answer for this one
     init = package_dir / "__init__.py"
     spec = importlib.util.spec_from_file_location(package_name, init, submodule_search_locations=[str(package_dir)])
     package = importlib.util.module_from_spec(spec)

@@ -24,14 +24,13 @@ from typing import Any
 
 import torch
 
-from harness.data.definition import parse_definition
+from harness.data.definition import TORCH_DTYPES, parse_definition
 from harness.data.workloads import build_inputs, parse_workload
 from harness.judge import protocol as msg
 from harness.judge.isolation import die_with_parent
 from harness.judge.solutions import import_package
 from harness.judge.timing import L2Flusher, TierUnavailable, TimingConfig, measure
 
-STATE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 #: Trial numbers of timed calls: tier ``t``'s call ``i`` draws trial ``base + t * TIER_STRIDE + i``.
 TIER_STRIDE = 1_000_000
 
@@ -79,7 +78,7 @@ class Worker:
     def __init__(self, channel: msg.Channel, job: msg.Solution, run_fn):
         self.channel, self.job, self.run_fn = channel, job, run_fn
         self.definition = parse_definition(job.definition, "definition sent by the judge")
-        self.state_dtype = STATE_DTYPES[job.state_dtype]
+        self.state_dtype = TORCH_DTYPES[job.state_dtype]
         self.device = job.device
         self.timing = TimingConfig(**job.timing)
         self.flush = L2Flusher(self.device) if self.device.startswith("cuda") else (lambda: None)
