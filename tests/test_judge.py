@@ -15,7 +15,8 @@ import torch
 from harness.facts import DEFAULT_TOLERANCE
 from harness.judge import protocol as msg
 from harness.judge.check import Status
-from harness.judge.isolation import FileGuard, ResultsGuard, become_subreaper, descendants, kill_tree
+from harness.judge.isolation import (PR_GET_DUMPABLE, FileGuard, ResultsGuard, become_subreaper,
+                                     descendants, kill_tree, protect_memory)
 from harness.judge.session import Rejected, VariantJudge
 from harness.judge.solutions import SolutionLoadError, load_meta
 from harness.judge.timing import TimingConfig
@@ -221,3 +222,11 @@ def test_kill_tree_reaches_a_double_forked_daemon(tmp_path):
     kill_tree(proc.pid)
     with pytest.raises(ProcessLookupError):
         os.kill(daemon, 0)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux")
+def test_the_judge_hides_its_memory_from_workers():
+    import ctypes
+
+    assert protect_memory()
+    assert ctypes.CDLL(None).prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0  # no ptrace, no /proc/<pid>/mem

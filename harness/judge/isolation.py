@@ -31,6 +31,8 @@ from harness.judge import protocol as msg
 #: prctl options: orphaned descendants are re-parented to this process, not to init;
 #: a process is sent a signal when its parent dies.
 PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG = 36, 1
+#: prctl options: whether other processes of the same user may ptrace this one or read /proc/<pid>/mem.
+PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
 
 
 @dataclass
@@ -61,6 +63,14 @@ def _prctl(option: int, value: int) -> bool:
 def become_subreaper() -> bool:
     """Make this process the reaper of its orphaned descendants (Linux); False where unsupported."""
     return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def protect_memory() -> bool:
+    """Make this process non-dumpable (Linux): a worker running as the same
+    (non-root) user can then neither ptrace the judge nor read its memory
+    through /proc/<pid>/mem, where the references are. Root bypasses it
+    (docs/judging.md)."""
+    return _prctl(PR_SET_DUMPABLE, 0)
 
 
 def die_with_parent() -> bool:

@@ -36,7 +36,8 @@ from harness.facts import DEFAULT_TOLERANCE, REFERENCE_SOLUTION, Tolerance
 from harness.judge.build import CompileError
 from harness.judge.check import Status
 from harness.judge.floor import measure_floor
-from harness.judge.isolation import FileGuard, ResultsGuard, Timeouts, become_subreaper, read_tree
+from harness.judge.isolation import (FileGuard, ResultsGuard, Timeouts, become_subreaper, protect_memory,
+                                     read_tree)
 from harness.judge.references import References
 from harness.judge.session import RunContext, Variant, VariantJudge
 from harness.judge.solutions import (SolutionLoadError, SolutionMeta, build_library, discover, load_meta,
@@ -195,6 +196,7 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
         ValueError: unknown solution name, or no such solutions folder.
     """
     become_subreaper()
+    protect_memory()
     harness_files = read_tree(HARNESS_DIR, "**/*.py")
     dataset = open_dataset(dataset_spec, show_progress=progress)
     folders = select_solutions(algo, solutions_root)
