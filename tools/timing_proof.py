@@ -60,7 +60,7 @@ def _callable(subject: str, dataset, workload, device: str):
         return (lambda s: target.copy_(s)), (lambda index=None: state)
     meta = load_meta(SOLUTIONS_DIR / subject)
     run = load_solution(meta).run
-    dests = destinations(dataset.definition, workload.axes, torch.float32, device)
+    dests = destinations(dataset.definition, workload.axes, "float32", device)
 
     def setup(index=None):  # fresh clones of every input per call, as the judge's worker makes them
         args = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()} | dests

@@ -2,35 +2,23 @@
 
 An element fails when ``|x - y| > atol`` **and** ``|x - y| / (|y| + 1e-8) > rtol``
 (flashinfer-bench's default evaluator; atol = rtol = 1e-2 by default). Any NaN
-or inf in a solution's output is a failure. Statuses are flashinfer-bench's
-``EvaluationStatus`` values plus SKIPPED.
+or inf in a solution's output is a failure. ``Status`` is the trace's
+:class:`~harness.records.trace.EvaluationStatus` (flashinfer-bench's values
+plus SKIPPED): a verdict and the trace that records it share one enum.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from enum import Enum
 from typing import Any
 
 import torch
 
 from harness.facts import Tolerance
+from harness.records.trace import EvaluationStatus as Status
 
 REL_EPS = 1e-8
-
-
-class Status(str, Enum):
-    """Outcome of checking (and timing) one solution on one workload."""
-
-    PASSED = "PASSED"
-    INCORRECT_SHAPE = "INCORRECT_SHAPE"
-    INCORRECT_DTYPE = "INCORRECT_DTYPE"
-    INCORRECT_NUMERICAL = "INCORRECT_NUMERICAL"
-    RUNTIME_ERROR = "RUNTIME_ERROR"
-    COMPILE_ERROR = "COMPILE_ERROR"
-    TIMEOUT = "TIMEOUT"
-    SKIPPED = "SKIPPED"
 
 
 @dataclass

@@ -35,8 +35,8 @@ from harness.judge.isolation import Timeouts, WorkerGone, WorkerProcess, write_t
 from harness.judge.references import References
 from harness.judge.solutions import SolutionMeta, materialize
 from harness.judge.timing import summarize
-from harness.judge.worker import timed_trial
-from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation, EvaluationStatus,
+from harness.judge.worker import destination_layout, timed_trial
+from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation,
                                    FloorMeasurement, Performance, TensorErrors, TierFigure, Trace, WorkloadRecord,
                                    variant_label)
 from harness.facts import HEADLINE_TIERS
@@ -130,7 +130,7 @@ class VariantJudge:
                 extra=CorrectnessExtra(per_output=to_tensor_errors(check.errors), trials=self.ctx.config.trials,
                                        atol=self.tolerance.atol, rtol=self.tolerance.rtol,
                                        state_dtype=self.variant.state_dtype, timed_calls_verified=self.verified))
-        evaluation = Evaluation(status=EvaluationStatus(status.value), environment=self.ctx.environment,
+        evaluation = Evaluation(status=status, environment=self.ctx.environment,
                                 timestamp=now(), log=log, correctness=correctness,
                                 performance=performance if status == Status.PASSED else None)
         return Trace(definition=self.definition.name, workload=WorkloadRecord(**workload.as_json()),
@@ -252,7 +252,8 @@ class VariantJudge:
     def receive_outputs(self, worker: WorkerProcess, workload_axes: dict | None, header: msg.Checked):
         """The payloads ``header`` announces, checked against the destinations' shapes and dtypes."""
         outputs = {}
-        expected = self.destination_layout(workload_axes) if workload_axes is not None else None
+        expected = (destination_layout(self.definition, workload_axes, self.variant.state_dtype)
+                    if workload_axes is not None else None)
         names = [h.name for h in header.outputs]
         if expected is not None and sorted(names) != sorted(expected):
             raise msg.ProtocolError(f"outputs {names}, expected {sorted(expected)}")
@@ -260,13 +261,6 @@ class VariantJudge:
             shape, dtype = expected[h.name] if expected is not None else (tuple(h.shape), h.dtype)
             outputs[h.name] = worker.recv_tensor(h, shape, dtype, self.deadline)
         return outputs
-
-    def destination_layout(self, axes: dict) -> dict[str, tuple[tuple[int, ...], str]]:
-        layout = {}
-        for name, spec in self.definition.outputs.items():
-            dtype = self.variant.state_dtype if name == "new_state" else spec.dtype
-            layout[name] = (self.definition.shape_of(spec, axes), dtype)
-        return layout
 
     def receive_call(self, worker, workload: Workload, deadline: float, what: str) -> dict[str, torch.Tensor]:
         """One call's output bytes (CPU tensors), or :class:`Rejected` when the call failed or broke the contract."""

@@ -40,13 +40,17 @@ def timed_trial(base: int, tier_index: int, call: int) -> int:
     return base + tier_index * TIER_STRIDE + call
 
 
-def destinations(definition, axes: dict, state_dtype: torch.dtype, device) -> dict[str, torch.Tensor]:
-    """NaN-filled output buffers: any element a solution leaves unwritten fails."""
-    out = {}
-    for name, spec in definition.outputs.items():
-        dtype = state_dtype if name == "new_state" else spec.torch_dtype
-        out[name] = torch.full(definition.shape_of(spec, axes), float("nan"), dtype=dtype, device=device)
-    return out
+def destination_layout(definition, axes: dict, state_dtype: str) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Shape and dtype name of every destination: the definition's, except that
+    ``new_state`` takes the variant's state dtype. The judge expects exactly these back."""
+    return {name: (definition.shape_of(spec, axes), state_dtype if name == "new_state" else spec.dtype)
+            for name, spec in definition.outputs.items()}
+
+
+def destinations(definition, axes: dict, state_dtype: str, device) -> dict[str, torch.Tensor]:
+    """NaN-filled output buffers (see :func:`destination_layout`): any element a solution leaves unwritten fails."""
+    return {name: torch.full(shape, float("nan"), dtype=TORCH_DTYPES[dtype], device=device)
+            for name, (shape, dtype) in destination_layout(definition, axes, state_dtype).items()}
 
 
 def _failure_log(exc: BaseException) -> str:
@@ -159,7 +163,7 @@ class Worker:
         inputs = None
         for trial in range(self.job.trials):
             inputs = self.inputs(workload, stored, trial)
-            self.checked_call(inputs, destinations(self.definition, workload.axes, self.state_dtype, self.device))
+            self.checked_call(inputs, destinations(self.definition, workload.axes, self.job.state_dtype, self.device))
             broken = cuda_context_broken(self.device)
             proceed = self.channel.recv(msg.Go).proceed
             if broken:  # say so, then leave: the judge starts a fresh worker for the next workload
@@ -179,7 +183,7 @@ class Worker:
 
     def time_tier(self, tier: str, tier_index: int, workload, stored: dict, warm_inputs: dict, base: int) -> None:
         """One tier: every timed call gets fresh inputs of its own trial and re-poisoned destinations."""
-        dests = destinations(self.definition, workload.axes, self.state_dtype, self.device)
+        dests = destinations(self.definition, workload.axes, self.job.state_dtype, self.device)
         aliases = {name: t.view(t.shape) for name, t in dests.items()}
 
         def setup(index: int | None) -> dict[str, Any]:
