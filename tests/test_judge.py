@@ -3,6 +3,7 @@ figure rejection, the channel's validation, solution-folder validation, file
 guards and process-tree cleanup. tests/test_attacks.py runs the whole judge."""
 
 import os
+import struct
 import subprocess
 import sys
 import time
@@ -95,11 +96,13 @@ def test_an_event_pair_shorter_than_the_kernels_it_brackets_is_rejected():
 # ---------------------------------------------------------------- the channel
 
 
-def channel_pair():
+def channel_pair(area_bytes=4096):
     a_read, b_write = Pipe(duplex=False)
     b_read, a_write = Pipe(duplex=False)
-    parent = msg.Channel.parent_side(a_read, a_write)
-    worker = msg.Channel(b_read, b_write, msg._TO_WORKER)
+    to_worker, from_worker = msg.PayloadArea.create(area_bytes, "t"), msg.PayloadArea.create(area_bytes, "f")
+    parent = msg.Channel.parent_side(a_read, a_write, to_worker, from_worker)
+    worker = msg.Channel(b_read, b_write, msg._TO_WORKER, msg.PayloadArea(from_worker.fd),
+                         msg.PayloadArea(to_worker.fd))
     return parent, worker
 
 
@@ -125,15 +128,46 @@ def test_payloads_must_be_the_size_and_layout_announced():
     parent, worker = channel_pair()
     tensor = torch.arange(6, dtype=torch.float32).reshape(2, 3)
     header = msg.tensor_header("new_state", tensor)
+    worker.send(msg.Ready())
     worker.send_tensor(tensor)
+    worker.send_tensor(tensor * 2)  # the second payload of a frame goes after the first
+    parent.recv(msg.Ready)
     assert torch.equal(parent.recv_tensor(header, (2, 3), "float32"), tensor)
+    assert torch.equal(parent.recv_tensor(header, (2, 3), "float32"), tensor * 2)
     worker.send_tensor(tensor)
     with pytest.raises(msg.ProtocolError, match="announced"):
         parent.recv_tensor(header, (3, 2), "float32")  # the judge expected another shape
     parent, worker = channel_pair()  # after a protocol error the judge talks to that worker no more
     worker.writer.send_bytes(b"\0" * 8)
-    with pytest.raises(msg.ProtocolError, match="payload"):
+    with pytest.raises(msg.ProtocolError, match="payload frame"):
         parent.recv_tensor(header, (2, 3), "float32")
+
+
+@pytest.mark.parametrize("offset, nbytes, match", [
+    (0, 12, "announced"), (4096 - 8, 24, "outside"), (1 << 62, 24, "outside"), (4, 24, "outside")])
+def test_a_payload_frame_pointing_elsewhere_is_a_protocol_error(offset, nbytes, match):
+    parent, worker = channel_pair()
+    worker.writer.send_bytes(struct.pack("<QQ", offset, nbytes))
+    with pytest.raises(msg.ProtocolError, match=match):
+        parent.recv_tensor(msg.TensorHeader(name="output", dtype="float32", shape=[2, 3]), (2, 3), "float32")
+
+
+def test_a_received_payload_is_the_judges_own_copy():
+    """Rewriting the shared area after the frame changes nothing the judge holds."""
+    parent, worker = channel_pair()
+    tensor = torch.ones(4)
+    worker.send_tensor(tensor)
+    got = parent.recv_tensor(msg.tensor_header("output", tensor), (4,), "float32")
+    worker.send_area.view(0, msg.tensor_header("output", tensor)).fill_(7.0)
+    assert torch.equal(got, torch.ones(4))
+
+
+def test_the_worker_cannot_shrink_a_payload_area():
+    """The area is sealed at its size: a truncated file under the judge's mapping would be a SIGBUS."""
+    area = msg.PayloadArea.create(8192, "t")
+    with pytest.raises(PermissionError):
+        os.ftruncate(area.fd, 0)
+    assert area.size == 8192
 
 
 def test_no_pickle_crosses_the_channel():

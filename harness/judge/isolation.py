@@ -129,28 +129,34 @@ def kill_tree(process_group: int | None) -> None:
 class WorkerProcess:
     """One running worker and the parent's end of its channel."""
 
-    def __init__(self, private_dir: Path, log_path: Path):
+    def __init__(self, private_dir: Path, log_path: Path, to_worker_bytes: int, from_worker_bytes: int):
+        """Start the worker; the payload areas (:class:`protocol.PayloadArea`) hold the largest
+        frame of tensors each way: ``to_worker_bytes`` (stored inputs), ``from_worker_bytes`` (outputs)."""
         self.private_dir, self.log_path = private_dir, log_path
         (private_dir / "work").mkdir(parents=True, exist_ok=True)
         (private_dir / "triton").mkdir(exist_ok=True)
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
+        to_area = msg.PayloadArea.create(to_worker_bytes, "gdn-judge-to-worker")
+        from_area = msg.PayloadArea.create(from_worker_bytes, "gdn-judge-from-worker")
         # the private copy of the harness first; what the user's PYTHONPATH adds (packages) after it
         python_path = os.pathsep.join(p for p in (str(private_dir / "code"), os.environ.get("PYTHONPATH")) if p)
         env = dict(os.environ, PYTHONPATH=python_path, PYTHONUNBUFFERED="1",
                    TRITON_CACHE_DIR=str(private_dir / "triton"), PYTHONDONTWRITEBYTECODE="1")
+        fds = (to_worker_r, from_worker_w, to_area.fd, from_area.fd)
         with open(log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-s", "-m", "harness.judge.worker", "--read-fd", str(to_worker_r),
-                 "--write-fd", str(from_worker_w)],
+                 "--write-fd", str(from_worker_w), "--recv-area-fd", str(to_area.fd),
+                 "--send-area-fd", str(from_area.fd)],
                 cwd=private_dir / "work", env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, pass_fds=(to_worker_r, from_worker_w))
-        os.close(to_worker_r)
-        os.close(from_worker_w)
+                start_new_session=True, pass_fds=fds)
+        for fd in fds:  # the worker's ends; the areas stay mapped here
+            os.close(fd)
         from multiprocessing.connection import Connection
 
         self.channel = msg.Channel.parent_side(Connection(from_worker_r, writable=False),
-                                               Connection(to_worker_w, readable=False))
+                                               Connection(to_worker_w, readable=False), to_area, from_area)
 
     def send(self, message, tensors=(), timeout_s: float = 60.0) -> None:
         """Send a header and its payloads within ``timeout_s``: a worker that stops
@@ -250,6 +256,11 @@ class WorkerProcess:
         for connection in (self.channel.reader, self.channel.writer):
             if not connection.closed:
                 connection.close()
+        for area in (self.channel.send_area, self.channel.recv_area):
+            try:
+                area.map.close()
+            except BufferError:  # a view still alive (an abandoned reader thread): freed with it
+                pass
 
 
 def _capture(action, failures: list) -> None:

@@ -4,8 +4,11 @@ A worker runs one solution and is untrusted: whatever it sends is data the
 parent validates, never code the parent runs. Messages are frames on a pair of
 pipes (:class:`Channel`): a JSON header, optionally followed by raw tensor
 payloads whose dtype, shape and count the header declares and the parent
-checks against what it expects. No pickle crosses the boundary (unpickling is
-code execution). Headers are parsed into the pydantic models below with
+checks against what it expects. A payload's bytes travel through a shared
+memory area per direction (:class:`PayloadArea`), its frame on the pipe says
+only where they are: a 256 MB state through a pipe took seconds per call, and
+the judge verifies several such calls per workload. No pickle crosses the
+boundary (unpickling is code execution). Headers are parsed into the pydantic models below with
 ``extra="forbid"``: an unknown field, a wrong type or a message out of turn
 ends that worker with RUNTIME_ERROR ("protocol violation"), never the run.
 
@@ -28,8 +31,12 @@ the worker cannot predict: it decides after the call was made.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
+import mmap
+import os
+import struct
 from multiprocessing.connection import Connection
 from typing import Annotated, Literal, Union
 
@@ -40,8 +47,10 @@ from harness.data.definition import TORCH_DTYPES
 
 #: Largest header (bytes); tensors travel as payloads, never in headers.
 MAX_HEADER_BYTES = 1 << 20
-#: Largest payload (bytes): above the biggest output of the definition at B = 1024 fp32 state.
-MAX_PAYLOAD_BYTES = 1 << 31
+#: A payload's frame on the pipe: where its bytes are in the sender's area (offset, size).
+_PAYLOAD_FRAME = struct.Struct("<QQ")
+#: Payloads start at multiples of this in an area (any dtype's alignment).
+_ALIGN = 64
 
 
 class ProtocolError(RuntimeError):
@@ -180,21 +189,63 @@ _TO_WORKER = TypeAdapter(ToWorker)
 _FROM_WORKER = TypeAdapter(FromWorker)
 
 
+class PayloadArea:
+    """Shared memory that carries tensor payloads one way (sender writes, receiver copies out).
+
+    A sealed memfd: its size is fixed before the worker sees it (F_SEAL_SHRINK,
+    F_SEAL_GROW, F_SEAL_SEAL), so a worker cannot truncate it under the judge's
+    mapping (a read past the end of a shrunk file is a SIGBUS in the reader).
+    The receiver copies a payload out before it answers, and never reads the
+    area again: a worker that rewrites the area meanwhile changes only the
+    bytes judged as its own output, which it could have sent anyway.
+    """
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.size = os.fstat(fd).st_size
+        self.map = mmap.mmap(fd, self.size)
+
+    @classmethod
+    def create(cls, nbytes: int, name: str) -> "PayloadArea":
+        """A new area of ``nbytes`` (at least one page), sealed at that size; its fd is inheritable."""
+        fd = os.memfd_create(name, os.MFD_ALLOW_SEALING)
+        os.ftruncate(fd, max(int(nbytes), mmap.PAGESIZE))
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        return cls(fd)
+
+    def view(self, offset: int, header: TensorHeader) -> torch.Tensor:
+        """A CPU tensor over the area's bytes at ``offset`` shaped as ``header`` (no copy)."""
+        raw = torch.frombuffer(self.map, dtype=torch.uint8, count=header.nbytes(), offset=offset)
+        return raw.view(TORCH_DTYPES[header.dtype]).reshape(header.shape)
+
+
+def area_bytes(headers) -> int:
+    """Bytes an area needs for the payloads of one frame: ``headers``' tensors, each aligned."""
+    return sum(-(-h.nbytes() // _ALIGN) * _ALIGN for h in headers)
+
+
 class Channel:
-    """Frames over a pipe pair: ``send``/``recv`` a header model, ``send_tensor``/``recv_tensor`` payloads."""
+    """Frames over a pipe pair: ``send``/``recv`` a header model, ``send_tensor``/``recv_tensor`` payloads
+    (through the payload areas, :class:`PayloadArea`)."""
 
-    def __init__(self, reader: Connection, writer: Connection, incoming: TypeAdapter):
+    def __init__(self, reader: Connection, writer: Connection, incoming: TypeAdapter,
+                 send_area: PayloadArea, recv_area: PayloadArea):
         self.reader, self.writer, self.incoming = reader, writer, incoming
+        self.send_area, self.recv_area = send_area, recv_area
+        self._cursor = 0  # where the next payload of the current frame goes in send_area
 
     @classmethod
-    def worker_side(cls, read_fd: int, write_fd: int) -> "Channel":
-        return cls(Connection(read_fd, writable=False), Connection(write_fd, readable=False), _TO_WORKER)
+    def worker_side(cls, read_fd: int, write_fd: int, recv_area_fd: int, send_area_fd: int) -> "Channel":
+        return cls(Connection(read_fd, writable=False), Connection(write_fd, readable=False), _TO_WORKER,
+                   PayloadArea(send_area_fd), PayloadArea(recv_area_fd))
 
     @classmethod
-    def parent_side(cls, reader: Connection, writer: Connection) -> "Channel":
-        return cls(reader, writer, _FROM_WORKER)
+    def parent_side(cls, reader: Connection, writer: Connection, send_area: PayloadArea,
+                    recv_area: PayloadArea) -> "Channel":
+        return cls(reader, writer, _FROM_WORKER, send_area, recv_area)
 
     def send(self, message: _Message) -> None:
+        self._cursor = 0  # the receiver copied the last frame's payloads out before answering
         self.writer.send_bytes(message.model_dump_json().encode())
 
     def poll(self, timeout_s: float) -> bool:
@@ -222,26 +273,42 @@ class Channel:
         return message
 
     def send_tensor(self, tensor: torch.Tensor) -> None:
-        """A tensor's bytes, C order, copied to the host."""
-        self.writer.send_bytes(memoryview(tensor.detach().contiguous().cpu().reshape(-1).view(torch.uint8).numpy()))
-
-    def recv_tensor(self, header: TensorHeader, expected_shape: tuple[int, ...], expected_dtype: str) -> torch.Tensor:
-        """The payload ``header`` announced, as a CPU tensor; its size must be what was expected.
+        """A tensor's bytes, C order, written into the send area (straight from the GPU), then its frame.
 
         Raises:
-            ProtocolError: the header's dtype or shape is not the expected one, or the payload's size differs.
+            ProtocolError: the area is too small for the frame's payloads.
+        """
+        header = tensor_header("payload", tensor)
+        offset, nbytes = self._cursor, header.nbytes()
+        if offset + nbytes > self.send_area.size:
+            raise ProtocolError(f"payload of {nbytes} bytes does not fit the {self.send_area.size}-byte area")
+        self.send_area.view(offset, header).copy_(tensor.detach())
+        self._cursor = offset + -(-nbytes // _ALIGN) * _ALIGN
+        self.writer.send_bytes(_PAYLOAD_FRAME.pack(offset, nbytes))
+
+    def recv_tensor(self, header: TensorHeader, expected_shape: tuple[int, ...], expected_dtype: str) -> torch.Tensor:
+        """The payload ``header`` announced, copied out of the receive area as a CPU tensor of its own.
+
+        Raises:
+            ProtocolError: the header's dtype or shape is not the expected one, or the
+                payload's frame is malformed, of another size, or outside the area.
         """
         if header.dtype != expected_dtype or tuple(header.shape) != tuple(expected_shape):
             raise ProtocolError(f"{header.name}: announced {header.dtype}{header.shape}, "
                                 f"expected {expected_dtype}{list(expected_shape)}")
         try:
-            data = self.reader.recv_bytes(min(header.nbytes() + 1, MAX_PAYLOAD_BYTES))
+            frame = self.reader.recv_bytes(_PAYLOAD_FRAME.size)
         except OSError as exc:
-            raise ProtocolError(f"{header.name}: payload larger than announced ({exc})") from exc
-        if len(data) != header.nbytes():
-            raise ProtocolError(f"{header.name}: payload of {len(data)} bytes, announced {header.nbytes()}")
-        return torch.frombuffer(bytearray(data), dtype=torch.uint8).view(TORCH_DTYPES[header.dtype]).reshape(
-            expected_shape)
+            raise ProtocolError(f"{header.name}: payload frame larger than {_PAYLOAD_FRAME.size} bytes ({exc})") from exc
+        if len(frame) != _PAYLOAD_FRAME.size:
+            raise ProtocolError(f"{header.name}: malformed payload frame of {len(frame)} bytes")
+        offset, nbytes = _PAYLOAD_FRAME.unpack(frame)
+        if nbytes != header.nbytes():
+            raise ProtocolError(f"{header.name}: payload of {nbytes} bytes, announced {header.nbytes()}")
+        if offset % _ALIGN or offset + nbytes > self.recv_area.size:
+            raise ProtocolError(f"{header.name}: payload at offset {offset} is misaligned or outside the "
+                                f"{self.recv_area.size}-byte area")
+        return self.recv_area.view(offset, header).clone()  # the judge's own copy: the area is the sender's
 
 
 def dtype_name(dtype: torch.dtype) -> str:

@@ -146,7 +146,7 @@ class VariantJudge:
         private = self.ctx.scratch / f"{self.variant.meta.package_name}-{self.variant.state_dtype}-{attempt}"
         write_tree(self.ctx.harness_files, private / "code" / "harness")
         package_dir = materialize(self.variant.meta, self.files, private / "code", self.library)
-        worker = WorkerProcess(private, private / "worker.log")
+        worker = WorkerProcess(private, private / "worker.log", *self.payload_area_sizes())
         config = self.ctx.config
         worker.send(msg.Solution(
             package_dir=str(package_dir), package_name=self.variant.meta.package_name,
@@ -154,6 +154,16 @@ class VariantJudge:
             state_dtype=self.variant.state_dtype, device=config.device, definition=self.definition.raw,
             tiers=list(config.tiers), trials=config.trials, timing=vars(config.timing)))
         return worker
+
+    def payload_area_sizes(self) -> tuple[int, int]:
+        """Bytes of the largest frame of tensors to the worker (stored inputs) and from it (outputs)."""
+        workloads = self.ctx.dataset.workloads
+        stored = max((msg.area_bytes(msg.tensor_header(n, t) for n, t in self.ctx.references.stored[w.uuid].items())
+                      for w in workloads), default=0)
+        outputs = max((msg.area_bytes(msg.TensorHeader(name=n, dtype=dtype, shape=list(shape)) for n, (shape, dtype)
+                                      in destination_layout(self.definition, w.axes, self.variant.state_dtype).items())
+                       for w in workloads), default=0)
+        return stored, outputs
 
     def traces(self, max_restarts: int = 3) -> Iterator[Trace]:
         """One trace per workload of the dataset, whatever the worker does."""

@@ -231,9 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Judge worker: runs one solution (started by the judge only).")
     parser.add_argument("--read-fd", type=int, required=True)
     parser.add_argument("--write-fd", type=int, required=True)
+    parser.add_argument("--recv-area-fd", type=int, required=True)
+    parser.add_argument("--send-area-fd", type=int, required=True)
     args = parser.parse_args(argv)
     die_with_parent()
-    channel = msg.Channel.worker_side(args.read_fd, args.write_fd)
+    channel = msg.Channel.worker_side(args.read_fd, args.write_fd, args.recv_area_fd, args.send_area_fd)
     job = channel.recv(msg.Solution)
     run_fn, failure = load(job)
     if failure is not None:
