@@ -35,7 +35,7 @@ def judged(root: Path, solutions: Path, expected: dict, results: Path, dataset: 
     config = RunConfig(device="cuda", tiers=("cupti", "events", "sync"), trials=2,
                        timing=TimingConfig(warmup=5, iters=50, budget_s=0.5, warm_s=0.05))
     result = run_benchmark("all", str(dataset), config, results, solutions_root=solutions, progress=False,
-                           timeouts=Timeouts(startup_s=300, workload_s=60, total_s=600))
+                           timeouts=Timeouts(startup_s=300, workload_s=20, total_s=300))
     rows = []
     for name in sorted(expected, key=lambda n: (n == attacks.LONG_NAME, n)):
         label = attacks.label_in(name, result.traces)
