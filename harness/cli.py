@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -14,8 +15,7 @@ from harness.facts import GPU_TIERS, TIERS, Tolerance
 from harness.judge.isolation import Timeouts
 from harness.judge.run import RunConfig, run_benchmark
 from harness.judge.timing import TimingConfig
-from harness.paths import RESULTS_DIR
-from harness.records.leaderboard import write_leaderboard
+from harness.paths import LOCAL_RESULTS_DIR
 from harness.records.report import print_table
 from harness.records.store import RunWriter
 
@@ -24,6 +24,63 @@ def default_device() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def checked_device(text: str | None) -> str:
+    """``cpu``, ``cuda`` or ``cuda:N``, and only a CUDA device that is there.
+
+    Raises:
+        argparse.ArgumentTypeError: another name, or no such CUDA device here.
+    """
+    if text is None:
+        return default_device()
+    import torch
+
+    name, _, index = text.partition(":")
+    if name not in ("cpu", "cuda") or (index and (name == "cpu" or not index.isdigit())):
+        raise argparse.ArgumentTypeError(f"--device {text!r}: choose cpu, cuda or cuda:N")
+    if name == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if int(index or 0) >= count:
+            raise argparse.ArgumentTypeError(f"--device {text}: no such CUDA device here (PyTorch sees {count}); "
+                                             "use --device cpu")
+    return text
+
+
+def _number(kind: type, least: float, strict: bool):
+    """An argparse type: a ``kind`` number ``> least`` (strict) or ``>= least``."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}")
+        if value != value or (value <= least if strict else value < least):  # NaN included
+            raise argparse.ArgumentTypeError(f"{text} must be {'>' if strict else '>='} {least:g}")
+        return value
+    return parse
+
+
+COUNT, NON_NEGATIVE_COUNT = _number(int, 1, strict=False), _number(int, 0, strict=False)
+POSITIVE, NON_NEGATIVE = _number(float, 0, strict=True), _number(float, 0, strict=False)
+
+
+def checked_folders(args) -> None:
+    """``--results`` a folder that can be written (made if missing), ``--solutions`` an existing folder.
+
+    Raises:
+        argparse.ArgumentTypeError: naming the option and the path.
+    """
+    results = args.results
+    if results.exists() and not results.is_dir():
+        raise argparse.ArgumentTypeError(f"--results {results}: is a file, not a folder")
+    try:
+        results.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"--results {results}: cannot be created ({exc.strerror})")
+    if not os.access(results, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"--results {results}: not writable")
+    if args.solutions is not None and not args.solutions.is_dir():
+        raise argparse.ArgumentTypeError(f"--solutions {args.solutions}: no such folder")
 
 
 def parse_tiers(text: str, device: str) -> tuple[str, ...]:
@@ -42,34 +99,69 @@ def parse_tiers(text: str, device: str) -> tuple[str, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description="Check and time gdn_decode_qk4_v8_d128_k_last solutions.")
-    p.add_argument("--algo", default="all", help="solution name, comma list, or 'all' (default)")
+    p = argparse.ArgumentParser(
+        description="Check every selected solution of gdn_decode_qk4_v8_d128_k_last against the reference and "
+                    "time it; write a run folder (traces.jsonl, summary.csv, run.json).",
+        epilog=solutions_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--algo", default="all", help="solution name, comma list, or 'all' (default); see below")
     p.add_argument("--workloads", default="contest-v1",
-                   help="set name (contest-v1, contest-v2, sweep) or path to a flashinfer-bench dataset")
-    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if available)")
-    p.add_argument("--tiers", default=None, help=f"comma list of {TIERS} (default: cupti,events,sync on a GPU, "
-                                                 "wallclock on the CPU)")
-    p.add_argument("-n", "--trials", type=int, default=3, help="correctness trials with fresh random inputs (3)")
-    p.add_argument("--warmup", type=int, default=10, help="warmup calls per tier (10)")
-    p.add_argument("--warm-seconds", type=float, default=0.2,
-                   help="seconds of back-to-back calls before each GPU tier, so clocks ramp up (0.2)")
-    p.add_argument("--iters", type=int, default=100, help="timed calls per tier, cut for slow solutions (100)")
-    p.add_argument("--sync-trials", type=int, default=3, help="trials of the sync tier (3, as the contest)")
-    p.add_argument("--budget", type=float, default=2.0, help="seconds per tier per workload before cutting iters")
-    p.add_argument("--min-iters", type=int, default=5,
-                   help="timed calls per tier never cut below this, however slow the solution (5)")
-    p.add_argument("--atol", type=float, default=1e-2)
-    p.add_argument("--rtol", type=float, default=1e-2)
-    p.add_argument("--startup-timeout", type=float, default=600.0, help="seconds for a solution to load/compile")
-    p.add_argument("--workload-timeout", type=float, default=300.0, help="seconds per workload")
-    p.add_argument("--results", type=Path, default=RESULTS_DIR, help="results folder (results/)")
-    p.add_argument("--solutions", type=Path, default=None, help="folder to discover solutions in (solutions/)")
-    p.add_argument("--no-progress", action="store_true")
+                   help="set name (contest-v1, contest-v2, sweep) or path to a flashinfer-bench dataset folder "
+                        "(default: contest-v1)")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if PyTorch sees one)")
+    p.add_argument("--tiers", default=None, help=f"comma list of {', '.join(TIERS)} (default: cupti,events,sync on "
+                                                 "a GPU, wallclock on the CPU)")
+    p.add_argument("-n", "--trials", type=COUNT, default=3,
+                   help="correctness trials per workload, each with fresh random inputs (default: 3)")
+    p.add_argument("--warmup", type=NON_NEGATIVE_COUNT, default=10, help="untimed calls before each tier (default: 10)")
+    p.add_argument("--warm-seconds", type=NON_NEGATIVE, default=0.2,
+                   help="seconds of back-to-back calls before each GPU tier, so the clocks ramp up (default: 0.2)")
+    p.add_argument("--iters", type=COUNT, default=100,
+                   help="timed calls per tier, cut for slow solutions by --budget (default: 100)")
+    p.add_argument("--sync-trials", type=COUNT, default=3, help="trials of the sync tier (default: 3, as the contest)")
+    p.add_argument("--budget", type=POSITIVE, default=2.0,
+                   help="seconds one tier may take on one workload before its timed calls are cut (default: 2)")
+    p.add_argument("--min-iters", type=COUNT, default=5,
+                   help="timed calls per tier never cut below this, however slow the solution (default: 5)")
+    p.add_argument("--atol", type=NON_NEGATIVE, default=1e-2,
+                   help="absolute tolerance of the fp32 check (default: 0.01, flashinfer-bench's)")
+    p.add_argument("--rtol", type=NON_NEGATIVE, default=1e-2,
+                   help="relative tolerance of the fp32 check (default: 0.01, flashinfer-bench's)")
+    p.add_argument("--startup-timeout", type=POSITIVE, default=600.0,
+                   help="seconds a solution may take to load and compile (default: 600)")
+    p.add_argument("--workload-timeout", type=POSITIVE, default=300.0,
+                   help="seconds a solution may take on one workload (default: 300)")
+    p.add_argument("--results", type=Path, default=LOCAL_RESULTS_DIR,
+                   help="folder the run folder is written under, as RESULTS/runs/<id> (default: results/local, "
+                        "ignored by git; the committed evidence is results/runs, written with --results results)")
+    p.add_argument("--solutions", type=Path, default=None,
+                   help="folder to find solutions in (default: solutions/)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (logs, CI)")
     return p
 
 
+def solutions_epilog() -> str:
+    """The solutions ``--algo`` can name, with language and description (for ``-h``)."""
+    from harness.judge.solutions import SolutionLoadError, discover, load_meta
+
+    lines = []
+    for folder, directory in discover().items():
+        try:  # -h works even when a solution folder is broken: it is listed with its problem
+            meta = load_meta(directory)
+            summary = meta.description if len(meta.description) <= 72 else meta.description[:71] + "…"
+            lines.append(f"  {meta.name:<22} {meta.language:<8} {summary}")
+        except SolutionLoadError as exc:
+            lines.append(f"  {folder:<22} {'?':<8} cannot be loaded: {exc.problem}")
+    return "solutions (--algo):\n" + "\n".join(lines)
+
+
 def config_from_args(args) -> RunConfig:
-    device = args.device or default_device()
+    """The run's configuration from the parsed options.
+
+    Raises:
+        argparse.ArgumentTypeError: a device that is not here, an unknown tier, unusable folders.
+    """
+    device = checked_device(args.device)
+    checked_folders(args)
     tiers = parse_tiers(args.tiers or (",".join(GPU_TIERS) if device.startswith("cuda") else "wallclock"), device)
     timing = TimingConfig(warmup=args.warmup, iters=args.iters, trials=args.sync_trials, budget_s=args.budget,
                           min_iters=args.min_iters, warm_s=args.warm_seconds)
@@ -85,7 +177,8 @@ def run_from_args(args, config: RunConfig):
 
 
 def main(argv: list[str]) -> int:
-    """Run, print the table, write the summary and the leaderboard; return the exit code
+    """Run, print the table, write the run folder (never a tracked file: the leaderboard,
+    plots and README table change only through their own commands); return the exit code
     (0, or 2 for bad input, 130 after Ctrl-C: what finished is written first)."""
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -108,5 +201,4 @@ def main(argv: list[str]) -> int:
           f"solution x workload: {counts['PASSED']} passed, {failed} failed, {counts['SKIPPED']} skipped")
     if result.interrupted:
         return 130
-    print(f"leaderboard: {write_leaderboard(args.results)}")
     return 0

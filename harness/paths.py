@@ -9,6 +9,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS_DIR = REPO_ROOT / "workloads"
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
 RESULTS_DIR = REPO_ROOT / "results"
+#: Where ``run_local.py`` writes a run unless told otherwise: ignored by git, so a
+#: run leaves the checkout clean and is never read into the committed leaderboard
+#: (``results/runs``) by accident; the project's evidence runs pass ``--results results``.
+LOCAL_RESULTS_DIR = RESULTS_DIR / "local"
 
 
 def cache_dir() -> Path:

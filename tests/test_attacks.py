@@ -50,6 +50,7 @@ EXPECTED: dict[str, tuple] = {
     "zz-honest-last": ({PASSED}, ()),
     "cache-by-pointer": ({NUMERICAL}, ()),
     "skip-after-checks": ({NUMERICAL}, ()),
+    "skip-then-crash": ({NUMERICAL}, ()),
     "patch-timer": ({RUNTIME}, (("physical limit", "floor"),)),
     "patch-checker": ({NUMERICAL}, ()),
     "patch-torch": ({NUMERICAL}, ()),

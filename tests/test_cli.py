@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 
 
@@ -66,3 +68,83 @@ def test_ctrl_c_writes_what_finished_kills_the_worker_and_exits_130(tmp_path):
     assert "interrupted" in err
     time.sleep(0.5)
     assert _workers_of(str(tmp_path / "gdn-judge-")) == []
+
+
+# ------------------------------------------------------------- bad command lines: exit 2, a message, no traceback
+
+def _main(argv, capsys):
+    """``harness.cli.main(argv)``: (exit status, stderr); argparse's errors exit through SystemExit."""
+    from harness.cli import main
+
+    try:
+        status = main(argv)
+    except SystemExit as exc:
+        status = exc.code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return status, err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--device", "gpu"], "choose cpu, cuda or cuda:N"),
+    (["--device", "cpu:0"], "choose cpu, cuda or cuda:N"),
+    (["-n", "0"], "--trials: 0 must be >= 1"),
+    (["-n", "-1"], "--trials: -1 must be >= 1"),
+    (["--iters", "0"], "--iters: 0 must be >= 1"),
+    (["--warmup", "-1"], "--warmup: -1 must be >= 0"),
+    (["--budget", "-2"], "--budget: -2 must be > 0"),
+    (["--budget", "nan"], "--budget: nan must be > 0"),
+    (["--atol", "-0.1"], "--atol: -0.1 must be >= 0"),
+    (["--rtol", "x"], "--rtol: 'x' is not a number"),
+    (["--min-iters", "0"], "--min-iters: 0 must be >= 1"),
+    (["--sync-trials", "0"], "--sync-trials: 0 must be >= 1"),
+    (["--warm-seconds", "-1"], "--warm-seconds: -1 must be >= 0"),
+    (["--workload-timeout", "0"], "--workload-timeout: 0 must be > 0"),
+    (["--tiers", "cupti,fast"], "unknown tier"),
+    (["--solutions", "/no/such/folder"], "--solutions /no/such/folder: no such folder"),
+    (["--workloads", "contest-v9"], "neither a workload set"),
+])
+def test_a_bad_option_is_named_and_exits_2(argv, words, capsys, tmp_path):
+    status, err = _main(argv + ["--results", str(tmp_path / "r"), "--no-progress"], capsys)
+    assert status == 2 and words in err
+
+
+def test_cuda_asked_where_there_is_none_is_named_and_exits_2(capsys, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    status, err = _main(["--device", "cuda", "--results", str(tmp_path)], capsys)
+    assert status == 2 and "no such CUDA device here" in err
+
+
+def test_results_that_is_a_file_or_cannot_be_written_exits_2(capsys, tmp_path):
+    file = tmp_path / "a-file"
+    file.write_text("")
+    status, err = _main(["--results", str(file)], capsys)
+    assert status == 2 and "is a file, not a folder" in err
+    status, err = _main(["--results", str(file / "below")], capsys)
+    assert status == 2 and "cannot be created" in err
+
+
+@pytest.mark.parametrize("content", ["", "\n  \n"])
+def test_an_empty_workload_file_is_named_and_exits_2(content, capsys, tmp_path):
+    from conftest import write_small_dataset
+
+    dataset = write_small_dataset(tmp_path / "dataset")
+    jsonl = next(dataset.glob("workloads/*/*.jsonl"))
+    jsonl.write_text(content)
+    status, err = _main(["--algo", "pt-reference", "--device", "cpu", "--workloads", str(dataset),
+                         "--results", str(tmp_path / "r"), "--no-progress"], capsys)
+    assert status == 2 and str(jsonl) in err and "no workloads" in err
+
+
+def test_help_documents_every_option_and_lists_the_solutions(capsys):
+    from harness.cli import build_parser
+    from harness.judge.solutions import discover
+
+    parser = build_parser()
+    undocumented = [a.dest for a in parser._actions if not a.help]
+    assert not undocumented
+    text = parser.format_help()
+    assert all(name in text for name in discover())

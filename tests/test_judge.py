@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from multiprocessing.connection import Pipe
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -264,3 +265,71 @@ def test_the_judge_hides_its_memory_from_workers():
 
     assert protect_memory()
     assert ctypes.CDLL(None).prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0  # no ptrace, no /proc/<pid>/mem
+
+
+class ScriptedWorker:
+    """Stands in for a WorkerProcess: hands the judge the scripted messages, records what it sends."""
+
+    def __init__(self, *messages):
+        self.messages, self.sent = list(messages), []
+
+    def recv(self, deadline, *expected):
+        message = self.messages.pop(0)
+        assert isinstance(message, expected)
+        return message
+
+    def send(self, message, tensors=()):
+        self.sent.append(message)
+
+
+@pytest.mark.parametrize("script, words", [
+    ((msg.Called(index=0), msg.Called(index=1), end([2.5, 2.5])), "without the outputs of timed calls [0]"),
+    ((msg.Called(index=0), msg.Checked(outputs=[], call=1)), "outputs of timed call 1 sent, expected call 0"),
+    ((msg.Called(index=0), msg.Checked(outputs=[], call=None)), "expected call 0"),
+])
+def test_the_outputs_of_asked_timed_calls_must_come_in_order_before_the_tier_ends(script, words):
+    """Call 0 is always asked when min_iters is 1; the worker answers lazily (its destination ring)."""
+    judge = make_judge(floor_us=2.0, min_iters=1)
+    judge.pending, judge.verified = [], 0
+    worker = ScriptedWorker(*script)
+    with pytest.raises(msg.ProtocolError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        judge.time_tier(worker, WORKLOAD, "cupti", 0, deadline=time.monotonic() + 5)
+    assert worker.sent[0] == msg.Go(proceed=True)
+
+
+@pytest.mark.parametrize("ring_bytes, sets", [(1, 1), (1 << 30, 8)])
+def test_the_destination_ring_answers_before_reusing_a_set_and_ships_what_was_asked(monkeypatch, ring_bytes, sets):
+    from harness.data.definition import load_definition
+    from harness.judge import worker as worker_module
+
+    monkeypatch.setattr(worker_module, "RING_BYTES", ring_bytes)
+    incoming = [msg.Go(proceed=i in (1, 2)) for i in range(10)]  # the judge asks for calls 1 and 2
+    log = []
+
+    def ship(dests, call):  # the judge's receipt comes after two more answers: the worker reads on
+        log.append(("ship", call, float(dests["output"][0, 0, 0, 0])))
+        incoming.insert(min(2, len(incoming)), msg.Received())
+
+    def recv(*types):
+        log.append(("recv", type(incoming[0]).__name__))
+        return incoming.pop(0)
+
+    channel = SimpleNamespace(send=lambda m: log.append(("send", type(m).__name__, getattr(m, "index", None))),
+                              recv=recv)
+    definition = load_definition(Path(__file__).resolve().parents[1] / "workloads" / "gdn_decode_qk4_v8_d128_k_last.json")
+    fake = SimpleNamespace(channel=channel, definition=definition, job=SimpleNamespace(state_dtype="float32"),
+                           device="cpu", send_outputs=ship)
+    ring = worker_module.DestinationRing(fake, definition.resolve_axes({"batch_size": 1}, "test"))
+    assert ring.size == sets
+    for index in range(10):
+        handed = ring.poisoned(index)
+        assert torch.isnan(handed["output"]).all()  # poisoned before every timed call
+        handed["output"].fill_(index)
+        ring.called(index)
+    ring.drain()
+    assert not ring.outstanding and not ring.unreceipted and not incoming
+    ships = [i for i, e in enumerate(log) if e[0] == "ship"]
+    assert [log[i] for i in ships] == [("ship", 1, 1.0), ("ship", 2, 2.0)]  # each call's own bytes
+    assert ("recv", "Received") in log[ships[0]:ships[1]]  # the area is rewritten only after the receipt
+    if sets == 1:  # no ring: each answer is read before the next call's set is poisoned
+        assert log[:4] == [("send", "Called", 0), ("recv", "Go"), ("send", "Called", 1), ("recv", "Go")]

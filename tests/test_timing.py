@@ -1,9 +1,11 @@
 """harness.judge.timing helpers that need no GPU: the clock warm-up loop; the recorded commit."""
 
+import time
+
 import torch
 
 from harness.records.environment import git_commit
-from harness.judge.timing import warm_gpu_clocks
+from harness.judge.timing import WARM_MAX_CALLS, warm_gpu_clocks
 
 
 def test_warm_gpu_clocks_calls_for_the_given_time_then_synchronizes(monkeypatch):
@@ -13,6 +15,14 @@ def test_warm_gpu_clocks_calls_for_the_given_time_then_synchronizes(monkeypatch)
     assert calls >= 1 and log[:2] == ["flush", ("call", "args")] and len(log) == 2 * calls
     assert syncs  # the last launch is waited for before timing starts
     assert warm_gpu_clocks(lambda a: None, lambda index=None: None, lambda: None, 0.0) == 1  # at least one call
+
+
+def test_a_lying_clock_cannot_hold_the_warm_up_forever(monkeypatch):
+    """A solution can patch time.perf_counter in its own process (fixture patch-timer: 1 ns per reading)."""
+    ticks = iter(range(10**9))
+    monkeypatch.setattr(time, "perf_counter", lambda: next(ticks) * 1e-9)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    assert warm_gpu_clocks(lambda a: None, lambda index=None: None, lambda: None, 0.2) == WARM_MAX_CALLS
 
 
 def test_git_commit_names_the_override_or_a_dirty_tree(monkeypatch):

@@ -115,8 +115,8 @@ def load_workloads(path: str | Path, definition: Definition) -> list[Workload]:
     """Read a workload JSONL file (blank lines allowed).
 
     Raises:
-        HarnessInputError: missing file, a line that is not JSON, a malformed
-            workload or a duplicated uuid (message names ``file:line``).
+        HarnessInputError: missing file, a file without workloads, a line that is
+            not JSON, a malformed workload or a duplicated uuid (message names ``file:line``).
     """
     path = Path(path)
     if not path.exists():
@@ -135,6 +135,8 @@ def load_workloads(path: str | Path, definition: Definition) -> list[Workload]:
             raise HarnessInputError(where, "uuid", f"duplicate uuid {workload.uuid}")
         seen.add(workload.uuid)
         workloads.append(workload)
+    if not workloads:
+        raise HarnessInputError(path, None, "no workloads: the file is empty or blank (one JSON workload per line)")
     return workloads
 
 

@@ -21,12 +21,19 @@ The conversation, per workload (``P`` parent, ``W`` worker)::
     P: Go(proceed=True) to time, or nothing more for this workload
     for each tier:
         W: TierBegin
-        per timed call i:  W: Called(i)   P: Go(proceed=verify?)   [W: Checked(+ payloads) if verify]
+        per timed call i:  W: Called(i)   P: Go(proceed=verify?)
+        and, once the worker reads that Go (before call i + ring size, or at the
+        tier's end), if verify:   W: Checked(call=i, + payloads)   P: Received
         W: TierEnd(samples or the reason it is unavailable)
     W: WorkloadDone
 
 ``Called``/``Go`` after every timed call is how the parent samples timed calls
-the worker cannot predict: it decides after the call was made.
+the worker cannot predict: it decides after the call was made. The worker
+reads the answers lazily (``worker.DestinationRing``), so no round trip sits
+between two timed calls; the parent expects the asked calls' outputs in order,
+all of them before ``TierEnd``. ``Received`` tells the worker that the parent
+has copied a shipment out of the payload area, which the worker must not
+overwrite before (it goes on timing meanwhile, reading answers as they come).
 """
 
 from __future__ import annotations
@@ -106,6 +113,12 @@ class Go(_Message):
     proceed: bool
 
 
+class Received(_Message):
+    """The parent copied a timed call's outputs out of the payload area: the worker may write it again."""
+
+    kind: Literal["received"] = "received"
+
+
 class Stop(_Message):
     """No more workloads: the worker exits."""
 
@@ -137,6 +150,7 @@ class Checked(_Message):
 
     kind: Literal["checked"] = "checked"
     outputs: list[TensorHeader]
+    call: int | None = None  # the timed call these outputs are from; None for a correctness trial
     problem: str | None = None
     problem_kind: Literal["exception", "contract", "shape", "dtype"] | None = None
 
@@ -182,7 +196,7 @@ class WorkloadDone(_Message):
     kind: Literal["workload_done"] = "workload_done"
 
 
-ToWorker = Annotated[Union[Solution, Workload, Go, Stop], Field(discriminator="kind")]
+ToWorker = Annotated[Union[Solution, Workload, Go, Received, Stop], Field(discriminator="kind")]
 FromWorker = Annotated[Union[Ready, LoadFailed, Checked, TierBegin, Called, TierEnd, Failed, WorkloadDone],
                        Field(discriminator="kind")]
 _TO_WORKER = TypeAdapter(ToWorker)

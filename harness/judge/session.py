@@ -230,6 +230,11 @@ class VariantJudge:
                 self.finish(worker, deadline)
             except WorkerGone:  # it exited after its failure (a sticky CUDA error): the verdict stands
                 pass
+            try:  # calls sampled before the failure: wrong outputs are the clearer verdict
+                self.verify_timed_calls(workload, self.pending)
+            except Rejected as wrong:
+                verdict = wrong
+            self.pending = []
             return self.trace(workload, verdict.status, verdict.log, verdict.check)
         worker.recv(deadline, msg.WorkloadDone)
         try:
@@ -258,6 +263,8 @@ class VariantJudge:
                 worker.send(msg.Go(proceed=False))
             elif isinstance(message, msg.Checked) and not message.problem:
                 self.receive_outputs(worker, workload_axes=None, header=message)
+                if message.call is not None:
+                    worker.send(msg.Received())
 
     def receive_outputs(self, worker: WorkerProcess, workload_axes: dict | None, header: msg.Checked):
         """The payloads ``header`` announces, checked against the destinations' shapes and dtypes."""
@@ -273,10 +280,17 @@ class VariantJudge:
         return outputs
 
     def receive_call(self, worker, workload: Workload, deadline: float, what: str) -> dict[str, torch.Tensor]:
-        """One call's output bytes (CPU tensors), or :class:`Rejected` when the call failed or broke the contract."""
+        """One correctness trial's output bytes (CPU tensors), or :class:`Rejected` when the call
+        failed or broke the contract."""
         checked = worker.recv(deadline, msg.Checked, msg.Failed)
         if isinstance(checked, msg.Failed):
             self.failed(checked)
+        if checked.call is not None:
+            raise msg.ProtocolError(f"outputs of timed call {checked.call} sent for {what}")
+        return self.checked_outputs(worker, workload, checked, what)
+
+    def checked_outputs(self, worker, workload: Workload, checked: msg.Checked, what: str) -> dict[str, torch.Tensor]:
+        """The payloads of ``checked``, or :class:`Rejected` for the problem it reports."""
         if checked.problem:
             status = {"shape": Status.INCORRECT_SHAPE, "dtype": Status.INCORRECT_DTYPE}.get(checked.problem_kind,
                                                                                           Status.RUNTIME_ERROR)
@@ -345,23 +359,33 @@ class VariantJudge:
         started = time.monotonic()
         min_iters = max(1, self.ctx.config.timing.min_iters)
         must_verify = _RNG.randrange(min_iters)  # one call among the first min_iters, uniformly
-        calls, verified = 0, 0
+        calls, verified, asked = 0, 0, []  # asked: sampled calls whose outputs have not come yet, oldest first
         while True:
-            message = worker.recv(deadline, msg.Called, msg.TierEnd, msg.Failed)
+            message = worker.recv(deadline, msg.Called, msg.Checked, msg.TierEnd, msg.Failed)
             if isinstance(message, msg.Failed):
                 self.failed(message)
+            if isinstance(message, msg.Checked):
+                if not asked or message.call != asked[0]:
+                    raise msg.ProtocolError(f"outputs of timed call {message.call} sent, expected "
+                                            f"{'call ' + str(asked[0]) if asked else 'none'}")
+                index = asked.pop(0)
+                what = f"{tier} tier, timed call {index} (verified after it ran)"
+                trial = timed_trial(TIMED_TRIAL_BASE, tier_index, index)
+                self.pending.append((trial, self.checked_outputs(worker, workload, message, what), what))
+                worker.send(msg.Received())  # copied out: the worker may write its payload area again
+                continue
             if isinstance(message, msg.TierEnd):
+                if asked:
+                    raise msg.ProtocolError(f"{tier} tier ended without the outputs of timed calls {asked}")
                 break
             if message.index != calls:
                 raise msg.ProtocolError(f"timed call {message.index} reported, expected call {calls}")
             verify = calls == must_verify or _RNG.random() < VERIFY_PROBABILITY
-            calls += 1
             worker.send(msg.Go(proceed=verify))
             if verify:
-                what = f"{tier} tier, timed call {message.index} (verified after it ran)"
-                trial = timed_trial(TIMED_TRIAL_BASE, tier_index, message.index)
-                self.pending.append((trial, self.receive_call(worker, workload, deadline, what), what))
+                asked.append(calls)
                 verified += 1
+            calls += 1
         wall_s = time.monotonic() - started
         self.verified += verified
         if message.tier != tier:

@@ -37,6 +37,10 @@ import torch
 from harness.facts import GPU_TIERS, TIERS  # noqa: E402,F401 - re-exported: the tiers this module measures
 #: The contest's do_bench settings, reproduced by the sync tier.
 SYNC_WARMUP, SYNC_ITERS, SYNC_TRIALS = 10, 50, 3
+#: Most calls of a clock warm-up: ~1 s of flush + call even where the host clock
+#: lies (a solution can patch time.perf_counter in its own process; the H100 makes
+#: ~2,000 calls in the default 0.2 s).
+WARM_MAX_CALLS = 20_000
 
 
 @dataclass
@@ -126,9 +130,9 @@ class L2Flusher:
 def warm_gpu_clocks(fn: Callable, setup: Callable, flush: Callable, seconds: float) -> int:
     """Run flush + call back to back for ``seconds`` of wall time (at least one
     call) so the GPU reaches its working clock before anything is timed.
-    Returns the number of calls made."""
+    Returns the number of calls made (at most :data:`WARM_MAX_CALLS`)."""
     calls, deadline = 0, time.perf_counter() + seconds
-    while calls == 0 or time.perf_counter() < deadline:
+    while calls == 0 or (time.perf_counter() < deadline and calls < WARM_MAX_CALLS):
         args = setup(None)
         flush()
         fn(args)

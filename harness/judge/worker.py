@@ -17,6 +17,7 @@ whatever its destinations hold.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
@@ -33,6 +34,12 @@ from harness.judge.timing import L2Flusher, TierUnavailable, TimingConfig, measu
 
 #: Trial numbers of timed calls: tier ``t``'s call ``i`` draws trial ``base + t * TIER_STRIDE + i``.
 TIER_STRIDE = 1_000_000
+#: Timed calls write into a ring of destination sets, so the worker reads the
+#: judge's answer for call i only before call i + ring size reuses its set: no
+#: round trip between two timed calls (one per call moved the events and sync
+#: figures on the H100, results/judge-check/20261123-H100-session2). The ring
+#: holds at most this many bytes of destinations, and 1 to RING_MAX_SETS sets.
+RING_BYTES, RING_MAX_SETS = 1 << 30, 8
 
 
 def timed_trial(base: int, tier_index: int, call: int) -> int:
@@ -150,8 +157,9 @@ class Worker:
                 return "contract", f"input {name} was modified by run (only an in-place state may change)"
         return None
 
-    def send_outputs(self, aliases: dict[str, torch.Tensor]) -> None:
-        self.channel.send(msg.Checked(outputs=[msg.tensor_header(n, t) for n, t in aliases.items()]))
+    def send_outputs(self, aliases: dict[str, torch.Tensor], call: int | None = None) -> None:
+        """Output bytes of a correctness trial (``call`` None) or of timed call ``call``."""
+        self.channel.send(msg.Checked(outputs=[msg.tensor_header(n, t) for n, t in aliases.items()], call=call))
         for tensor in aliases.values():
             self.channel.send_tensor(tensor)
 
@@ -183,27 +191,26 @@ class Worker:
 
     def time_tier(self, tier: str, tier_index: int, workload, stored: dict, warm_inputs: dict, base: int) -> None:
         """One tier: every timed call gets fresh inputs of its own trial and re-poisoned destinations."""
-        dests = destinations(self.definition, workload.axes, self.job.state_dtype, self.device)
-        aliases = {name: t.view(t.shape) for name, t in dests.items()}
+        ring = DestinationRing(self, workload.axes)
 
         def setup(index: int | None) -> dict[str, Any]:
             if index is None:  # warm-up and estimate calls: not sampled, inputs of the last check trial
                 inputs = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in warm_inputs.items()}
             else:
                 inputs = self.inputs(workload, stored, timed_trial(base, tier_index, index))
-            for t in aliases.values():
-                t.fill_(float("nan"))
-            return self.arguments(inputs, dests)
+            return self.arguments(inputs, ring.poisoned(index))
 
         def after(index: int) -> None:
-            self.channel.send(msg.Called(index=index))
-            if self.channel.recv(msg.Go).proceed:  # the parent samples this call: ship what it wrote
-                if self.device.startswith("cuda"):
-                    torch.cuda.synchronize()
-                self.send_outputs(aliases)
+            ring.called(index)
 
         self.channel.send(msg.TierBegin(tier=tier))
-        result = measure(tier, self.run_fn, setup, self.flush, self.device, self.timing, after)
+        try:
+            result = measure(tier, self.run_fn, setup, self.flush, self.device, self.timing, after)
+        except Exception:
+            with contextlib.suppress(Exception):  # answer what the judge asked before saying the tier failed
+                ring.drain()
+            raise
+        ring.drain()
         if isinstance(result, TierUnavailable):
             return self.channel.send(msg.TierEnd(tier=tier, available=False, reason=result.reason))
         extra = result.extra
@@ -211,6 +218,79 @@ class Worker:
             tier=tier, available=True, samples_us=result.samples_us, value_us=result.value_us,
             trials=extra.get("trials"), span_median_us=extra.get("span_median_us"),
             kernels_per_call=extra.get("kernels_per_call"), kernel_names=extra.get("kernel_names", [])))
+
+
+class DestinationRing:
+    """The destination sets of one tier's timed calls, and the judge's pending answers.
+
+    Timed call ``i`` writes set ``i % size``; after it the worker says ``Called(i)``
+    and goes on. The judge's ``Go`` for call ``i`` is read when the set is needed
+    again (or at the tier's end): if it asks, the set's bytes are shipped first.
+    The judge decides after the call was made, so a solution still cannot know,
+    while a call runs, whether it will be verified.
+    """
+
+    def __init__(self, worker: "Worker", axes: dict):
+        self.worker = worker
+        layout = destination_layout(worker.definition, axes, worker.job.state_dtype)
+        set_bytes = sum(msg.area_bytes([msg.TensorHeader(name=n, dtype=d, shape=list(s))])
+                        for n, (s, d) in layout.items())
+        self.size = max(1, min(RING_MAX_SETS, RING_BYTES // max(set_bytes, 1)))
+        # the ring keeps the buffers; each call gets fresh views of them, so a solution that rebinds
+        # (Tensor.set_) what it was handed changes nothing the worker ships or poisons next
+        self.sets = [destinations(worker.definition, axes, worker.job.state_dtype, worker.device)
+                     for _ in range(self.size)]
+        self.outstanding: list[int] = []  # timed calls whose Go has not been read yet, oldest first
+        self.early: list[bool] = []  # answers read while waiting for a receipt, oldest first
+        self.unreceipted = False  # the payload area holds a shipment the judge has not confirmed
+
+    def poisoned(self, index: int | None) -> dict[str, torch.Tensor]:
+        """The set for call ``index`` (warm-up calls: set 0), NaN-filled, once the judge is done with it."""
+        slot = 0 if index is None else index % self.size
+        while any(call % self.size == slot for call in self.outstanding):
+            self.answer()
+        for t in self.sets[slot].values():
+            t.fill_(float("nan"))
+        return {name: t.view(t.shape) for name, t in self.sets[slot].items()}
+
+    def called(self, index: int) -> None:
+        self.worker.channel.send(msg.Called(index=index))
+        self.outstanding.append(index)
+
+    def next_answer(self) -> bool:
+        """The judge's next ``Go`` (whether it verifies the oldest outstanding call)."""
+        if self.early:
+            return self.early.pop(0)
+        while True:
+            message = self.worker.channel.recv(msg.Go, msg.Received)
+            if isinstance(message, msg.Go):
+                return message.proceed
+            self.unreceipted = False
+
+    def await_receipt(self) -> None:
+        """Wait until the judge has copied the last shipment out of the payload area."""
+        while self.unreceipted:
+            message = self.worker.channel.recv(msg.Go, msg.Received)
+            if isinstance(message, msg.Go):
+                self.early.append(message.proceed)
+            else:
+                self.unreceipted = False
+
+    def answer(self) -> None:
+        """Read the judge's answer for the oldest outstanding call; ship its outputs if asked."""
+        index = self.outstanding.pop(0)
+        if self.next_answer():
+            self.await_receipt()
+            if self.worker.device.startswith("cuda"):
+                torch.cuda.synchronize()
+            self.worker.send_outputs(self.sets[index % self.size], call=index)
+            self.unreceipted = True
+
+    def drain(self) -> None:
+        """Answer every outstanding call, and see the last shipment received (the tier's end)."""
+        while self.outstanding:
+            self.answer()
+        self.await_receipt()
 
 
 def load(job: msg.Solution):

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Two runs side by side: per (solution, batch size) and tier, the figure before
+and after, and per tier the spread of after / before. For "the numbers do not
+move" checks (a judge change, a timing change) on the same GPU.
+
+    python tools/compare_runs.py BEFORE_TRACES.jsonl AFTER_TRACES.jsonl [--tiers cupti,events,sync]
+
+Reads the traces as plain JSON (a run made by an older harness need not
+validate under today's trace model) and prints a markdown table; a figure one
+run lacks is shown as "—". The copy floor of runs that kept it in
+``floors.jsonl`` is read from the ``floors.jsonl`` next to the traces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+
+def figures(traces: Path) -> dict[tuple[str, int], dict[str, float]]:
+    """``{(solution label, batch size): {tier: figure µs}}`` of the PASSED traces (and floors) of one run."""
+    found: dict[tuple[str, int], dict[str, float]] = {}
+    for line in traces.read_text().splitlines():
+        trace = json.loads(line) if line.strip() else None
+        performance = trace and (trace["evaluation"].get("performance") or {})
+        if performance:
+            key = (trace["solution"], trace["workload"]["axes"]["batch_size"])
+            found[key] = {t: f["value_us"] for t, f in performance.get("tiers", {}).items() if f.get("available")}
+    floors = traces.with_name("floors.jsonl") if traces.name == "traces.jsonl" else traces.with_name(
+        traces.name.replace("traces.jsonl", "floors.jsonl"))
+    if floors.is_file():
+        for line in floors.read_text().splitlines():
+            floor = json.loads(line)
+            label = "copy-floor" if floor["state_dtype"] == "float32" else f"copy-floor[{floor['state_dtype']}-state]"
+            found.setdefault((label, floor["batch_size"]), {
+                t: f["value_us"] for t, f in floor["tiers"].items() if f.get("available")})
+    return found
+
+
+def compare(before: dict, after: dict, tiers: list[str]) -> tuple[list[str], dict[str, list[float]]]:
+    """Markdown rows and, per tier, the after / before ratios of the figures both runs have."""
+    rows, ratios = [], {t: [] for t in tiers}
+    for key in sorted(set(before) | set(after)):
+        cells = []
+        for tier in tiers:
+            old, new = before.get(key, {}).get(tier), after.get(key, {}).get(tier)
+            if old and new:
+                ratios[tier].append(new / old)
+                cells.append(f"{old:.2f} → {new:.2f} ({(new / old - 1) * 100:+.1f}%)")
+            else:
+                cells.append(f"{old:.2f} → —" if old else (f"— → {new:.2f}" if new else "—"))
+        rows.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
+    return rows, ratios
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("before", type=Path, help="traces.jsonl of the first run")
+    parser.add_argument("after", type=Path, help="traces.jsonl of the second run")
+    parser.add_argument("--tiers", default="cupti,events,sync", help="comma-separated tiers (default: %(default)s)")
+    args = parser.parse_args(argv)
+    tiers = args.tiers.split(",")
+    rows, ratios = compare(figures(args.before), figures(args.after), tiers)
+    print("| solution | B | " + " | ".join(f"{t} µs before → after" for t in tiers) + " |")
+    print("|---|---|" + "---|" * len(tiers))
+    print("\n".join(rows))
+    print("\n| tier | figures in both | median after/before | min | max |\n|---|---|---|---|---|")
+    for tier, values in ratios.items():
+        if values:
+            print(f"| {tier} | {len(values)} | {statistics.median(values):.4f} | {min(values):.3f} | {max(values):.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
