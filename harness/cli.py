@@ -16,7 +16,7 @@ from harness.judge.isolation import Timeouts
 from harness.judge.run import RunConfig, run_benchmark
 from harness.judge.timing import TimingConfig
 from harness.paths import LOCAL_RESULTS_DIR
-from harness.records.report import print_table
+from harness.records.report import print_summary, print_table, solution_summary
 from harness.records.store import RunWriter
 
 
@@ -136,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--solutions", type=Path, default=None,
                    help="folder to find solutions in (default: solutions/)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs, CI)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print one row per (solution, workload), as in summary.csv")
     return p
 
 
@@ -192,7 +194,9 @@ def main(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     frame = RunWriter(result.run_dir).write_summary(result.traces, result.floors)
-    print_table(frame)
+    if args.verbose:
+        print_table(frame)
+    print_summary(solution_summary(frame))
     counts = Counter(t.evaluation.status.value for t in result.traces)
     failed = len(result.traces) - counts["PASSED"] - counts["SKIPPED"]
     for note in result.notes:

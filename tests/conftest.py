@@ -15,6 +15,16 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+# Tests never write into the user's cache (~/.cache/gdn-decode-bench): generated
+# tensors and builds go to a folder of this test session (inherited by the
+# processes the tests start), unless GDN_BENCH_CACHE names one on purpose.
+if "GDN_BENCH_CACHE" not in os.environ:
+    import atexit
+    import tempfile
+
+    os.environ["GDN_BENCH_CACHE"] = tempfile.mkdtemp(prefix="gdn-bench-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["GDN_BENCH_CACHE"], ignore_errors=True)
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_SOLUTIONS = Path(__file__).resolve().parent / "fixtures" / "solutions"
 #: The contest's official definition file, as flashinfer-trace ships it. A copy

@@ -20,6 +20,9 @@ def test_run_local_pt_reference_on_cpu_passes_contest_v1(tmp_path):
     assert all(t["evaluation"]["performance"]["headline_tier"] == "wallclock" for t in ours)
     assert "20 passed, 0 failed" in proc.stdout
     assert next(tmp_path.glob("runs/*/summary.csv")).exists()
+    written = {p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*") if p.is_file()}
+    assert written == {"runs"}  # the run folder only: no leaderboard.csv, no plots
+    assert "20/20" in proc.stdout  # the one-row-per-solution summary
 
 
 def test_bad_arguments_exit_nonzero(tmp_path):
@@ -148,3 +151,18 @@ def test_help_documents_every_option_and_lists_the_solutions(capsys):
     assert not undocumented
     text = parser.format_help()
     assert all(name in text for name in discover())
+
+
+def test_a_run_writes_where_git_does_not_look():
+    """A newcomer's first run must leave `git status` clean: the default run folder is ignored
+    (and the run writes nothing else: see the end-to-end test above)."""
+    import shutil
+
+    from harness.cli import build_parser
+    from harness.paths import LOCAL_RESULTS_DIR
+
+    assert build_parser().parse_args([]).results == LOCAL_RESULTS_DIR
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    probe = (LOCAL_RESULTS_DIR / "runs" / "20260101T000000Z_CPU_contest-v1" / "traces.jsonl").relative_to(REPO)
+    assert subprocess.run(["git", "check-ignore", "-q", str(probe)], cwd=REPO).returncode == 0

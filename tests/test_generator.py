@@ -65,6 +65,23 @@ def test_contest_v1_tensors_match_recorded_checksums(tmp_path, monkeypatch):
         assert generator.sha256(state) == checksums[workload.uuid]["state"]
 
 
+def test_a_changed_or_truncated_cached_file_is_made_again(tmp_path, monkeypatch, capsys):
+    """Cached tensors are checked against checksums.json (again only after their size or mtime changed)."""
+    monkeypatch.setenv("GDN_BENCH_CACHE", str(tmp_path))
+    first = open_dataset("contest-v1", show_progress=False).workloads[0]
+    blob = tmp_path / "dataset" / first.inputs["state"].path
+    good = blob.read_bytes()
+    changed = bytearray(good)
+    changed[-8:] = b"\x7f" * 8  # same size: only the hash can tell
+    for spoiled in (bytes(changed), good[: len(good) // 2]):
+        blob.write_bytes(spoiled)
+        dataset = open_dataset("contest-v1", show_progress=False)
+        assert "generating it again" in capsys.readouterr().err and blob.read_bytes() == good
+        assert dataset.workloads[0].uuid == first.uuid
+    open_dataset("contest-v1", show_progress=False)  # intact: not hashed again, nothing said
+    assert capsys.readouterr().err == ""
+
+
 def test_checksum_mismatch_is_refused(tmp_path):
     recipe = generator.set_recipes("contest-v1")[0]
     bank = generator.Bank(tmp_path)

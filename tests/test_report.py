@@ -3,19 +3,50 @@
 import io
 
 import pandas as pd
+import pytest
 from rich.console import Console
 
-from harness.records.report import print_table
+from harness.records.report import print_summary, print_table, solution_summary
 
 
 def test_table_renders_a_skipped_row_beside_timed_ones():
     """A SKIPPED row has no headline tier (NaN in the frame); printing must not fail on it."""
     frame = pd.DataFrame([
-        {"solution": "pt-reference", "batch_size": 1, "status": "PASSED", "headline_tier": "wall",
+        {"solution": "pt-reference", "workload": "w1", "batch_size": 1, "status": "PASSED", "headline_tier": "wall",
          "latency_us": 150.0, "output_max_abs_err": 0.0, "new_state_max_abs_err": 0.0},
-        {"solution": "fla-recurrent", "batch_size": 1, "status": "SKIPPED"},
+        {"solution": "fla-recurrent", "workload": "w1", "batch_size": 1, "status": "SKIPPED"},
     ])
     out = io.StringIO()
     print_table(frame, Console(file=out, width=200))
     text = out.getvalue()
     assert "SKIPPED" in text and "150.00" in text
+
+
+def _row(solution, workload, status="PASSED", us=None, x_floor=None, speedup=None, log=""):
+    return {"solution": solution, "workload": workload, "batch_size": 1, "status": status,
+            "headline_tier": "cupti" if status == "PASSED" else None, "latency_us": us,
+            "cupti_x_copy_floor": x_floor, "cupti_speedup_vs_reference": speedup, "log": log}
+
+
+def test_the_summary_has_one_row_per_solution_with_its_verdict_and_ratios():
+    frame = pd.DataFrame([
+        _row("copy-floor", "w1", us=1.0), _row("copy-floor", "w2", us=2.0),
+        _row("fi-baseline", "w1", us=4.0, x_floor=4.0), _row("fi-baseline", "w2", us=8.0, x_floor=4.0),
+        _row("mine", "w1", us=2.0, x_floor=2.0, speedup=50.0), _row("mine", "w2", us=2.0, x_floor=1.0, speedup=100.0),
+        _row("broken", "w1", us=3.0, x_floor=3.0),
+        _row("broken", "w2", "INCORRECT_NUMERICAL", log="trial 0: output: 5/1024 elements out of tolerance"),
+        _row("bf16[bfloat16-state]", "w1", us=1.0, x_floor=0.9),
+    ])
+    summary = solution_summary(frame).set_index("solution")
+    assert list(summary.index) == ["fi-baseline", "mine", "broken", "bf16[bfloat16-state]"]  # no floor rows
+    mine = summary.loc["mine"]
+    assert mine["passed"] == "2/2" and mine["median_us"] == 2.0 and mine["geomean_us"] == 2.0
+    assert mine["score"] == 75.0 and mine["x_floor"] == 1.5
+    assert mine["vs_flashinfer"] == pytest.approx((2.0 * 4.0) ** 0.5)  # geomean of 4/2 and 8/2
+    broken = summary.loc["broken"]
+    assert broken["passed"] == "1/2" and broken["problem"].startswith("1 INCORRECT_NUMERICAL: trial 0")
+    assert pd.isna(summary.loc["bf16[bfloat16-state]"]["vs_flashinfer"])  # no bf16-state FlashInfer in the run
+    assert summary.loc["bf16[bfloat16-state]"]["below_floor"] == 1
+    out = io.StringIO()
+    print_summary(solution_summary(frame), Console(file=out, width=200))
+    assert "1/2" in out.getvalue() and "(1 < 1: noise)" in out.getvalue()

@@ -18,7 +18,7 @@ def run(tmp_path_factory):
     config = RunConfig(device="cpu", tiers=("wallclock",), trials=2,
                        timing=TimingConfig(warmup=1, iters=10, budget_s=0.3, warm_s=0.0))
     result = run_benchmark("crashes,raises,hangs,slow,good", str(dataset), config, root / "results",
-                           timeouts=Timeouts(startup_s=120, workload_s=8, total_s=300), progress=False,
+                           timeouts=Timeouts(startup_s=120, workload_s=5, total_s=300), progress=False,
                            solutions_root=FIXTURE_SOLUTIONS)
     return result
 
@@ -73,3 +73,19 @@ def test_unknown_solution_name():
 def test_pt_reference_goes_first():
     names = [p.name for p in select_solutions("pt-compiled,pt-reference")]
     assert names == ["pt-reference", "pt-compiled"]
+
+
+def test_a_workload_without_its_optional_state_is_judged_from_a_zero_state(tmp_path):
+    """The definition's state is optional (the reference starts from zeros); the floor is then
+    a fill of new_state, not a copy, since nothing is read."""
+    dataset = write_small_dataset(tmp_path / "dataset", batch_sizes=(1,), scales=(0.0,))
+    jsonl = next(dataset.glob("workloads/*/*.jsonl"))
+    workload = json.loads(jsonl.read_text())
+    del workload["inputs"]["state"]
+    jsonl.write_text(json.dumps(workload) + "\n")
+    config = RunConfig(device="cpu", tiers=("wallclock",), trials=1,
+                       timing=TimingConfig(warmup=1, iters=5, budget_s=0.2, warm_s=0.0))
+    result = run_benchmark("good", str(dataset), config, tmp_path / "results", progress=False,
+                           solutions_root=FIXTURE_SOLUTIONS)
+    assert [t.evaluation.status.value for t in result.traces] == ["PASSED"]
+    assert [f.method for f in result.floors] == ["torch zero_ (no state input)"]

@@ -14,6 +14,7 @@ With an external dataset, that dataset's definition and reference are used.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,10 +62,39 @@ def _open_our_set(set_name: str, show_progress: bool) -> Dataset:
     bank = generator.Bank(cache_dir())
     checksums = json.loads((WORKLOADS_DIR / "checksums.json").read_text())
     recipes = generator.set_recipes(set_name)
+    for recipe in recipes:  # a cached file that is not what checksums.json records is made again
+        path = root / recipe.blob_path
+        if path.exists() and not cached_file_is_intact(path, checksums.get(recipe.uuid, {})):
+            print(f"warning: {path} does not hold the tensors workloads/checksums.json records "
+                  "(changed or truncated): generating it again", file=sys.stderr)
+            path.unlink()
     missing = [r for r in recipes if not (root / r.blob_path).exists()]
     for recipe in tqdm(missing, desc=f"generating {set_name} tensors", disable=not (show_progress and missing)):
-        generator.materialize(recipe, root, bank, checksums)
+        cached_file_is_intact(generator.materialize(recipe, root, bank, checksums), checksums.get(recipe.uuid, {}))
     return Dataset(set_name, definition, workloads, TensorFiles(root))
+
+
+def cached_file_is_intact(path: Path, expected: dict[str, str]) -> bool:
+    """Whether the safetensors file ``path`` holds tensors with the SHA-256 ``expected`` records
+    (``{tensor name: hex digest}``, from workloads/checksums.json).
+
+    Hashing a set's files takes seconds, so a file is hashed again only when its
+    size or modification time changed since it last matched (a stamp file next to it).
+    """
+    from safetensors.numpy import load_file
+
+    stat = path.stat()
+    stamp, seen = path.with_name(path.name + ".verified"), f"{stat.st_size} {stat.st_mtime_ns}"
+    if stamp.is_file() and stamp.read_text() == seen:
+        return True
+    try:
+        tensors = load_file(path)
+        intact = all(name in tensors and generator.sha256(tensors[name]) == digest for name, digest in expected.items())
+    except Exception:  # a truncated or garbled file: safetensors raises its own error types
+        intact = False
+    if intact:
+        stamp.write_text(seen)
+    return intact
 
 
 def _find_one(root: Path, pattern: str) -> Path:

@@ -6,6 +6,10 @@ in the variant's state dtype). The judge measures it in its own process with
 the same tiers as the solutions, before any worker starts, and uses it twice:
 as the denominator of ``× copy floor``, and as the limit below which a figure
 is rejected (:data:`FLOOR_MARGIN`, docs/judging.md).
+
+A workload without a state (the optional input left out: the state starts at
+zero) reads none, so its kernel only writes ``new_state``: its floor is a
+device fill of those bytes (``dst.zero_()``), not a copy.
 """
 
 from __future__ import annotations
@@ -39,14 +43,22 @@ def tier_figure(tier: str, result, nbytes: int, **extra) -> TierFigure:
 
 def measure_floor(definition, workload: Workload, stored: dict, state_dtype: str, device: str, tiers,
                   timing: TimingConfig, flush, environment: Environment) -> FloorMeasurement:
-    """Time ``dst.copy_(state)`` for ``workload``'s state in ``state_dtype`` with every tier."""
-    state = build_inputs(workload, definition, stored, device, 0)["state"].to(TORCH_DTYPES[state_dtype])
-    target = torch.empty_like(state)
-    nbytes = 2 * state.numel() * state.element_size()
-    figures = {tier: tier_figure(tier, measure(tier, lambda s: target.copy_(s), lambda index=None: state, flush,
-                                               device, timing), nbytes) for tier in tiers}
+    """Time ``dst.copy_(state)`` for ``workload``'s state in ``state_dtype`` with every tier
+    (``dst.zero_()`` of the state's shape when the workload has no state; module doc)."""
+    state = build_inputs(workload, definition, stored, device, 0)["state"]
+    if state is None:
+        shape = definition.shape_of(definition.outputs["new_state"], workload.axes)
+        target = torch.empty(shape, dtype=TORCH_DTYPES[state_dtype], device=device)
+        nbytes, method, call = target.numel() * target.element_size(), "torch zero_ (no state input)", \
+            lambda s: target.zero_()
+    else:
+        state = state.to(TORCH_DTYPES[state_dtype])
+        target = torch.empty_like(state)
+        nbytes, method, call = 2 * state.numel() * state.element_size(), "torch copy_", lambda s: target.copy_(s)
+    figures = {tier: tier_figure(tier, measure(tier, call, lambda index=None: state, flush, device, timing), nbytes)
+               for tier in tiers}
     return FloorMeasurement(workload=workload.uuid, batch_size=workload.batch_size, state_dtype=state_dtype,
-                            nbytes=nbytes, method="torch copy_", tiers=figures, environment=environment,
+                            nbytes=nbytes, method=method, tiers=figures, environment=environment,
                             timestamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 

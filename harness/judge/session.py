@@ -225,11 +225,12 @@ class VariantJudge:
         try:
             check = self.check_trials(worker, workload, deadline)
             tiers = self.time_tiers(worker, workload, deadline)
-        except Rejected as verdict:
+        except Rejected as failure:
             try:
                 self.finish(worker, deadline)
             except WorkerGone:  # it exited after its failure (a sticky CUDA error): the verdict stands
                 pass
+            verdict = failure
             try:  # calls sampled before the failure: wrong outputs are the clearer verdict
                 self.verify_timed_calls(workload, self.pending)
             except Rejected as wrong:

@@ -110,8 +110,9 @@ class Worker:
         """What ``run`` gets: inputs and destinations; an in-place solution gets
         the state copied into ``new_state``, passed as both."""
         args = dict(inputs, **dests)
-        if self.job.inplace_state:
-            dests["new_state"].copy_(inputs["state"])
+        if self.job.inplace_state:  # no state (the optional input left out) is a zero state
+            state = inputs.get("state")
+            dests["new_state"].copy_(state) if state is not None else dests["new_state"].zero_()
             args["state"] = dests["new_state"]
         return args
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -91,16 +92,104 @@ def print_table(frame: pd.DataFrame, console=None) -> None:
 
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     table = Table(title="gdn_decode_qk4_v8_d128_k_last", show_lines=False)
-    for col in ("solution", "B", "status", "out max abs", "state max abs", "tier", "µs", "×floor", "speedup"):
-        table.add_column(col, justify="left" if col in ("solution", "status", "tier") else "right")
+    for col in ("solution", "workload", "B", "status", "out max abs", "state max abs", "tier", "µs", "×floor",
+                "speedup"):
+        table.add_column(col, justify="left" if col in ("solution", "workload", "status", "tier") else "right")
     for _, r in frame.iterrows():
         # a SKIPPED/failed row has no headline tier: NaN in a frame where other rows have one
         tier = r.get("headline_tier") if isinstance(r.get("headline_tier"), str) else None
         style = "green" if r["status"] == "PASSED" else ("yellow" if r["status"] == "SKIPPED" else "red")
         table.add_row(
-            r["solution"], str(r["batch_size"]), f"[{style}]{r['status']}[/{style}]",
+            r["solution"], str(r["workload"])[:8], str(r["batch_size"]), f"[{style}]{r['status']}[/{style}]",
             _fmt(r.get("output_max_abs_err"), ".2e"), _fmt(r.get("new_state_max_abs_err"), ".2e"),
             tier or "", _fmt(r.get("latency_us"), ".2f"),
             _fmt(r.get(f"{tier}_x_copy_floor") if tier else None, ".2f"),
             _fmt(r.get(f"{tier}_speedup_vs_reference") if tier else None, ".1f"))
+    console.print(table)
+
+
+#: The FlashInfer kernel each state dtype is compared with in the run summary.
+FLASHINFER_BY_STATE = {"float32": "fi-baseline", "bfloat16": "fi-bf16state[bfloat16-state]"}
+
+
+def _geomean(values) -> float | None:
+    values = [v for v in values if v is not None and v == v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def _state_dtype(label: str) -> str:
+    return label[label.index("[") + 1:label.index("-state]")] if label.endswith("-state]") else "float32"
+
+
+def _first_failure(rows: pd.DataFrame) -> str:
+    """``STATUS: first line of the log`` of the first row that did not pass (nor was skipped alone)."""
+    bad = rows[rows["status"] != "PASSED"]
+    if bad.empty:
+        return ""
+    first = bad.iloc[0]
+    log = first.get("log") if isinstance(first.get("log"), str) else ""
+    counts = ", ".join(f"{n} {s}" for s, n in bad["status"].value_counts().items())
+    return f"{counts}: {log.splitlines()[0] if log else ''}"
+
+
+def solution_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per solution label (a non-fp32 state dtype is a label of its own) of a run's table
+    (:func:`trace_rows`), copy floors left out.
+
+    Columns: ``solution``, ``passed`` (``passed/total``), ``tier`` (the headline tier), ``median_us``
+    and ``geomean_us`` over the passed workloads, ``x_floor`` (median × copy floor), ``score`` (the
+    contest's: mean over workloads of pt-reference's latency over this one's, on the passed
+    workloads; None without pt-reference in the run), ``vs_flashinfer`` (geomean over shared passed
+    workloads of FlashInfer's latency over this one's, same state dtype: > 1 is faster),
+    ``below_floor`` (workloads whose figure is under the copy floor: on a CPU, wall-clock noise),
+    ``problem`` (status counts and the first failure's reason), ``skipped_only``.
+    """
+    rows = frame[~frame["solution"].astype(str).str.startswith("copy-floor")]
+    latency = {}  # (label, workload) -> µs of passed rows
+    for _, r in rows[rows["status"] == "PASSED"].iterrows():
+        latency[(r["solution"], r["workload"])] = r.get("latency_us")
+    out = []
+    for label, mine in rows.groupby("solution", sort=False):
+        passed = mine[mine["status"] == "PASSED"]
+        tier = next((t for t in passed["headline_tier"] if isinstance(t, str)), None)
+        floors = passed[f"{tier}_x_copy_floor"].dropna() if tier and f"{tier}_x_copy_floor" in passed else pd.Series()
+        speedups = (passed[f"{tier}_speedup_vs_reference"].dropna()
+                    if tier and f"{tier}_speedup_vs_reference" in passed else pd.Series())
+        flashinfer = FLASHINFER_BY_STATE.get(_state_dtype(label))
+        ratios = [latency[(flashinfer, w)] / latency[(label, w)] for w in passed["workload"]
+                  if flashinfer and flashinfer != label and (flashinfer, w) in latency and latency[(label, w)]]
+        out.append({
+            "solution": label, "passed": f"{len(passed)}/{len(mine)}", "tier": tier,
+            "median_us": passed["latency_us"].median() if len(passed) else None,
+            "geomean_us": _geomean(passed["latency_us"]),
+            "x_floor": floors.median() if len(floors) else None,
+            "score": speedups.mean() if len(speedups) else None,
+            "vs_flashinfer": _geomean(ratios),
+            "below_floor": int((floors < 1.0).sum()),
+            "problem": _first_failure(mine),
+            "skipped_only": set(mine["status"]) <= {"PASSED", "SKIPPED"},
+        })
+    return pd.DataFrame(out)
+
+
+def print_summary(summary: pd.DataFrame, console=None) -> None:
+    """The run's answer in one screen: one row per solution (see :func:`solution_summary`)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console(width=None if sys.stdout.isatty() else 160)
+    table = Table(title="gdn_decode_qk4_v8_d128_k_last: one row per solution (per workload: --verbose, summary.csv)")
+    for col in ("solution", "passed", "tier", "median µs", "geomean µs", "×floor", "score", "vs FlashInfer", "problem"):
+        table.add_column(col, justify="left" if col in ("solution", "passed", "tier", "problem") else "right",
+                         overflow="fold" if col == "problem" else "ellipsis")
+    for _, r in summary.iterrows():
+        done, total = map(int, r["passed"].split("/"))
+        style = "green" if done == total else ("yellow" if r["skipped_only"] else "red")
+        x_floor = _fmt(r["x_floor"], ".2f")
+        if r["below_floor"]:
+            x_floor += f" [yellow]({r['below_floor']} < 1: noise)[/yellow]"
+        tier = r["tier"] if isinstance(r["tier"], str) else ""
+        table.add_row(r["solution"], f"[{style}]{r['passed']}[/{style}]", tier, _fmt(r["median_us"], ".2f"),
+                      _fmt(r["geomean_us"], ".2f"), x_floor, _fmt(r["score"], ".1f"),
+                      _fmt(r["vs_flashinfer"], ".2f"), (r["problem"] or "")[:120])
     console.print(table)
