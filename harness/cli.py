@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
+import signal
 import sys
 from collections import Counter
 from pathlib import Path
@@ -182,6 +184,8 @@ def main(argv: list[str]) -> int:
     """Run, print the table, write the run folder (never a tracked file: the leaderboard,
     plots and README table change only through their own commands); return the exit code
     (0, or 2 for bad input, 130 after Ctrl-C: what finished is written first)."""
+    if hasattr(faulthandler, "register"):  # `kill -USR1 <pid>` prints where every thread of the judge is
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -64,7 +64,14 @@ def test_ctrl_c_writes_what_finished_kills_the_worker_and_exits_130(tmp_path):
         time.sleep(0.2)
     time.sleep(2)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # show where the judge was stuck (SIGUSR1 dumps its stacks), then fail
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"the judge did not exit within 60 s of Ctrl-C; stderr: {err[-3000:]}; stdout: {out[-2000:]}")
     assert proc.returncode == 130, err[-2000:]
     traces = [json.loads(l) for l in next(tmp_path.glob("r/runs/*/traces.jsonl")).read_text().splitlines()]
     assert [t["evaluation"]["status"] for t in traces if t["solution"] == "good"] == ["PASSED", "PASSED"]
