@@ -5,12 +5,14 @@
     python run_local.py --algo all --workloads contest-v2 --tiers cupti,events,sync
 
 Exits non-zero only when the harness itself fails (bad arguments, malformed
-dataset); a failing solution is a status in the results, not an exit code.
+dataset: 2) or is stopped (Ctrl-C, SIGINT or SIGTERM: 130, after writing what
+finished); a failing solution is a status in the results, not an exit code.
 """
 
 import sys
 
-from harness.cli import main
+from harness.cli import install_signal_handlers, main
 
 if __name__ == "__main__":
+    install_signal_handlers()
     sys.exit(main(sys.argv[1:]))

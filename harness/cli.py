@@ -180,12 +180,25 @@ def run_from_args(args, config: RunConfig):
                          progress=not args.no_progress, solutions_root=args.solutions)
 
 
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def install_signal_handlers() -> None:
+    """For the judge's own process: SIGINT and SIGTERM stop the run the way Ctrl-C does (what
+    finished is written, exit 130), also where the process started with SIGINT ignored (a
+    background job of a script, where Python installs no KeyboardInterrupt); SIGUSR1 prints
+    every thread's stack (``kill -USR1 <pid>``: where is it waiting?)."""
+    signal.signal(signal.SIGINT, _interrupted)
+    signal.signal(signal.SIGTERM, _interrupted)
+    if hasattr(faulthandler, "register"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+
 def main(argv: list[str]) -> int:
     """Run, print the table, write the run folder (never a tracked file: the leaderboard,
     plots and README table change only through their own commands); return the exit code
     (0, or 2 for bad input, 130 after Ctrl-C: what finished is written first)."""
-    if hasattr(faulthandler, "register"):  # `kill -USR1 <pid>` prints where every thread of the judge is
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -45,7 +45,8 @@ def _workers_of(marker: str) -> list[int]:
     return found
 
 
-def test_ctrl_c_writes_what_finished_kills_the_worker_and_exits_130(tmp_path):
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_writes_what_finished_kills_the_worker_and_exits_130(tmp_path, stop):
     import os
     import signal
     import time
@@ -57,13 +58,15 @@ def test_ctrl_c_writes_what_finished_kills_the_worker_and_exits_130(tmp_path):
     cmd = [sys.executable, "run_local.py", "--algo", "good,hangs", "--device", "cpu", "-n", "1", "--budget", "0.2",
            "--workloads", str(dataset), "--solutions", str(FIXTURE_SOLUTIONS), "--results", str(tmp_path / "r"),
            "--no-progress"]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # started with SIGINT ignored, as a background job of a script is: the judge must still stop on it
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     deadline = time.monotonic() + 240
     while not any("hangs" in p.name for p in tmp_path.glob("gdn-judge-*/*")):  # the hanging worker started
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.2)
     time.sleep(2)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, stop))
     try:
         out, err = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:  # show where the judge was stuck (SIGUSR1 dumps its stacks), then fail

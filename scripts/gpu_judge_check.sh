@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The GPU checks of the judge (issue #15), in steps that each fit one 10-minute
+# device command. Every step packs what it wrote into OUT/<step>.tgz: the device
+# returns at most 8 files, two folders deep, so run folders cannot come back as they are.
+# usage: scripts/gpu_judge_check.sh OUT STEP...
+#   attacks-gpu   tests/fixtures/attacks_gpu, judged with the GPU tiers (about 1.5 min)
+#   attacks-cpu   tests/fixtures/attacks, judged with the GPU tiers (about 5 min)
+#   new-a, new-b  the side-by-side sweep (results/targets.md's kernels) with this tree, in two groups
+#   old           the same sweep with the harness in .before/ (`git archive 2026d30 | tar -x -C .before`)
+# Each step stops itself with Ctrl-C (the judge writes what finished) before the command's limit.
+set -uo pipefail
+OUT=${1:?usage: gpu_judge_check.sh OUT STEP...}
+shift
+export PYTHONUNBUFFERED=1
+GROUP_A=fla-recurrent,fla-upstream,fla-upstream-kernel,cuda-v1
+GROUP_B=cuda-v4,cutedsl-bf16,fi-baseline,fi-bf16state
+COMMIT=${GDN_BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+mkdir -p "$OUT"
+pack() { tar czf "$OUT/$1.tgz" -C "$2" . && echo "packed $OUT/$1.tgz"; }
+sweep() {  # sweep STEP ROOT ALGO LIMIT_S COMMIT
+  local work=/tmp/gdn-check-$1
+  (cd "$2" && GDN_BENCH_COMMIT=$5 timeout -s INT "$4" python run_local.py --results "$work" --no-progress \
+     --algo "$3" --workloads sweep > "$work.log" 2>&1; echo "rc=$?" >> "$work.log")
+  mkdir -p "$work" && cp "$work.log" "$work/console.log" && tail -25 "$work.log" && pack "$1" "$work"
+}
+for step in "$@"; do
+  echo "== $step ($(date -u +%H:%M:%S))"
+  case $step in
+    attacks-gpu) GDN_BENCH_COMMIT=$COMMIT timeout -s INT 240 python scripts/gpu_attacks.py /tmp/gdn-check-$step --sets gpu
+                 cat /tmp/gdn-check-$step/attacks.md; pack "$step" /tmp/gdn-check-$step ;;
+    attacks-cpu) GDN_BENCH_COMMIT=$COMMIT timeout -s INT 420 python scripts/gpu_attacks.py /tmp/gdn-check-$step --sets cpu
+                 cat /tmp/gdn-check-$step/attacks.md; pack "$step" /tmp/gdn-check-$step ;;
+    new-a)       sweep "$step" . "$GROUP_A" 540 "$COMMIT" ;;
+    new-b)       sweep "$step" . "$GROUP_B" 540 "$COMMIT" ;;
+    old)         sweep "$step" .before "$GROUP_A,$GROUP_B" 540 2026d30 ;;
+    *)           echo "unknown step $step" ;;
+  esac
+done
