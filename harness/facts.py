@@ -17,6 +17,8 @@ DEFINITION_NAME = "gdn_decode_qk4_v8_d128_k_last"
 REFERENCE_SOLUTION = "pt-reference"
 #: FlashInfer's own fp32-state kernel: the "vs FlashInfer" column.
 FLASHINFER_SOLUTION = "fi-baseline"
+#: FlashInfer's own kernel per state dtype: what a solution run with that state dtype is compared with.
+FLASHINFER_SOLUTIONS = {"float32": FLASHINFER_SOLUTION, "bfloat16": "fi-bf16state"}
 #: Label of the copy floor (the physical limit) in tables and CSV files. Not a solution.
 COPY_FLOOR = "copy-floor"
 #: Names a solution may not take: labels the harness itself writes into its records.

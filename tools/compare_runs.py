@@ -18,6 +18,8 @@ import json
 import statistics
 from pathlib import Path
 
+from harness.records.trace import floor_label
+
 
 def figures(traces: Path) -> dict[tuple[str, int], dict[str, float]]:
     """``{(solution label, batch size): {tier: figure µs}}`` of the PASSED traces (and floors) of one run."""
@@ -33,8 +35,7 @@ def figures(traces: Path) -> dict[tuple[str, int], dict[str, float]]:
     if floors.is_file():
         for line in floors.read_text().splitlines():
             floor = json.loads(line)
-            label = "copy-floor" if floor["state_dtype"] == "float32" else f"copy-floor[{floor['state_dtype']}-state]"
-            found.setdefault((label, floor["batch_size"]), {
+            found.setdefault((floor_label(floor["state_dtype"]), floor["batch_size"]), {
                 t: f["value_us"] for t, f in floor["tiers"].items() if f.get("available")})
     return found
 

@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from harness.data.definition import TORCH_DTYPES
-from harness.facts import STATE_DTYPES
+from harness.facts import FLASHINFER_SOLUTIONS, STATE_DTYPES
 from harness.judge.solutions import load_meta, load_solution
 from harness.paths import SOLUTIONS_DIR
 from tools.tuning import (HEAD_K, HEAD_V, KernelTimer, baseline_call, check_and_time, compress_table,
@@ -42,7 +42,6 @@ from tools.tuning import (HEAD_K, HEAD_V, KernelTimer, baseline_call, check_and_
                           write_report)
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-FLASHINFER_ROW = {"float32": "fi-baseline", "bfloat16": "fi-bf16state"}
 
 
 def load_cutedsl():
@@ -70,7 +69,7 @@ def measure(solution, build, dtype_name: str, batch: int, timer: KernelTimer, on
             continue
         call = lambda compiled=compiled: solution.launch(compiled, inputs)  # noqa: E731
         row["configs"][name] = check_and_time(call, inputs, expected, timer, state_tolerance(dtype_name))
-    fi_call, reason = baseline_call(SOLUTIONS_DIR / FLASHINFER_ROW[dtype_name], inputs)
+    fi_call, reason = baseline_call(SOLUTIONS_DIR / FLASHINFER_SOLUTIONS[dtype_name], inputs)
     row["flashinfer_us"] = timer(fi_call) if fi_call else None
     row["flashinfer_unavailable"] = reason
     row["best"] = fastest_correct(row["configs"])

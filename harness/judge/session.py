@@ -35,7 +35,7 @@ from harness.judge.isolation import Timeouts, WorkerGone, WorkerProcess, write_t
 from harness.judge.references import References
 from harness.judge.solutions import SolutionMeta, materialize
 from harness.judge.timing import summarize
-from harness.judge.worker import destination_layout, timed_trial
+from harness.judge.worker import destination_headers, destination_layout, timed_trial
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation,
                                    FloorMeasurement, Performance, TensorErrors, TierFigure, Trace, WorkloadRecord,
                                    variant_label)
@@ -160,8 +160,7 @@ class VariantJudge:
         workloads = self.ctx.dataset.workloads
         stored = max((msg.area_bytes(msg.tensor_header(n, t) for n, t in self.ctx.references.stored[w.uuid].items())
                       for w in workloads), default=0)
-        outputs = max((msg.area_bytes(msg.TensorHeader(name=n, dtype=dtype, shape=list(shape)) for n, (shape, dtype)
-                                      in destination_layout(self.definition, w.axes, self.variant.state_dtype).items())
+        outputs = max((msg.area_bytes(destination_headers(self.definition, w.axes, self.variant.state_dtype))
                        for w in workloads), default=0)
         return stored, outputs
 

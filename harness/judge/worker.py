@@ -54,6 +54,12 @@ def destination_layout(definition, axes: dict, state_dtype: str) -> dict[str, tu
             for name, spec in definition.outputs.items()}
 
 
+def destination_headers(definition, axes: dict, state_dtype: str) -> list[msg.TensorHeader]:
+    """:func:`destination_layout` as payload headers (what a shipment of one call's outputs holds)."""
+    return [msg.TensorHeader(name=name, dtype=dtype, shape=list(shape))
+            for name, (shape, dtype) in destination_layout(definition, axes, state_dtype).items()]
+
+
 def destinations(definition, axes: dict, state_dtype: str, device) -> dict[str, torch.Tensor]:
     """NaN-filled output buffers (see :func:`destination_layout`): any element a solution leaves unwritten fails."""
     return {name: torch.full(shape, float("nan"), dtype=TORCH_DTYPES[dtype], device=device)
@@ -233,9 +239,7 @@ class DestinationRing:
 
     def __init__(self, worker: "Worker", axes: dict):
         self.worker = worker
-        layout = destination_layout(worker.definition, axes, worker.job.state_dtype)
-        set_bytes = sum(msg.area_bytes([msg.TensorHeader(name=n, dtype=d, shape=list(s))])
-                        for n, (s, d) in layout.items())
+        set_bytes = msg.area_bytes(destination_headers(worker.definition, axes, worker.job.state_dtype))
         self.size = max(1, min(RING_MAX_SETS, RING_BYTES // max(set_bytes, 1)))
         # the ring keeps the buffers; each call gets fresh views of them, so a solution that rebinds
         # (Tensor.set_) what it was handed changes nothing the worker ships or poisons next

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.facts import TIERS
-from harness.records.trace import FloorMeasurement, TierFigure, Trace
+from harness.facts import FLASHINFER_SOLUTIONS, TIERS
+from harness.records.trace import (FloorMeasurement, TierFigure, Trace, is_floor_label, label_state_dtype,
+                                   variant_label)
 
 #: Tier figures copied into the table, as ``<tier>_<field>`` columns.
 TIER_FIELDS = ("value_us", "p10_us", "p90_us", "iters", "x_copy_floor", "achieved_gb_per_s",
@@ -108,17 +109,9 @@ def print_table(frame: pd.DataFrame, console=None) -> None:
     console.print(table)
 
 
-#: The FlashInfer kernel each state dtype is compared with in the run summary.
-FLASHINFER_BY_STATE = {"float32": "fi-baseline", "bfloat16": "fi-bf16state[bfloat16-state]"}
-
-
 def _geomean(values) -> float | None:
     values = [v for v in values if v is not None and v == v and v > 0]
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
-
-
-def _state_dtype(label: str) -> str:
-    return label[label.index("[") + 1:label.index("-state]")] if label.endswith("-state]") else "float32"
 
 
 def _first_failure(rows: pd.DataFrame) -> str:
@@ -144,7 +137,7 @@ def solution_summary(frame: pd.DataFrame) -> pd.DataFrame:
     ``below_floor`` (workloads whose figure is under the copy floor: on a CPU, wall-clock noise),
     ``problem`` (status counts and the first failure's reason), ``skipped_only``.
     """
-    rows = frame[~frame["solution"].astype(str).str.startswith("copy-floor")]
+    rows = frame[~frame["solution"].astype(str).map(is_floor_label)]
     latency = {}  # (label, workload) -> µs of passed rows
     for _, r in rows[rows["status"] == "PASSED"].iterrows():
         latency[(r["solution"], r["workload"])] = r.get("latency_us")
@@ -155,7 +148,9 @@ def solution_summary(frame: pd.DataFrame) -> pd.DataFrame:
         floors = passed[f"{tier}_x_copy_floor"].dropna() if tier and f"{tier}_x_copy_floor" in passed else pd.Series()
         speedups = (passed[f"{tier}_speedup_vs_reference"].dropna()
                     if tier and f"{tier}_speedup_vs_reference" in passed else pd.Series())
-        flashinfer = FLASHINFER_BY_STATE.get(_state_dtype(label))
+        state_dtype = label_state_dtype(label)
+        flashinfer = (variant_label(FLASHINFER_SOLUTIONS[state_dtype], state_dtype)
+                      if state_dtype in FLASHINFER_SOLUTIONS else None)
         ratios = [latency[(flashinfer, w)] / latency[(label, w)] for w in passed["workload"]
                   if flashinfer and flashinfer != label and (flashinfer, w) in latency and latency[(label, w)]]
         out.append({
