@@ -2,6 +2,7 @@
 
 import json
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -80,6 +81,24 @@ def test_a_changed_or_truncated_cached_file_is_made_again(tmp_path, monkeypatch,
         assert dataset.workloads[0].uuid == first.uuid
     open_dataset("contest-v1", show_progress=False)  # intact: not hashed again, nothing said
     assert capsys.readouterr().err == ""
+
+
+def test_a_generated_file_a_solution_changed_is_deleted_with_its_stamp(tmp_path, monkeypatch):
+    """The run that caught the change deletes the file: a forged stamp then vouches for nothing."""
+    from harness.data.dataset import forget_generated_files
+
+    monkeypatch.setenv("GDN_BENCH_CACHE", str(tmp_path))
+    dataset = open_dataset("contest-v1", show_progress=False)
+    blob = tmp_path / "dataset" / dataset.workloads[0].inputs["state"].path
+    stamp = blob.with_name(blob.name + ".verified")
+    assert stamp.is_file()
+    outside = tmp_path / "elsewhere.safetensors"
+    outside.write_bytes(b"x")
+    assert forget_generated_files(dataset, [str(blob), str(outside)]) == [blob]
+    assert not blob.exists() and not stamp.exists() and outside.exists()
+    open_dataset("contest-v1", show_progress=False)  # generated again
+    external = SimpleNamespace(name=str(tmp_path / "dataset"), files=dataset.files)  # a user's dataset folder
+    assert forget_generated_files(external, [str(blob)]) == [] and blob.exists()  # the user's files stay
 
 
 def test_checksum_mismatch_is_refused(tmp_path):

@@ -74,6 +74,22 @@ def _open_our_set(set_name: str, show_progress: bool) -> Dataset:
     return Dataset(set_name, definition, workloads, TensorFiles(root))
 
 
+def forget_generated_files(dataset: Dataset, paths) -> list[Path]:
+    """Delete those of ``paths`` that are generated tensor files of one of our sets, with their
+    stamps, so the next run generates them afresh (a process that changed a file could also
+    have forged its stamp, see :func:`cached_file_is_intact`). An external dataset's files are
+    the user's and stay. Returns the deleted files."""
+    if dataset.name not in SET_NAMES:
+        return []
+    root, deleted = dataset.files.root.resolve(), []
+    for path in map(Path, paths):
+        if path.resolve().is_relative_to(root) and path.suffix == ".safetensors":
+            path.unlink(missing_ok=True)
+            path.with_name(path.name + ".verified").unlink(missing_ok=True)
+            deleted.append(path)
+    return deleted
+
+
 def cached_file_is_intact(path: Path, expected: dict[str, str]) -> bool:
     """Whether the safetensors file ``path`` holds tensors with the SHA-256 ``expected`` records
     (``{tensor name: hex digest}``, from workloads/checksums.json).

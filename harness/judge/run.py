@@ -31,7 +31,7 @@ from typing import Callable
 import torch
 from tqdm import tqdm
 
-from harness.data.dataset import Dataset, open_dataset
+from harness.data.dataset import Dataset, forget_generated_files, open_dataset
 from harness.facts import DEFAULT_TOLERANCE, REFERENCE_SOLUTION, Tolerance
 from harness.judge.build import CompileError
 from harness.judge.check import Status
@@ -261,9 +261,11 @@ def judge_variant(ctx: RunContext, candidate: Candidate, variant: Variant, guard
         if changed:
             traces = tampered(judge, ctx, traces, changed)
             guards.results.restore()
+            forgotten = forget_generated_files(ctx.dataset, changed)
             result.notes.append(f"{variant.label} changed files it must not touch: {', '.join(changed[:10])}; "
                                 "the run kept using the copies it took when it started, and put the results "
-                                "folder back")
+                                "folder back" + (f"; {len(forgotten)} changed tensor file(s) of the generated set "
+                                                 "were deleted, to be generated afresh" if forgotten else ""))
             guards.inputs.refresh()
             guards.code.refresh()
         result.traces += traces
