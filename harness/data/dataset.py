@@ -70,7 +70,7 @@ def _open_our_set(set_name: str, show_progress: bool) -> Dataset:
             path.unlink()
     missing = [r for r in recipes if not (root / r.blob_path).exists()]
     for recipe in tqdm(missing, desc=f"generating {set_name} tensors", disable=not (show_progress and missing)):
-        cached_file_is_intact(generator.materialize(recipe, root, bank, checksums), checksums.get(recipe.uuid, {}))
+        _write_stamp(generator.materialize(recipe, root, bank, checksums))  # materialize checked the checksums
     return Dataset(set_name, definition, workloads, TensorFiles(root))
 
 
@@ -85,7 +85,7 @@ def forget_generated_files(dataset: Dataset, paths) -> list[Path]:
     for path in map(Path, paths):
         if path.resolve().is_relative_to(root) and path.suffix == ".safetensors":
             path.unlink(missing_ok=True)
-            path.with_name(path.name + ".verified").unlink(missing_ok=True)
+            _stamp_path(path).unlink(missing_ok=True)
             deleted.append(path)
     return deleted
 
@@ -99,9 +99,8 @@ def cached_file_is_intact(path: Path, expected: dict[str, str]) -> bool:
     """
     from safetensors.numpy import load_file
 
-    stat = path.stat()
-    stamp, seen = path.with_name(path.name + ".verified"), f"{stat.st_size} {stat.st_mtime_ns}"
-    if stamp.is_file() and stamp.read_text() == seen:
+    stamp = _stamp_path(path)
+    if stamp.is_file() and stamp.read_text() == _stamp_text(path):
         return True
     try:
         tensors = load_file(path)
@@ -109,8 +108,22 @@ def cached_file_is_intact(path: Path, expected: dict[str, str]) -> bool:
     except Exception:  # a truncated or garbled file: safetensors raises its own error types
         intact = False
     if intact:
-        stamp.write_text(seen)
+        _write_stamp(path)
     return intact
+
+
+def _stamp_path(path: Path) -> Path:
+    """The stamp file beside a tensor file: it records the file's size and mtime when it last matched."""
+    return path.with_name(path.name + ".verified")
+
+
+def _stamp_text(path: Path) -> str:
+    stat = path.stat()
+    return f"{stat.st_size} {stat.st_mtime_ns}"
+
+
+def _write_stamp(path: Path) -> None:
+    _stamp_path(path).write_text(_stamp_text(path))
 
 
 def _find_one(root: Path, pattern: str) -> Path:

@@ -233,9 +233,14 @@ class PayloadArea:
         return raw.view(TORCH_DTYPES[header.dtype]).reshape(header.shape)
 
 
+def _aligned(nbytes: int) -> int:
+    """``nbytes`` rounded up to where the next payload may start (:data:`_ALIGN`)."""
+    return -(-nbytes // _ALIGN) * _ALIGN
+
+
 def area_bytes(headers) -> int:
     """Bytes an area needs for the payloads of one frame: ``headers``' tensors, each aligned."""
-    return sum(-(-h.nbytes() // _ALIGN) * _ALIGN for h in headers)
+    return sum(_aligned(h.nbytes()) for h in headers)
 
 
 class Channel:
@@ -297,7 +302,7 @@ class Channel:
         if offset + nbytes > self.send_area.size:
             raise ProtocolError(f"payload of {nbytes} bytes does not fit the {self.send_area.size}-byte area")
         self.send_area.view(offset, header).copy_(tensor.detach())
-        self._cursor = offset + -(-nbytes // _ALIGN) * _ALIGN
+        self._cursor = offset + _aligned(nbytes)
         self.writer.send_bytes(_PAYLOAD_FRAME.pack(offset, nbytes))
 
     def recv_tensor(self, header: TensorHeader, expected_shape: tuple[int, ...], expected_dtype: str) -> torch.Tensor:

@@ -246,7 +246,7 @@ class DestinationRing:
         self.sets = [destinations(worker.definition, axes, worker.job.state_dtype, worker.device)
                      for _ in range(self.size)]
         self.outstanding: list[int] = []  # timed calls whose Go has not been read yet, oldest first
-        self.early: list[bool] = []  # answers read while waiting for a receipt, oldest first
+        self.answers: list[bool] = []  # the judge's answers read but not yet acted on, oldest first
         self.unreceipted = False  # the payload area holds a shipment the judge has not confirmed
 
     def poisoned(self, index: int | None) -> dict[str, torch.Tensor]:
@@ -262,24 +262,24 @@ class DestinationRing:
         self.worker.channel.send(msg.Called(index=index))
         self.outstanding.append(index)
 
+    def read(self) -> None:
+        """One message of the judge's: a ``Go`` is queued, a ``Received`` frees the payload area."""
+        message = self.worker.channel.recv(msg.Go, msg.Received)
+        if isinstance(message, msg.Go):
+            self.answers.append(message.proceed)
+        else:
+            self.unreceipted = False
+
     def next_answer(self) -> bool:
         """The judge's next ``Go`` (whether it verifies the oldest outstanding call)."""
-        if self.early:
-            return self.early.pop(0)
-        while True:
-            message = self.worker.channel.recv(msg.Go, msg.Received)
-            if isinstance(message, msg.Go):
-                return message.proceed
-            self.unreceipted = False
+        while not self.answers:
+            self.read()
+        return self.answers.pop(0)
 
     def await_receipt(self) -> None:
         """Wait until the judge has copied the last shipment out of the payload area."""
         while self.unreceipted:
-            message = self.worker.channel.recv(msg.Go, msg.Received)
-            if isinstance(message, msg.Go):
-                self.early.append(message.proceed)
-            else:
-                self.unreceipted = False
+            self.read()
 
     def answer(self) -> None:
         """Read the judge's answer for the oldest outstanding call; ship its outputs if asked."""
