@@ -203,12 +203,12 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
     results_dir = Path(results_dir)
     run_dir = results_dir / "runs" / run_id(dataset.name, config.device)
     guards = Guards(dataset, folders, results_dir)
-    references = References(dataset, config.device)
+    result = RunResult(run_dir)
+    references = References(dataset, config.device, notes=result.notes)
     env = Environment(**environment(config.device))
     candidates = [prepare(f, dataset, config) for f in folders]
     variants = [v for c in candidates for v in c.variants]
     writer = RunWriter(run_dir)
-    result = RunResult(run_dir)
     meta = {"algo": algo, "workloads": dataset_spec, "definition": dataset.definition.name,
             "config": asdict(config), "environment": env.model_dump(), "git_commit": git_commit(),
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
