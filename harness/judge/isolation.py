@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import hashlib
 import os
@@ -82,32 +81,6 @@ def die_with_parent() -> bool:
     return _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-@contextlib.contextmanager
-def separate_cpus():
-    """Pin the calling (judge) thread, and the threads it starts, to one CPU while the
-    block runs; yield the other CPUs, for :class:`WorkerProcess` to pin workers to.
-    Yields None, and pins nothing, where there is one CPU or no affinity call (not Linux).
-
-    Why: the judge answers every timed call over a pipe, and Linux wakes a pipe's
-    reader with a "sync" hint that puts the woken judge thread on the writer's CPU.
-    The worker does not sleep after writing, so the two shared a core, and the host
-    side of a Python-launched kernel (Triton) ran about twice as slow: +70 µs on the
-    sync tier, +60 µs on events, CUPTI unchanged (H100, results/judge-check/20261123-H100-session3).
-    """
-    try:
-        allowed = sorted(os.sched_getaffinity(0))
-    except AttributeError:
-        allowed = []
-    if len(allowed) < 2:
-        yield None
-        return
-    os.sched_setaffinity(0, {allowed[0]})
-    try:
-        yield set(allowed[1:])
-    finally:
-        os.sched_setaffinity(0, allowed)
-
-
 def _children(pid: int) -> list[int]:
     kids = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
@@ -156,11 +129,9 @@ def kill_tree(process_group: int | None) -> None:
 class WorkerProcess:
     """One running worker and the parent's end of its channel."""
 
-    def __init__(self, private_dir: Path, log_path: Path, to_worker_bytes: int, from_worker_bytes: int,
-                 cpus: set[int] | None = None):
+    def __init__(self, private_dir: Path, log_path: Path, to_worker_bytes: int, from_worker_bytes: int):
         """Start the worker; the payload areas (:class:`protocol.PayloadArea`) hold the largest
-        frame of tensors each way: ``to_worker_bytes`` (stored inputs), ``from_worker_bytes`` (outputs).
-        ``cpus``: the CPUs the worker (and what it starts) may run on (see :func:`separate_cpus`)."""
+        frame of tensors each way: ``to_worker_bytes`` (stored inputs), ``from_worker_bytes`` (outputs)."""
         self.private_dir, self.log_path = private_dir, log_path
         (private_dir / "work").mkdir(parents=True, exist_ok=True)
         (private_dir / "triton").mkdir(exist_ok=True)
@@ -180,9 +151,6 @@ class WorkerProcess:
                  "--send-area-fd", str(from_area.fd)],
                 cwd=private_dir / "work", env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, pass_fds=fds)
-        if cpus:  # before the worker has started a thread: the ones it starts inherit the mask
-            with contextlib.suppress(OSError):  # already gone: the first recv says so
-                os.sched_setaffinity(self.proc.pid, cpus)
         for fd in fds:  # the worker's ends; the areas stay mapped here
             os.close(fd)
         from multiprocessing.connection import Connection

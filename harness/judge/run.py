@@ -37,7 +37,7 @@ from harness.judge.build import CompileError
 from harness.judge.check import Status
 from harness.judge.floor import measure_floor
 from harness.judge.isolation import (FileGuard, ResultsGuard, Timeouts, become_subreaper, protect_memory,
-                                     read_tree, separate_cpus)
+                                     read_tree)
 from harness.judge.references import References
 from harness.judge.session import RunContext, Variant, VariantJudge
 from harness.judge.solutions import (SolutionLoadError, SolutionMeta, build_library, discover, load_meta,
@@ -225,14 +225,13 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
             bar.update()
             bar.set_postfix_str(f"{trace.solution}: {trace.evaluation.status.value}")
 
-        with separate_cpus() as ctx.worker_cpus:
-            for candidate in candidates:
-                for variant in candidate.variants:
-                    done = len(result.traces)
-                    judge_variant(ctx, candidate, variant, guards, result, arrived)
-                    save(writer, meta, result, guards)
-                    for trace in result.traces[done:] if on_trace else ():  # final: after the fingerprint check
-                        on_trace(trace)
+        for candidate in candidates:
+            for variant in candidate.variants:
+                done = len(result.traces)
+                judge_variant(ctx, candidate, variant, guards, result, arrived)
+                save(writer, meta, result, guards)
+                for trace in result.traces[done:] if on_trace else ():  # final: after the fingerprint check
+                    on_trace(trace)
     except KeyboardInterrupt:
         result.interrupted = True
         result.notes.append("interrupted (Ctrl-C): the traces hold what finished before it")

@@ -81,7 +81,6 @@ class RunContext:
     harness_files: dict[str, bytes]  # the harness's sources as the run started
     scratch: Path
     timeouts: Timeouts = field(default_factory=Timeouts)
-    worker_cpus: set[int] | None = None  # see isolation.separate_cpus
 
 
 class Rejected(Exception):
@@ -147,7 +146,7 @@ class VariantJudge:
         private = self.ctx.scratch / f"{self.variant.meta.package_name}-{self.variant.state_dtype}-{attempt}"
         write_tree(self.ctx.harness_files, private / "code" / "harness")
         package_dir = materialize(self.variant.meta, self.files, private / "code", self.library)
-        worker = WorkerProcess(private, private / "worker.log", *self.payload_area_sizes(), cpus=self.ctx.worker_cpus)
+        worker = WorkerProcess(private, private / "worker.log", *self.payload_area_sizes())
         config = self.ctx.config
         worker.send(msg.Solution(
             package_dir=str(package_dir), package_name=self.variant.meta.package_name,

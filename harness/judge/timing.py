@@ -37,10 +37,13 @@ import torch
 from harness.facts import GPU_TIERS, TIERS  # noqa: E402,F401 - re-exported: the tiers this module measures
 #: The contest's do_bench settings, reproduced by the sync tier.
 SYNC_WARMUP, SYNC_ITERS, SYNC_TRIALS = 10, 50, 3
-#: Most calls of a clock warm-up: ~1 s of flush + call even where the host clock
-#: lies (a solution can patch time.perf_counter in its own process; the H100 makes
-#: ~2,000 calls in the default 0.2 s).
-WARM_MAX_CALLS = 20_000
+#: Most calls of a clock warm-up, however the host clock reads (a solution can
+#: patch time.perf_counter in its own process). The H100 makes ~2,000 flush +
+#: call pairs of a µs kernel in the default 0.2 s, so an honest warm-up is cut
+#: only on faster GPUs, and still lasts tens of ms there. 20,000 was too many:
+#: the patch-timer fixture, ~0.5 ms a call, then warmed for 10 s per tier and hit
+#: the judge's deadline on the H100 (results/judge-check/20261123-H100-session3).
+WARM_MAX_CALLS = 2_000
 
 
 @dataclass
