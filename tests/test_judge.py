@@ -203,6 +203,7 @@ def write_solution(root, folder, toml, files=("main.py",)):
     ("a", GOOD_TOML.format(name="a", entry="main.py") + "[tolerance.float32]\natol = 1e9\nrtol = 1e9\n", "tolerance"),
     ("a", GOOD_TOML.format(name="a", entry="main.py") + 'atol = 1.0\n', "solution.atol"),
     ("a", GOOD_TOML.format(name="a", entry="main.py").replace('"python"', '"cuda"'), "solution.sources"),
+    ("a", GOOD_TOML.format(name="a", entry="main.py") + 'ffi_function = "gdn_decode"\n', "solution.ffi_function"),
 ])
 def test_malformed_solution_folders_name_the_file_and_field(tmp_path, folder, toml, field):
     directory = write_solution(tmp_path, folder, toml)

@@ -65,6 +65,14 @@ def test_traces_are_on_disk_in_trace_format(run):
     assert stored.meta["solutions"] == ["crashes", "raises", "hangs", "slow", "good"]
 
 
+def test_every_trace_line_is_a_flashinfer_bench_trace(run):
+    from flashinfer_bench.data import Trace as FibTrace
+
+    lines = (run.run_dir / "traces.jsonl").read_text().splitlines()
+    statuses = {FibTrace.model_validate_json(line).evaluation.status.value for line in lines}
+    assert statuses >= {"PASSED", "RUNTIME_ERROR", "TIMEOUT"}  # the error statuses too, each without the fields
+
+
 def test_unknown_solution_name():
     with pytest.raises(ValueError, match="unknown solution"):
         select_solutions("no-such-solution", FIXTURE_SOLUTIONS)

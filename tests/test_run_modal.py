@@ -71,7 +71,8 @@ def test_merge_fills_speedups_across_containers(run_modal, tmp_path):
     assert cuda.speedup_factor == pytest.approx(10.0) and cuda.reference_latency_ms == pytest.approx(0.05)
 
     run_dir, frame = run_modal.write_run_files(tmp_path, run_id, run, traces, floors)
-    assert sorted(p.name for p in run_dir.iterdir()) == ["floors.jsonl", "run.json", "summary.csv", "traces.jsonl"]
+    assert sorted(p.name for p in run_dir.iterdir()) == ["floors.jsonl", "run.json", "skipped.jsonl", "summary.csv",
+                                                         "traces.jsonl"]
     assert list(frame["solution"]) == ["copy-floor", "cuda-v4", "pt-reference"]
 
 

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from test_leaderboard import STAMP, make_floor, make_trace
 
 from harness.records.annotate import annotate
-from harness.records.store import FLOORS_FILE, TRACES_FILE, RunWriter, load_run, run_dirs
+from harness.records.store import FLOORS_FILE, SKIPPED_FILE, TRACES_FILE, RunWriter, load_run, run_dirs
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation, EvaluationStatus,
                                    Performance, TensorErrors, Trace, floor_label, is_floor_label, label_state_dtype)
 
@@ -106,8 +106,10 @@ def test_writer_round_trip_and_rewrites_whole_files(tmp_path):
     writer.write_traces(traces)
     writer.write_floors(floors)
     frame = writer.write_summary(traces, floors)
-    assert sorted(p.name for p in writer.run_dir.iterdir()) == ["floors.jsonl", "run.json", "summary.csv",
-                                                                 "traces.jsonl"]  # no temporary files left
+    assert sorted(p.name for p in writer.run_dir.iterdir()) == ["floors.jsonl", "run.json", "skipped.jsonl",
+                                                                 "summary.csv", "traces.jsonl"]  # no temporary files
+    assert [json.loads(line)["solution"] for line in (writer.run_dir / TRACES_FILE).read_text().splitlines()] == ["a"]
+    assert [json.loads(line)["solution"] for line in (writer.run_dir / SKIPPED_FILE).read_text().splitlines()] == ["b"]
     run = load_run(writer.run_dir)
     assert (run.meta, run.traces, run.floors) == ({"workloads": "sweep"}, traces, floors)
     assert list(frame["solution"]) == ["copy-floor", "a", "b"]

@@ -282,7 +282,7 @@ def tampered(judge: VariantJudge, ctx: RunContext, traces: list[Trace], changed:
 def save(writer: RunWriter, meta: dict, result: RunResult, guards: Guards) -> None:
     """Rewrite the run's files from memory (annotation in one pure pass), then let the guard know them."""
     written = [writer.write_meta(meta), writer.write_floors(result.floors),
-               writer.write_traces(annotate(result.traces, result.floors))]
+               *writer.write_traces(annotate(result.traces, result.floors))]
     for path in written:
         guards.results.remember(path)
     guards.results.refresh()

@@ -36,7 +36,7 @@ from harness.paths import SOLUTIONS_DIR
 LANGUAGES = ("python", "triton", "cuda", "cutedsl")
 #: Keys ``[solution]`` may hold; anything else is a typo or a claim the judge does not honour.
 KNOWN_KEYS = frozenset({"name", "definition", "language", "author", "description", "entry", "packages",
-                        "gpu_only", "inplace_state", "state_dtypes", "sources"})
+                        "gpu_only", "inplace_state", "state_dtypes", "sources", "ffi_function"})
 #: A solution name: it becomes part of a package name, file names and CSV cells.
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 #: Files larger than this are not part of a solution snapshot (build outputs, data).
@@ -66,6 +66,9 @@ class SolutionMeta:
     inplace_state: bool
     state_dtypes: tuple[str, ...]
     sources: tuple[str, ...] = ()  # CUDA sources the harness compiles (language "cuda")
+    #: the TVM-FFI function ``sources`` export with the definition's positional DPS
+    #: signature (language "cuda"): the entry point of the packed submission
+    ffi_function: str = ""
 
     @property
     def package_name(self) -> str:
@@ -171,13 +174,17 @@ def load_meta(directory: str | Path) -> SolutionMeta:
     sources = tuple(_inside(s, directory, path, "solution.sources") for s in _string_list(table, "sources", path))
     if language == "cuda" and not sources:
         raise SolutionLoadError(path, "solution.sources", "a CUDA solution lists the .cu files the harness compiles")
+    ffi_function = _field(table, "ffi_function", str, path, "")
+    if ffi_function and (language != "cuda" or not ffi_function.isidentifier()):
+        raise SolutionLoadError(path, "solution.ffi_function", "names a C++ function exported by the sources "
+                                "(an identifier), and only a CUDA solution has one")
     return SolutionMeta(
         name=name, directory=directory, definition=_field(table, "definition", str, path), language=language,
         author=_field(table, "author", str, path, ""), description=_field(table, "description", str, path, ""),
         entry=entry, packages=_string_list(table, "packages", path),
         gpu_only=_field(table, "gpu_only", bool, path, False),
         inplace_state=_field(table, "inplace_state", bool, path, False),
-        state_dtypes=state_dtypes, sources=sources,
+        state_dtypes=state_dtypes, sources=sources, ffi_function=ffi_function,
     )
 
 

@@ -4,7 +4,11 @@ A run folder holds:
 
 * ``run.json``: the run's metadata (a dict: set, config, environment,
   ``started``, ``git_commit``, solutions, ...), as the judge builds it;
-* ``traces.jsonl``: one :class:`~harness.records.trace.Trace` per line;
+* ``traces.jsonl``: one :class:`~harness.records.trace.Trace` per line, every
+  one a valid flashinfer-bench ``Trace`` (its loaders read the file as it is);
+* ``skipped.jsonl``: the SKIPPED traces (a solution that could not run on this
+  machine), in the same model: SKIPPED is not a flashinfer-bench status, so
+  they are kept out of ``traces.jsonl`` (docs/interop.md);
 * ``floors.jsonl``: one :class:`~harness.records.trace.FloorMeasurement` per
   line (the copy floor of each workload);
 * ``summary.csv``: the flat per-trace table of :mod:`harness.records.report`.
@@ -34,10 +38,11 @@ from typing import Any, Iterable
 import pandas as pd
 from pydantic import ValidationError
 
-from harness.records.trace import FloorMeasurement, Trace, is_floor_label, label_state_dtype
+from harness.records.trace import EvaluationStatus, FloorMeasurement, Trace, is_floor_label, label_state_dtype
 
 RUN_FILE = "run.json"
 TRACES_FILE = "traces.jsonl"
+SKIPPED_FILE = "skipped.jsonl"
 FLOORS_FILE = "floors.jsonl"
 SUMMARY_FILE = "summary.csv"
 #: ``method`` of a floor read from the old format (``dst.copy_(state)`` in torch).
@@ -108,11 +113,15 @@ class RunWriter:
         _atomic_write(path, json.dumps(meta, indent=2) + "\n")
         return path
 
-    def write_traces(self, traces: list[Trace]) -> Path:
-        """``traces.jsonl``: every trace of the run so far, one per line."""
-        path = self.run_dir / TRACES_FILE
-        _atomic_write(path, _jsonl(traces))
-        return path
+    def write_traces(self, traces: list[Trace]) -> list[Path]:
+        """``traces.jsonl`` and ``skipped.jsonl`` (see module doc): every trace of the run so far,
+        one per line, in run order. Returns both paths."""
+        skipped = [t for t in traces if t.evaluation.status == EvaluationStatus.SKIPPED]
+        ran = [t for t in traces if t.evaluation.status != EvaluationStatus.SKIPPED]
+        paths = [self.run_dir / TRACES_FILE, self.run_dir / SKIPPED_FILE]
+        for path, records in zip(paths, (ran, skipped)):
+            _atomic_write(path, _jsonl(records))
+        return paths
 
     def write_floors(self, floors: list[FloorMeasurement]) -> Path:
         """``floors.jsonl``: every floor measurement of the run so far, one per line."""
@@ -200,7 +209,7 @@ def load_meta(run_dir: Path) -> dict[str, Any]:
 def load_run(run_dir: Path) -> StoredRun:
     """Read a run folder (see module doc): run.json, traces and floors, old format included."""
     run_dir = Path(run_dir)
-    records = _read_jsonl(run_dir / TRACES_FILE, record_from_row)
+    records = _read_jsonl(run_dir / TRACES_FILE, record_from_row) + _read_jsonl(run_dir / SKIPPED_FILE, Trace.model_validate)
     floors = _read_jsonl(run_dir / FLOORS_FILE, FloorMeasurement.model_validate)
     return StoredRun(run_dir=run_dir, meta=load_meta(run_dir),
                      traces=[r for r in records if isinstance(r, Trace)],

@@ -1,0 +1,14 @@
+"""``python -m harness COMMAND``: the commands beside a benchmark run (run_local.py).
+
+    python -m harness pack NAME --out DIR             # a solution as a contest submission
+    python -m harness export-dataset SET --out DIR    # a workload set as a flashinfer-bench dataset
+
+Exit 2, with the file or field at fault, for bad input; no traceback.
+"""
+
+import sys
+
+from harness.interop.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,67 @@
+"""The ``python -m harness`` command line (see :mod:`harness.__main__`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.errors import HarnessInputError
+from harness.paths import SOLUTIONS_DIR
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    pack = commands.add_parser("pack", help="write a solution as a contest submission: DIR/NAME.json "
+                                            "(flashinfer-bench Solution) and the starter-kit folder DIR/NAME/")
+    pack.add_argument("name", metavar="NAME", help="solution folder name (see run_local.py -h)")
+    pack.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write into")
+    pack.add_argument("--solutions", type=Path, default=SOLUTIONS_DIR, metavar="DIR",
+                      help="folder to find solutions in (default: solutions/)")
+    export = commands.add_parser("export-dataset", help="write a workload set as a flashinfer-bench dataset "
+                                                        "folder (definitions/, workloads/, blob/)")
+    export.add_argument("set", metavar="SET", help="set name (contest-v1, contest-v2, sweep) or a dataset folder")
+    export.add_argument("--out", required=True, type=Path, metavar="DIR", help="empty folder to write into")
+    export.add_argument("--no-progress", action="store_true", help="no progress bar while tensors are generated")
+    return parser
+
+
+def run_export(args) -> int:
+    from harness.interop.export import export_dataset
+
+    out = export_dataset(args.set, args.out, show_progress=not args.no_progress)
+    print(f"{out}/: flashinfer-bench dataset of {args.set} (flashinfer_bench.data.TraceSet.from_path reads it; "
+          f"run_local.py --workloads {out} runs it)")
+    return 0
+
+
+def run_pack(args) -> int:
+    from harness.data.dataset import OUR_DEFINITION
+    from harness.data.definition import load_definition
+    from harness.interop.pack import pack
+    from harness.judge.solutions import discover, load_meta
+
+    folders = discover(args.solutions)
+    if args.name not in folders:
+        raise HarnessInputError(args.solutions, None, f"no solution {args.name!r}; "
+                                f"available: {', '.join(folders) or 'none'}")
+    packed = pack(load_meta(folders[args.name]), load_definition(OUR_DEFINITION), args.out)
+    spec = packed.solution.spec
+    print(f"{packed.json_path}: flashinfer-bench Solution {packed.solution.name!r} "
+          f"({spec.language.value}, entry {spec.entry_point}, {len(packed.solution.sources)} source files)")
+    print(f"{packed.kit_dir}/: starter-kit folder (config.toml, solution/{spec.language.value}/)")
+    return 0
+
+
+COMMANDS = {"pack": run_pack, "export-dataset": run_export}
+
+
+def main(argv: list[str]) -> int:
+    """Run one command; 0, or 2 with the file or field at fault for bad input."""
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except HarnessInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

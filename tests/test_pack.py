@@ -1,0 +1,133 @@
+"""`python -m harness pack`: every solution packs into a flashinfer-bench Solution
+that flashinfer-bench's own models and builders accept (harness/interop/pack.py).
+
+On the CPU: the JSON validates with flashinfer-bench's ``Solution``; its
+``BuilderRegistry`` (what the contest built submissions with) imports and
+signature-checks the Python-family solutions and compiles the CUDA ones with
+nvcc (``TVM_FFI_CUDA_ARCH_LIST`` names the architecture, as no GPU is there).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from harness.data.dataset import OUR_DEFINITION
+from harness.data.definition import load_definition
+from harness.interop.pack import DPS_ENTRY, pack
+from harness.judge.build import CompileError, find_nvcc
+from harness.judge.solutions import discover, load_meta
+
+import flashinfer_bench.data as fib_data  # noqa: E402 - installed by the README's test command
+SOLUTIONS = discover()
+CUDA = [n for n in SOLUTIONS if load_meta(SOLUTIONS[n]).language == "cuda"]
+PYTHON_FAMILY = [n for n in SOLUTIONS if n not in CUDA]
+IMPORTS_HARNESS = re.compile(r"^\s*(from|import)\s+(harness|tools)\b", re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory):
+    """Every solution packed once into one folder: {name: Packed}."""
+    out = tmp_path_factory.mktemp("packed")
+    definition = load_definition(OUR_DEFINITION)
+    return {name: pack(load_meta(folder), definition, out) for name, folder in SOLUTIONS.items()}
+
+
+@pytest.fixture(scope="module")
+def fib_definition():
+    return fib_data.Definition.model_validate(json.loads(OUR_DEFINITION.read_text()))
+
+
+@pytest.mark.parametrize("name", list(SOLUTIONS))
+def test_every_solution_packs_into_a_valid_flashinfer_bench_solution(packed, name):
+    result = packed[name]
+    solution = fib_data.Solution.model_validate_json(result.json_path.read_text())
+    meta = load_meta(SOLUTIONS[name])
+    assert (solution.name, solution.definition, solution.author) == (meta.name, meta.definition, meta.author)
+    assert not [s.path for s in solution.sources if IMPORTS_HARNESS.search(s.content)]
+    config = tomllib.loads((result.kit_dir / "config.toml").read_text())
+    assert config["build"]["entry_point"] == solution.spec.entry_point
+    kit_sources = result.kit_dir / "solution" / config["build"]["language"]
+    assert {s.path: s.content for s in solution.sources} == {
+        p.relative_to(kit_sources).as_posix(): p.read_text() for p in kit_sources.rglob("*") if p.is_file()}
+    if meta.language == "cuda":
+        assert solution.spec.entry_point == f"kernel.cu::{meta.ffi_function}"
+        assert solution.spec.binding.value == "tvm-ffi"
+    else:
+        assert solution.spec.entry_point == f"{DPS_ENTRY}::run"
+
+
+def test_the_generated_entry_takes_the_definitions_arguments_in_order(packed):
+    source = next(s.content for s in packed["fla-recurrent"].solution.sources if s.path == DPS_ENTRY)
+    assert "def run(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state):" in source
+    inplace = next(s.content for s in packed["fi-baseline"].solution.sources if s.path == DPS_ENTRY)
+    assert "new_state.copy_(state)" in inplace  # an in-place solution gets new_state as its state
+
+
+@pytest.mark.parametrize("name", PYTHON_FAMILY)
+def test_flashinfer_bench_imports_and_signature_checks_the_python_family(packed, fib_definition, name,
+                                                                         tmp_path, monkeypatch):
+    meta = load_meta(SOLUTIONS[name])
+    if meta.missing_packages():
+        pytest.skip(f"needs {meta.missing_packages()}")
+    monkeypatch.setenv("FIB_CACHE_PATH", str(tmp_path))
+    from flashinfer_bench.compile.registry import BuilderRegistry
+
+    runnable = BuilderRegistry.get_instance().build(fib_definition, packed[name].solution)
+    assert runnable.metadata.destination_passing_style
+
+
+def cuda_home_for_tvm_ffi(tmp_path: Path) -> Path:
+    """A CUDA_HOME where tvm-ffi's build finds nvcc, the headers and ``lib64/libcudart``: the
+    toolkit's own root when it has ``lib64``, else a folder of links to it (some toolkits keep
+    the libraries under ``targets/<arch>/lib`` only)."""
+    dry = subprocess.run([find_nvcc(), "-dryrun", "-c", "-x", "cu", "/dev/null", "-o", str(tmp_path / "x.o")],
+                         capture_output=True, text=True).stderr
+    root = Path(re.search(r"^#\$ TOP=(.+)$", dry, re.MULTILINE).group(1)).resolve()
+    if (root / "lib64").is_dir():
+        return root
+    libs = [Path(p) for p in re.findall(r'"-L([^"]+)"', dry) if not p.endswith("stubs")]
+    shim = tmp_path / "cuda"
+    shim.mkdir()
+    for name, target in (("bin", root / "bin"), ("include", root / "include"), ("lib64", libs[0])):
+        (shim / name).symlink_to(target)
+    return shim
+
+
+def nvcc_missing() -> str | None:
+    try:
+        find_nvcc()
+    except CompileError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.skipif(nvcc_missing() is not None, reason=nvcc_missing() or "")
+@pytest.mark.parametrize("name", CUDA)
+def test_flashinfer_bench_compiles_the_cuda_solutions(packed, fib_definition, name, tmp_path, monkeypatch):
+    monkeypatch.setenv("FIB_CACHE_PATH", str(tmp_path / "fib"))
+    monkeypatch.setenv("CUDA_HOME", str(cuda_home_for_tvm_ffi(tmp_path)))
+    monkeypatch.setenv("TVM_FFI_CUDA_ARCH_LIST", "9.0")  # one architecture: the test is about the build
+    from flashinfer_bench.compile.registry import BuilderRegistry
+
+    runnable = BuilderRegistry.get_instance().build(fib_definition, packed[name].solution)
+    assert Path(runnable.metadata.misc["binary"]).is_file()
+
+
+def test_pack_on_the_command_line_writes_both_forms_and_names_a_bad_solution(tmp_path):
+    def pack_cli(name):
+        return subprocess.run([sys.executable, "-m", "harness", "pack", name, "--out", str(tmp_path)],
+                              cwd=REPO, capture_output=True, text=True)
+
+    done = pack_cli("cuda-v1")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "cuda-v1.json").is_file() and (tmp_path / "cuda-v1" / "config.toml").is_file()
+    bad = pack_cli("no-such-solution")
+    assert bad.returncode == 2 and "no solution 'no-such-solution'" in bad.stderr and "Traceback" not in bad.stderr
