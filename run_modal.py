@@ -14,10 +14,15 @@ traces and floors; this machine merges them into ``results/runs/<run id>/``
 ``results/leaderboard.csv``.
 
 The image: an NVIDIA CUDA *devel* image (nvcc and headers for the CUDA
-solutions), plus the dependencies pyproject.toml lists (the project's and the
-extras in ``IMAGE_EXTRAS``), read when the image is defined, so pyproject.toml
-stays the one list. The module imports without ``modal`` installed: the app
-is only defined when it is.
+solutions), plus the project's dependencies and the ``gpu`` extra of
+pyproject.toml, which pins every version the GPU results were measured with
+(torch from PyTorch's CUDA 13 index). pyproject.toml is read when the image is
+defined, so it stays the one list. The module imports without ``modal``
+installed: the app is only defined when it is.
+
+Like run_local.py, a run writes only its own run folder, under
+``results/local/`` by default (ignored by git); the leaderboard changes only
+through ``python -m harness.records.leaderboard``.
 """
 
 from __future__ import annotations
@@ -38,21 +43,30 @@ APP_NAME = "gdn-decode-bench"
 #: CUDA 13 toolkit (sm_100a for B200, sm_90a for H100), matching the CUDA 13 torch wheels.
 CUDA_IMAGE = "nvidia/cuda:13.0.2-devel-ubuntu24.04"
 PYTHON_VERSION = "3.11"
-#: pyproject extras installed in the image: every solution's dependencies and CUPTI.
-IMAGE_EXTRAS = ("triton", "cuda", "cutedsl", "flashinfer", "fla", "cupti")
+#: The pyproject extra the image installs: the pinned versions of every GPU dependency.
+IMAGE_EXTRA = "gpu"
+#: Where pip finds torch's CUDA 13 wheels.
+TORCH_INDEX = "https://download.pytorch.org/whl/cu130"
 DEFAULT_GPU = "B200"  # the contest's GPU
 TIMEOUT_S = 3 * 3600  # one solution on one set, compilation included
 SETUP_HINT = "pip install 'gdn-decode-bench[modal]' && modal token new"
 
 
 def image_packages(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
-    """pyproject's ``[project.dependencies]`` then the ``IMAGE_EXTRAS``
-    extras, each requirement once (apache-tvm-ffi is in two extras)."""
+    """pyproject's ``[project.dependencies]``, then its :data:`IMAGE_EXTRA` extra, one
+    requirement per distribution: a pin of the extra replaces the project's looser
+    requirement of the same distribution (``torch>=2.6`` becomes ``torch==2.11.0``)."""
     project = tomllib.loads(Path(pyproject).read_text())["project"]
-    packages = list(project["dependencies"])
-    for extra in IMAGE_EXTRAS:
-        packages += project["optional-dependencies"][extra]
-    return list(dict.fromkeys(packages))
+    pins = project["optional-dependencies"][IMAGE_EXTRA]
+    pinned = {requirement_name(r) for r in pins}
+    return [r for r in project["dependencies"] if requirement_name(r) not in pinned] + pins
+
+
+def requirement_name(requirement: str) -> str:
+    """The distribution a requirement string names (``torch`` of ``torch==2.11.0``), normalized."""
+    import re
+
+    return re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].strip().lower().replace("_", "-")
 
 
 # ------------------------------------------------------------ remote side
@@ -86,25 +100,48 @@ def evaluate_remote(algo: str, workloads: str, tiers: str = "", options: str = "
 # ------------------------------------------------------------- local side
 
 
-def merge_results(results: list[dict], algo: str, gpu: str) -> tuple[str, dict, list, list]:
+def container_algo(name: str) -> str:
+    """What the container judging solution ``name`` runs: the solution and pt-reference, so that
+    its speedups, like its copy-floor multiples, are taken on its own GPU."""
+    from harness.facts import REFERENCE_SOLUTION
+
+    return name if name == REFERENCE_SOLUTION else f"{name},{REFERENCE_SOLUTION}"
+
+
+def merge_results(results: list[dict], names: list[str], algo: str, gpu: str) -> tuple[str, dict, list, list]:
     """One run out of the containers' runs: (run id, run.json data, traces, floors).
 
-    The copy floors are kept from one container (the one that ran
-    pt-reference, else the first); the copy-floor multiples and speedups vs
-    pt-reference are filled in again by :func:`harness.records.annotate.annotate`
-    over all the containers' traces. Traces keep the containers' order.
+    ``results[i]`` is the container that judged solution ``names[i]`` (with
+    pt-reference, :func:`container_algo`). Each container's traces are annotated
+    with that container's own copy floors and pt-reference only
+    (:func:`harness.records.annotate.annotate`): no ratio divides one machine's
+    time by another's. The merged run keeps each container's own solution, the
+    pt-reference traces only where pt-reference was asked for, and every
+    container's floors (each records its machine). Traces keep the containers' order.
     """
-    from harness.facts import REFERENCE_SOLUTION
     from harness.records.annotate import annotate
     from harness.records.environment import git_commit
-    from harness.records.trace import FloorMeasurement, Trace
+    from harness.records.trace import FloorMeasurement, Trace, label_solution
 
-    holder = next((r for r in results if REFERENCE_SOLUTION in r["run"].get("solutions", [])), results[0])
-    floors = [FloorMeasurement.model_validate(f) for f in holder.get("floors", [])]
-    traces = annotate([Trace.model_validate(t) for r in results for t in r["traces"]], floors)
-    run = dict(holder["run"], algo=algo, git_commit=git_commit(),  # the containers have no .git
-               solutions=list(dict.fromkeys(s for r in results for s in r["run"].get("solutions", []))),
-               modal={"gpu": gpu, "container_runs": [r["run_id"] for r in results]})
+    traces, floors = [], []
+    for name, result in zip(names, results):
+        own_floors = [FloorMeasurement.model_validate(f) for f in result.get("floors", [])]
+        annotated = annotate([Trace.model_validate(t) for t in result["traces"]], own_floors)
+        traces += [t for t in annotated if label_solution(t.solution) == name]
+        floors += own_floors
+    run = dict(results[0]["run"], algo=algo, git_commit=git_commit(),  # the containers have no .git
+               solutions=list(dict.fromkeys(label for r in results for label in r["run"].get("solutions", [])
+                                            if label_solution(label) in names)),
+               modal={"gpu": gpu, "container_runs": [r["run_id"] for r in results],
+                      "hardware": sorted({r["run"].get("environment", {}).get("hardware", "?") for r in results})})
+    headline = {name: sorted({t.evaluation.performance.headline_tier for t in traces
+                              if label_solution(t.solution) == name and t.evaluation.performance})
+                for name in names}
+    run["modal"]["headline_tiers"] = headline  # CUPTI recorded in a container where its tier is cupti
+    tiers = {tier for found in headline.values() for tier in found}
+    if len(tiers) > 1:  # e.g. CUPTI refused in one container: its figures are another tier's
+        run["notes"] = list(run.get("notes", [])) + [
+            f"the containers' headline tiers differ ({headline}): compare solutions only within one tier"]
     # run ids start with the UTC start time: the earliest container names the run
     return min(r["run_id"] for r in results), run, traces, floors
 
@@ -123,23 +160,25 @@ def write_run_files(results_dir: Path, run_id: str, run: dict, traces: list, flo
 
 
 def collect(outputs: list, names: list[str], algo: str, gpu: str, results_dir: Path) -> Path | None:
-    """Write the containers' results (exceptions reported, one line each),
-    print the table, rebuild the leaderboard. None if no container returned."""
-    from harness.records.leaderboard import write_leaderboard
+    """Write the containers' results (exceptions reported, one line each) and
+    print the table. None if no container returned."""
     from harness.records.report import print_table
 
-    results = []
+    results, judged = [], []
     for name, output in zip(names, outputs):
         if isinstance(output, BaseException):
             print(f"error: {name}: the container failed: {type(output).__name__}: {output}", file=sys.stderr)
         else:
             results.append(output)
+            judged.append(name)
     if not results:
         return None
-    run_dir, frame = write_run_files(results_dir, *merge_results(results, algo, gpu))
+    run_id, run, traces, floors = merge_results(results, judged, algo, gpu)
+    run_dir, frame = write_run_files(results_dir, run_id, run, traces, floors)
     print_table(frame)
-    print(f"traces: {run_dir / 'traces.jsonl'}\nsummary: {run_dir / 'summary.csv'}\n"
-          f"leaderboard: {write_leaderboard(results_dir)}")
+    for note in run.get("notes", []):
+        print(f"note: {note}", file=sys.stderr)
+    print(f"traces: {run_dir / 'traces.jsonl'}\nsummary: {run_dir / 'summary.csv'}")
     return run_dir
 
 
@@ -160,7 +199,8 @@ def run_on_modal(evaluate, algo: str, workloads: str, tiers: str, gpu: str, opti
         return 2
     function = evaluate if gpu == DEFAULT_GPU else evaluate.with_options(gpu=gpu)
     print(f"{len(names)} container(s) on {gpu}: {', '.join(names)}")
-    outputs = list(function.starmap([(n, workloads, tiers, options) for n in names], return_exceptions=True))
+    jobs = [(container_algo(n), workloads, tiers, options) for n in names]
+    outputs = list(function.starmap(jobs, return_exceptions=True))
     return 0 if collect(outputs, names, algo, gpu, results_dir) else 1
 
 
@@ -191,7 +231,7 @@ def build_image():
     harness.paths finds solutions/ and workloads/ there."""
     return (modal.Image.from_registry(CUDA_IMAGE, add_python=PYTHON_VERSION)
             .apt_install("build-essential")  # host compiler for nvcc and Triton's launchers
-            .pip_install(*image_packages())
+            .pip_install(*image_packages(), extra_index_url=TORCH_INDEX)
             .env({"CUDA_HOME": "/usr/local/cuda"})
             .add_local_file(REPO_ROOT / "pyproject.toml", "/root/pyproject.toml")
             .add_local_dir(REPO_ROOT / "workloads", "/root/workloads")
@@ -219,8 +259,11 @@ if modal is not None:
 
     @app.local_entrypoint()
     def main(algo: str = "all", workloads: str = "contest-v1", tiers: str = "", gpu: str = DEFAULT_GPU,
-             options: str = "", results: str = "results"):
-        code = run_on_modal(evaluate, algo, workloads, tiers, gpu, options, REPO_ROOT / results)
+             options: str = "", results: str = ""):
+        from harness.paths import LOCAL_RESULTS_DIR
+
+        code = run_on_modal(evaluate, algo, workloads, tiers, gpu, options,
+                            Path(results) if results else LOCAL_RESULTS_DIR)
         if code:
             raise SystemExit(code)
 

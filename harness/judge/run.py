@@ -45,7 +45,7 @@ from harness.judge.solutions import (SolutionLoadError, SolutionMeta, build_libr
 from harness.judge.timing import L2Flusher, TimingConfig
 from harness.paths import SOLUTIONS_DIR
 from harness.records.annotate import annotate
-from harness.records.environment import environment, git_commit, hardware_name
+from harness.records.environment import environment, git_commit, hardware_name, version_drift
 from harness.records.store import RunWriter
 from harness.records.trace import Environment, FloorMeasurement, Trace
 
@@ -212,7 +212,11 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
     meta = {"algo": algo, "workloads": dataset_spec, "definition": dataset.definition.name,
             "config": asdict(config), "environment": env.model_dump(), "git_commit": git_commit(),
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "solutions": [v.label for v in variants], "notes": result.notes}
+            "solutions": [v.label for v in variants], "notes": result.notes,
+            "version_drift": version_drift(env.libs)}
+    if meta["version_drift"] and config.device.startswith("cuda"):
+        result.notes.append("installed versions differ from pyproject.toml's pinned gpu extra, which the "
+                            f"results were measured with: {'; '.join(meta['version_drift'])}")
     scratch = Path(tempfile.mkdtemp(prefix="gdn-judge-"))
     ctx = RunContext(dataset, config, references, {}, env, harness_files, scratch, timeouts or Timeouts())
     bar = tqdm(total=len(variants) * len(dataset.workloads), desc="evaluating", disable=not progress)

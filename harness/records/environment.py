@@ -5,14 +5,19 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import re
 import subprocess
+import tomllib
 from functools import lru_cache
+from pathlib import Path
 
 import torch
 
 #: Distributions whose versions every trace records (absent ones are skipped).
-TRACKED_PACKAGES = ("torch", "triton", "nvidia-cutlass-dsl", "flashinfer-python", "apache-tvm-ffi",
-                    "cupti-python", "fla-core", "numpy")
+TRACKED_PACKAGES = ("torch", "triton", "nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-cu13", "flashinfer-python",
+                    "apache-tvm-ffi", "cupti-python", "fla-core", "numpy")
+#: The pyproject extra that pins the versions GPU results were measured with (run_modal's image installs it).
+PINNED_EXTRA = "gpu"
 
 
 def hardware_name(device: str) -> str:
@@ -69,3 +74,26 @@ def libs() -> dict[str, str]:
 def environment(device: str) -> dict:
     """The trace's ``environment`` object."""
     return {"hardware": hardware_name(device), "libs": libs()}
+
+
+def pinned_versions(pyproject: Path | None = None) -> dict[str, str]:
+    """``{distribution: version}`` of the exact (``==``) pins in pyproject.toml's
+    :data:`PINNED_EXTRA` extra; {} where there is no pyproject.toml (an installed copy)."""
+    from harness.paths import REPO_ROOT
+
+    path = pyproject or REPO_ROOT / "pyproject.toml"
+    if not path.is_file():
+        return {}
+    extra = tomllib.loads(path.read_text())["project"]["optional-dependencies"].get(PINNED_EXTRA, [])
+    pins = (re.fullmatch(r"\s*([A-Za-z0-9_.-]+)\s*==\s*([^\s;]+)\s*", r) for r in extra)
+    return {m.group(1).lower().replace("_", "-"): m.group(2) for m in pins if m}
+
+
+def version_drift(installed: dict[str, str], pins: dict[str, str] | None = None) -> list[str]:
+    """``"<distribution> <installed> (pinned <version>)"`` for every pinned distribution that is
+    installed at another version (``installed``: :func:`libs`). A GPU run says so: its figures
+    may not compare with the results measured at the pins."""
+    pins = pinned_versions() if pins is None else pins
+    # a local version label names the build, not the release: 2.11.0+cu130 is torch 2.11.0
+    return [f"{name} {installed[name]} (pinned {pin})" for name, pin in pins.items()
+            if name in installed and installed[name].split("+")[0] != pin]

@@ -46,6 +46,11 @@ def label_state_dtype(label: str) -> str:
     return match.group("dtype") if match else "float32"
 
 
+def label_solution(label: str) -> str:
+    """Solution name of a label: ``cutedsl-bf16[bfloat16-state]`` -> ``cutedsl-bf16``."""
+    return _STATE_LABEL.sub("", label)
+
+
 def variant_label(name: str, state_dtype: str) -> str:
     """The label of ``name`` run with ``state_dtype``: the name itself for
     float32, else ``name[<dtype>-state]``."""
