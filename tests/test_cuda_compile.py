@@ -200,7 +200,8 @@ def test_cuda_v4_variants_never_spill_and_keep_32_warps_per_sm_where_bounded():
     where a warp's state rows and q/k pieces fit in 48 registers; nothing may spill."""
     import re
 
-    resources = cuda_build.kernel_resources(REPO_ROOT / "solutions" / "cuda-v4" / "kernel.cu")
+    resources = cuda_build.kernel_resources(REPO_ROOT / "solutions" / "cuda-v4" / "kernel.cu",
+                                            defines=("GDN_V4_ALL_VARIANTS",))  # the tuner's build
     shapes = {}
     for name, used in resources.items():
         warps, rows, policy, lanes = map(int, re.search(

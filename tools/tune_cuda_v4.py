@@ -39,10 +39,15 @@ from tools.tuning import (KernelTimer, check_and_time, check_call, compress_tabl
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
+#: cuda-v4's kernel.cu compiles only its launch table's variants unless this macro is defined.
+ALL_VARIANTS = "GDN_V4_ALL_VARIANTS"
+
+
 def load_solution_module(folder: str):
     """The entry module of ``solutions/<folder>``, through the harness's loader
-    (a private copy of the folder, its ``kernel.cu`` compiled into ``kernel.so``)."""
-    return load_solution(load_meta(SOLUTIONS_DIR / folder))
+    (a private copy of the folder, its ``kernel.cu`` compiled into ``kernel.so``,
+    with every variant: the tuner times them all)."""
+    return load_solution(load_meta(SOLUTIONS_DIR / folder), defines=(ALL_VARIANTS,))
 
 
 def config_name(config) -> str:

@@ -134,16 +134,17 @@ def gencode_flags(targets: Sequence[tuple[str, str]] = DEFAULT_TARGETS) -> list[
     return [f"-gencode=arch={arch},code={code}" for arch, code in targets]
 
 
-def nvcc_flags(targets: Sequence[tuple[str, str]] = DEFAULT_TARGETS) -> list[str]:
-    """Every nvcc flag that affects the generated code (part of the cache key)."""
-    return [*_BASE_FLAGS, *gencode_flags(targets)]
+def nvcc_flags(targets: Sequence[tuple[str, str]] = DEFAULT_TARGETS, defines: Sequence[str] = ()) -> list[str]:
+    """Every nvcc flag that affects the generated code (part of the cache key); ``defines``
+    are preprocessor macros (``-D``), e.g. cuda-v4's GDN_V4_ALL_VARIANTS for its tuner."""
+    return [*_BASE_FLAGS, *gencode_flags(targets), *(f"-D{d}" for d in defines)]
 
 
 def nvcc_command(nvcc: str, sources: Sequence[str | os.PathLike], output: str | os.PathLike, *,
                  include_dirs: Sequence[str | os.PathLike] = (),
                  lib_dir: str | os.PathLike | None = None,
                  targets: Sequence[tuple[str, str]] = DEFAULT_TARGETS,
-                 mode: str = "shared") -> list[str]:
+                 mode: str = "shared", defines: Sequence[str] = ()) -> list[str]:
     """The argv of one nvcc invocation.
 
     Args:
@@ -154,6 +155,7 @@ def nvcc_command(nvcc: str, sources: Sequence[str | os.PathLike], output: str | 
         lib_dir: directory of ``libtvm_ffi.so``; linked, and put on the
             library's rpath, in ``"shared"`` mode.
         targets: ``(virtual arch, real code)`` pairs.
+        defines: preprocessor macros (``-D``).
         mode: ``"shared"`` compiles and links a loadable module; ``"object"``
             compiles only (``-c``), which checks host and device code of every
             target without linking (used by the CI compile test).
@@ -163,7 +165,7 @@ def nvcc_command(nvcc: str, sources: Sequence[str | os.PathLike], output: str | 
     """
     if mode not in ("shared", "object"):
         raise ValueError(f"mode must be 'shared' or 'object', not {mode!r}")
-    cmd = [str(nvcc), *nvcc_flags(targets)]
+    cmd = [str(nvcc), *nvcc_flags(targets, defines)]
     cmd += [f"-I{d}" for d in include_dirs]
     if mode == "object":
         if len(sources) != 1:
@@ -304,11 +306,12 @@ def compile_only(source: str | os.PathLike, out_dir: str | os.PathLike,
 
 
 def _compile_object(source: str | os.PathLike, output: Path, targets: Sequence[tuple[str, str]],
-                    extra_flags: Sequence[str] = ()) -> str:
+                    extra_flags: Sequence[str] = (), defines: Sequence[str] = ()) -> str:
     """nvcc -c ``source`` -> ``output`` with the shipped flags plus ``extra_flags``;
     returns nvcc's output (raises CompileError)."""
     includes, _, _ = tvm_ffi_paths()
-    cmd = nvcc_command(find_nvcc(), [source], output, include_dirs=includes, targets=targets, mode="object")
+    cmd = nvcc_command(find_nvcc(), [source], output, include_dirs=includes, targets=targets, mode="object",
+                       defines=defines)
     return _run_nvcc([*cmd, *extra_flags], str(source))
 
 
@@ -346,10 +349,10 @@ def parse_ptxas_report(log: str) -> dict[str, KernelResources]:
     return found
 
 
-def kernel_resources(source: str | os.PathLike,
-                     target: tuple[str, str] = ("compute_90a", "sm_90a")) -> dict[str, KernelResources]:
+def kernel_resources(source: str | os.PathLike, target: tuple[str, str] = ("compute_90a", "sm_90a"),
+                     defines: Sequence[str] = ()) -> dict[str, KernelResources]:
     """Registers and spills of every kernel in ``source`` for one cubin target,
-    compiled with the shipped flags (``-Xptxas -v``); no GPU needed.
+    compiled with the shipped flags (``-Xptxas -v``) and ``defines``; no GPU needed.
 
     Returns:
         Mangled kernel name -> :class:`KernelResources`.
@@ -358,7 +361,8 @@ def kernel_resources(source: str | os.PathLike,
         CompileError: nvcc or tvm-ffi missing, or the source does not compile.
     """
     with tempfile.TemporaryDirectory() as out_dir:
-        log = _compile_object(source, Path(out_dir) / "kernel.o", [target], extra_flags=("-Xptxas", "-v"))
+        log = _compile_object(source, Path(out_dir) / "kernel.o", [target], extra_flags=("-Xptxas", "-v"),
+                              defines=defines)
     return parse_ptxas_report(log)
 
 
@@ -376,13 +380,14 @@ def _source_texts(solution_dir: Path, sources: Sequence[str]) -> dict[str, str]:
 
 
 def build_solution(solution_dir: str | os.PathLike, sources: Sequence[str] = ("kernel.cu",),
-                   targets: Sequence[tuple[str, str]] = DEFAULT_TARGETS) -> Path:
+                   targets: Sequence[tuple[str, str]] = DEFAULT_TARGETS, defines: Sequence[str] = ()) -> Path:
     """Build the solution's module unless the cache already holds it.
 
     Args:
         solution_dir: the solution folder; its name names the cache entry.
         sources: ``.cu`` files in that folder, compiled into one module.
         targets: ``(virtual arch, real code)`` pairs.
+        defines: preprocessor macros (``-D``; part of the cache key).
 
     Returns:
         Path of the cached ``<solution>.so``.
@@ -395,7 +400,7 @@ def build_solution(solution_dir: str | os.PathLike, sources: Sequence[str] = ("k
     nvcc = find_nvcc()
     includes, lib_dir, ffi_version = tvm_ffi_paths()
     texts = _source_texts(solution_dir, sources)
-    flags = nvcc_flags(targets)
+    flags = nvcc_flags(targets, defines)
     version = nvcc_version(nvcc)
     # The library directory is baked into the rpath, so it is part of the key too.
     key = cache_key(texts, flags, version, extra=[f"tvm_ffi={ffi_version}", f"lib={lib_dir}"])
@@ -415,7 +420,7 @@ def build_solution(solution_dir: str | os.PathLike, sources: Sequence[str] = ("k
         os.close(fd)
         cmd = nvcc_command(nvcc, [solution_dir / s for s in sources], tmp_name,
                            include_dirs=[solution_dir, *includes], lib_dir=lib_dir,
-                           targets=targets, mode="shared")
+                           targets=targets, mode="shared", defines=defines)
         try:
             log = _run_nvcc(cmd, f"solution {name}")
             os.replace(tmp_name, library)

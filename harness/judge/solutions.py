@@ -250,8 +250,9 @@ def import_package(package_name: str, entry_module: str, package_dir: Path) -> M
     return importlib.import_module(f"{package_name}.{entry_module}")
 
 
-def build_library(meta: SolutionMeta) -> bytes | None:
-    """The compiled CUDA library of a ``language = "cuda"`` solution (None for others).
+def build_library(meta: SolutionMeta, defines: tuple[str, ...] = ()) -> bytes | None:
+    """The compiled CUDA library of a ``language = "cuda"`` solution (None for others);
+    ``defines``: preprocessor macros (a tuner's build of every variant).
 
     Raises:
         harness.judge.build.CompileError: nvcc or tvm-ffi missing, or the build failed.
@@ -260,15 +261,16 @@ def build_library(meta: SolutionMeta) -> bytes | None:
         return None
     from harness.judge.build import build_solution
 
-    return Path(build_solution(meta.directory, meta.sources)).read_bytes()
+    return Path(build_solution(meta.directory, meta.sources, defines=defines)).read_bytes()
 
 
-def load_solution(meta: SolutionMeta, workdir: str | Path | None = None) -> ModuleType:
-    """Copy, build (CUDA) and import a solution in this process: what tools and
-    tests use to call a solution directly. ``workdir`` (a new temporary folder
-    if None) receives the copy."""
+def load_solution(meta: SolutionMeta, workdir: str | Path | None = None,
+                  defines: tuple[str, ...] = ()) -> ModuleType:
+    """Copy, build (CUDA, with ``defines``) and import a solution in this process:
+    what tools and tests use to call a solution directly. ``workdir`` (a new
+    temporary folder if None) receives the copy."""
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"{meta.package_name}-"))
-    package_dir = materialize(meta, snapshot_files(meta.directory), root, build_library(meta))
+    package_dir = materialize(meta, snapshot_files(meta.directory), root, build_library(meta, defines))
     try:
         return import_entry(meta, package_dir)
     except BaseException:

@@ -391,22 +391,26 @@ struct LaunchConfig {
   int64_t warps_per_block;
 };
 
-// Mirrors LAUNCH_TABLE in main.py (measured by tools/tune_cuda_v4.py on an
-// H100): the first entry whose batch limit is >= batch wins.
+// The launch table: X(largest batch, rows per warp, cache policy, lanes per row,
+// warps per block), the first entry whose batch limit is >= batch wins; the
+// last entry covers every batch. Mirrors LAUNCH_TABLE in main.py (measured by
+// tools/tune_cuda_v4.py on an H100; tests/test_cuda_compile.py checks the two agree).
+#define GDN_V4_LAUNCH_TABLE(X)          \
+  X(1, 2, kNoAlloc, 32, 8)              \
+  X(2, 8, kNc, 8, 2)                    \
+  X(4, 4, kNoAlloc, 16, 8)              \
+  X(8, 8, kNoAlloc, 8, 4)               \
+  X(16, 4, kNoAlloc, 16, 8)             \
+  X(32, 8, kNoAlloc, 16, 2)             \
+  X(128, 8, kNc, 16, 2)                 \
+  X(INT64_MAX, 16, kNc, 16, 4)
+
 LaunchConfig default_config(int64_t batch) {
-  struct Entry {
-    int64_t max_batch;
-    LaunchConfig config;
-  };
-  constexpr Entry kTable[] = {
-      {1, {2, kNoAlloc, 32, 8}},   {2, {8, kNc, 8, 2}},          {4, {4, kNoAlloc, 16, 8}},
-      {8, {8, kNoAlloc, 8, 4}},    {16, {4, kNoAlloc, 16, 8}},   {32, {8, kNoAlloc, 16, 2}},
-      {128, {8, kNc, 16, 2}},
-  };
-  for (const Entry& entry : kTable) {
-    if (batch <= entry.max_batch) return entry.config;
-  }
-  return {16, kNc, 16, 4};
+#define GDN_V4_PICK(LIMIT, ROWS, POLICY, LANES, WARPS) \
+  if (batch <= (LIMIT)) return {ROWS, POLICY, LANES, WARPS};
+  GDN_V4_LAUNCH_TABLE(GDN_V4_PICK)
+#undef GDN_V4_PICK
+  return {16, kNc, 16, 4};  // unreachable: the table's last entry covers every batch
 }
 
 template <int WARPS, int ROWS, int POLICY, int LANES>
@@ -449,6 +453,34 @@ void launch(const Params& params, int64_t batch, const LaunchConfig& config, cud
     case kPlain: launch_lanes<ROWS, kPlain>(params, batch, config, stream); break;
     case kNoAlloc: launch_lanes<ROWS, kNoAlloc>(params, batch, config, stream); break;
   }
+}
+
+// Launches the kernel variant ``config`` names. The tuner builds with
+// -DGDN_V4_ALL_VARIANTS, which instantiates every valid shape (~240 kernels,
+// ~30 s of nvcc); otherwise only the launch table's variants are compiled
+// (~8 kernels, a few seconds) and any other config is a ValueError.
+void launch_variant(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
+#ifdef GDN_V4_ALL_VARIANTS
+  switch (config.rows_per_warp) {
+    case 1: launch<1>(params, batch, config, stream); break;
+    case 2: launch<2>(params, batch, config, stream); break;
+    case 4: launch<4>(params, batch, config, stream); break;
+    case 8: launch<8>(params, batch, config, stream); break;
+    case 16: launch<16>(params, batch, config, stream); break;
+  }
+#else
+#define GDN_V4_LAUNCH_NAMED(LIMIT, ROWS, POLICY, LANES, WARPS)                                \
+  if (config.rows_per_warp == (ROWS) && config.cache_policy == (POLICY) &&                   \
+      config.lanes_per_row == (LANES) && config.warps_per_block == (WARPS)) {                \
+    return launch_kernel<WARPS, ROWS, POLICY, LANES>(params, batch, stream);                 \
+  }
+  GDN_V4_LAUNCH_TABLE(GDN_V4_LAUNCH_NAMED)
+#undef GDN_V4_LAUNCH_NAMED
+  TVM_FFI_THROW(ValueError) << "launch config (rows " << config.rows_per_warp << ", policy "
+                            << config.cache_policy << ", lanes " << config.lanes_per_row << ", warps "
+                            << config.warps_per_block << ") is not in the launch table, and this "
+                            << "build has only the table's variants (build with -DGDN_V4_ALL_VARIANTS)";
+#endif
 }
 
 // Throws ValueError for a shape that kernel.cu does not instantiate.
@@ -508,13 +540,7 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
   ffi::CUDADeviceGuard guard(device_id);
   // The caller's stream (torch's current stream when called with torch tensors).
   auto stream = static_cast<cudaStream_t>(TVMFFIEnvGetStream(kDLCUDA, device_id));
-  switch (rows_per_warp) {
-    case 1: launch<1>(params, batch, config, stream); break;
-    case 2: launch<2>(params, batch, config, stream); break;
-    case 4: launch<4>(params, batch, config, stream); break;
-    case 8: launch<8>(params, batch, config, stream); break;
-    case 16: launch<16>(params, batch, config, stream); break;
-  }
+  launch_variant(params, batch, config, stream);
   TVM_FFI_CHECK_CUDA_ERROR(cudaGetLastError());
 }
 
