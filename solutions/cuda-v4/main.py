@@ -62,7 +62,9 @@ class LaunchConfig(NamedTuple):
     warps_per_block: int = 8
 
     def is_compiled(self) -> bool:
-        """Whether kernel.cu instantiates this variant (it raises ValueError otherwise)."""
+        """Whether kernel.cu can instantiate this variant (it raises ValueError otherwise). A build
+        instantiates all of them only with -DGDN_V4_ALL_VARIANTS (the tuner's); the harness's
+        build has just :data:`LAUNCH_TABLE`'s."""
         return (self.rows_per_warp in ROWS_PER_WARP_CHOICES and self.lanes_per_row in LANES_PER_ROW_CHOICES
                 and self.rows_per_warp % (32 // self.lanes_per_row) == 0 and self.cache_policy in CACHE_POLICIES
                 and self.warps_per_block in WARPS_PER_BLOCK_CHOICES)
@@ -71,7 +73,8 @@ class LaunchConfig(NamedTuple):
 #: ``(largest batch, config)`` pairs, first match wins; ``None`` matches any
 #: batch. Small batches are latency-bound and want the most warps in flight;
 #: large ones want fatter warps that amortize the q/k/gate work.
-#: kernel.cu's default_config (its contest entry point) mirrors this table.
+#: kernel.cu's GDN_V4_LAUNCH_TABLE mirrors this table: its default_config (the contest
+#: entry point) and the variants a build without -DGDN_V4_ALL_VARIANTS compiles.
 LAUNCH_TABLE: tuple[tuple[int | None, LaunchConfig], ...] = (
     # Measured on an NVIDIA H100 80GB HBM3 by tune.py (now tools/tune_cuda_v4.py;
     # cold L2, CUPTI tier, median of 100), 2026-11-23:
