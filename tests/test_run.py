@@ -14,7 +14,7 @@ from harness.records.store import load_run
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("run")
-    dataset = write_small_dataset(root / "dataset", batch_sizes=(1, 1, 2), scales=(0.0, 0.1, 0.1))
+    dataset = write_small_dataset(root / "dataset", batch_sizes=(1, 2), scales=(0.0, 0.1))
     config = RunConfig(device="cpu", tiers=("wallclock",), trials=2,
                        timing=TimingConfig(warmup=1, iters=10, budget_s=0.3, warm_s=0.0))
     result = run_benchmark("crashes,raises,hangs,slow,good", str(dataset), config, root / "results",
@@ -28,33 +28,33 @@ def statuses(result, solution):
 
 
 def test_crash_becomes_runtime_error_and_the_rest_still_runs(run):
-    assert statuses(run, "crashes") == ["RUNTIME_ERROR", "PASSED", "PASSED"]
+    assert statuses(run, "crashes") == ["RUNTIME_ERROR", "PASSED"]  # a fresh worker for the next workload
     log = next(t for t in run.traces if t.solution == "crashes").evaluation.log
     assert "exited" in log and "signal 11" in log
 
 
 def test_error_and_hang(run):
-    assert statuses(run, "raises") == ["RUNTIME_ERROR"] * 3
+    assert statuses(run, "raises") == ["RUNTIME_ERROR"] * 2
     hang = statuses(run, "hangs")
     assert hang[0] == "TIMEOUT" and set(hang) <= {"TIMEOUT", "RUNTIME_ERROR"}
 
 
 def test_slow_solution_passes_with_fewer_iterations(run):
     slow = [t for t in run.traces if t.solution == "slow"]
-    assert [t.evaluation.status.value for t in slow] == ["PASSED"] * 3
+    assert [t.evaluation.status.value for t in slow] == ["PASSED"] * 2
     assert all(t.evaluation.performance.tiers["wallclock"].iters < 10 for t in slow)
 
 
 def test_later_solutions_and_floor_still_measured(run):
-    assert statuses(run, "good") == ["PASSED"] * 3
-    assert len(run.floors) == 3 and all(f.tiers["wallclock"].available for f in run.floors)
+    assert statuses(run, "good") == ["PASSED"] * 2
+    assert len(run.floors) == 2 and all(f.tiers["wallclock"].available for f in run.floors)
     good = next(t for t in run.traces if t.solution == "good")
     assert good.evaluation.performance.tiers["wallclock"].x_copy_floor > 0
 
 
 def test_traces_are_on_disk_in_trace_format(run):
     lines = (run.run_dir / "traces.jsonl").read_text().splitlines()
-    assert len(lines) == len(run.traces) == 3 * 5
+    assert len(lines) == len(run.traces) == 2 * 5
     for line in lines:
         trace = json.loads(line)
         assert set(trace) == {"definition", "workload", "solution", "evaluation"}
