@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import write_small_dataset
 from test_leaderboard import make_floor, make_trace
 
 from harness.records.store import load_run
@@ -97,25 +98,26 @@ def test_every_ratio_is_taken_inside_one_container(run_modal, tmp_path):
 
 
 def test_remote_body_runs_in_process_on_cpu(run_modal, tmp_path):
-    """The Modal function's body against contest-v1, pt-reference on the CPU,
+    """The Modal function's body against a two-workload dataset, pt-reference on the CPU,
     then the local side writes the run as run_local.py does."""
-    out = run_modal.evaluate_remote("pt-reference", "contest-v1", "", "--device cpu -n 1 --no-progress",
+    dataset = str(write_small_dataset(tmp_path / "dataset"))
+    out = run_modal.evaluate_remote("pt-reference", dataset, "", "--device cpu -n 1 --no-progress",
                                     results_dir=tmp_path / "container")
     traces = out["traces"]
     assert out["run"]["solutions"] == ["pt-reference"]
     assert out["run"]["environment"]["hardware"].startswith("CPU")
     reference = [t for t in traces if t["solution"] == "pt-reference"]
-    assert len(reference) == 20 and all(t["evaluation"]["status"] == "PASSED" for t in reference)
-    assert len(out["floors"]) == 20
+    assert len(reference) == 2 and all(t["evaluation"]["status"] == "PASSED" for t in reference)
+    assert len(out["floors"]) == 2
     assert (tmp_path / "container" / "runs" / out["run_id"] / "traces.jsonl").exists()
 
     results_dir = tmp_path / "results"
     run_dir = run_modal.collect([out], ["pt-reference"], "pt-reference", "B200", results_dir)
     assert run_dir == results_dir / "runs" / out["run_id"]
     stored = load_run(run_dir)
-    assert len(stored.traces) == 20 and len(stored.floors) == 20  # pt-reference and the copy floor
+    assert len(stored.traces) == 2 and len(stored.floors) == 2  # pt-reference and the copy floor
     assert all(t.evaluation.performance.speedup_factor == pytest.approx(1.0) for t in stored.traces)
-    assert stored.meta["workloads"] == "contest-v1"
+    assert stored.meta["workloads"] == dataset
     assert set(pd.read_csv(run_dir / "summary.csv")["solution"]) == {"copy-floor", "pt-reference"}
     assert not (results_dir / "leaderboard.csv").exists()  # a run writes its run folder only, as run_local.py
 
