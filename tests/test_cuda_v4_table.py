@@ -1,6 +1,7 @@
-"""cuda-v4's launch table lives twice: main.py (the harness's entry) and
-kernel.cu's GDN_V4_LAUNCH_TABLE (the contest entry point's default_config, and
-the variants a build without -DGDN_V4_ALL_VARIANTS compiles). They must agree."""
+"""cuda-v4's launch table lives in one place, kernel.cu's GDN_V4_LAUNCH_TABLE: the
+contest entry point's default_config, the variants a build without
+-DGDN_V4_ALL_VARIANTS compiles, and (through gdn_decode_launch_config) what
+main.py and the tuner read (tests/test_cuda_compile.py reads it back from a build)."""
 
 import re
 
@@ -11,6 +12,7 @@ from solution_copies import import_copy
 from tools import tune_cuda_v4 as tune
 
 V4 = SOLUTIONS_DIR / "cuda-v4"
+_POLICY = {"Stream": "stream", "Nc": "nc", "Plain": "plain", "NoAlloc": "noalloc"}  # kernel.cu's CachePolicy
 
 
 @pytest.fixture(scope="module")
@@ -28,34 +30,21 @@ def main(tmp_path_factory):
     return import_copy(V4, workdir)
 
 
-_POLICY = {"Stream": "stream", "Nc": "nc", "Plain": "plain", "NoAlloc": "noalloc"}  # kernel.cu's CachePolicy
-#: one entry of kernel.cu's GDN_V4_LAUNCH_TABLE: X(largest batch, rows, CachePolicy, lanes per row, warps per block)
-_ENTRY = re.compile(r"X\((\w+), (\d+), k(\w+), (\d+), (\d+)\)")
+@pytest.fixture(scope="module")
+def table():
+    return tune.kernel_table((V4 / "kernel.cu").read_text())
 
 
-def _kernel_table() -> tuple[list[tuple[int, tuple[int, str, int, int]]], tuple[int, str, int, int]]:
-    """(entries [(max batch, config)], the last entry's config: it covers every batch) parsed
-    from kernel.cu's GDN_V4_LAUNCH_TABLE, a config being (rows, cache policy, lanes, warps)."""
+def test_every_table_entry_is_a_compiled_shape_and_the_last_covers_every_batch(main, table):
+    assert all(main.LaunchConfig(*config).is_compiled() for _, config in table)
+    limits = [limit for limit, _ in table]
+    assert limits[-1] is None and limits[:-1] == sorted(limits[:-1])
+
+
+def test_the_tuners_table_macro_reads_back(table):
     source = (V4 / "kernel.cu").read_text()
-    body = source[source.index("#define GDN_V4_LAUNCH_TABLE(X)"):source.index("LaunchConfig default_config(")]
-    found = [(limit, (int(rows), _POLICY[policy], int(lanes), int(warps)))
-             for limit, rows, policy, lanes, warps in _ENTRY.findall(body)]
-    assert found and found[-1][0] == "INT64_MAX", "the table's last entry must cover every batch"
-    return [(int(limit), config) for limit, config in found[:-1]], found[-1][1]
-
-
-def test_kernel_default_config_mirrors_main_launch_table(main):
-    entries, fallback = _kernel_table()
-    assert entries, "no table entries found in kernel.cu's default_config"
-    for batch in range(1, 1025):
-        config = main.launch_config(batch)
-        expected = next((cfg for limit, cfg in entries if batch <= limit), fallback)
-        assert tuple(config) == expected, f"B={batch}"
-
-
-def test_every_table_entry_is_a_compiled_shape(main):
-    assert all(cfg.is_compiled() for _, cfg in main.LAUNCH_TABLE)
-    assert main.LAUNCH_TABLE[-1][0] is None  # the last entry serves every larger batch
+    assert tune.table_macro(table) in source  # what the tuner prints is what kernel.cu holds
+    assert tune.kernel_table(tune.table_macro(table) + "\n\n") == table
 
 
 def test_tune_names_round_trip_every_variant(main):
@@ -86,8 +75,8 @@ def test_cache_policy_indices_match_the_kernels_enum(main):
         {name: index for index, name in enumerate(main.CACHE_POLICIES)}
 
 
-def test_launch_table_is_what_the_recorded_tune_suggests(main):
-    """main.py's table must follow from the tuning files it cites, by the tuner's own rule
+def test_launch_table_is_what_the_recorded_tune_suggests(table):
+    """kernel.cu's table must follow from the tuning files it cites, by the tuner's own rule
     (tools/tune_cuda_v4.py). Those files hold both reduction forms; the ``.../rs`` names are the one kept."""
     import json
 
@@ -99,4 +88,4 @@ def test_launch_table_is_what_the_recorded_tune_suggests(main):
         for row in report["batches"]:
             configs = {name.removesuffix("/rs"): r for name, r in row["configs"].items() if name.endswith("/rs")}
             rows.append(dict(row, configs=configs))
-    assert tune.suggested_table(rows) == [[limit, tuple(config)] for limit, config in main.LAUNCH_TABLE]
+    assert tune.suggested_table(rows) == table

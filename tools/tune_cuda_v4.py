@@ -16,9 +16,9 @@ kernel must at least read and write the state.
 
 Writes ``DIR/cuda_tune.json`` and prints one line per B (cuda-v1, the
 variant in use and the fastest cuda-v4 variants, with their multiples of the
-copy floor) plus a ``LAUNCH_TABLE`` for ``solutions/cuda-v4/main.py`` (one
-variant per B by ``tools.tuning.steady_choice``; mirror it in kernel.cu's
-``default_config``). Both solutions are loaded through the harness's
+copy floor) plus a launch table for ``solutions/cuda-v4/kernel.cu`` (one
+variant per B by ``tools.tuning.steady_choice``), as the ``GDN_V4_LAUNCH_TABLE``
+to paste over kernel.cu's, the one place the table lives. Both solutions are loaded through the harness's
 loader, which compiles their ``kernel.cu`` as the judge does.
 """
 
@@ -121,8 +121,40 @@ def parse_config(name: str) -> tuple[int, str, int, int]:
     return int(rows[1:]), policy, options.get("l", 32), options.get("w", 8)
 
 
+#: one entry of kernel.cu's GDN_V4_LAUNCH_TABLE: X(largest batch, rows, CachePolicy, lanes, warps)
+_TABLE_ENTRY = re.compile(r"X\((\w+), (\d+), k(\w+), (\d+), (\d+)\)")
+#: kernel.cu's CachePolicy enumerators, by cache policy name
+_ENUMERATORS = {"stream": "Stream", "nc": "Nc", "plain": "Plain", "noalloc": "NoAlloc"}
+
+
+def kernel_table(source: str) -> list[list]:
+    """kernel.cu's ``GDN_V4_LAUNCH_TABLE`` as ``[[largest batch | None, (rows, policy, lanes, warps)]]``
+    (the last entry, ``INT64_MAX``, as None), the form :func:`suggested_table` returns.
+
+    Raises:
+        ValueError: no table, or one whose last entry does not cover every batch.
+    """
+    start = source.find("#define GDN_V4_LAUNCH_TABLE(X)")
+    if start < 0:
+        raise ValueError("kernel.cu defines no GDN_V4_LAUNCH_TABLE")
+    body = source[start:source.index("\n\n", start)]
+    names = {enumerator: name for name, enumerator in _ENUMERATORS.items()}
+    table = [[None if limit == "INT64_MAX" else int(limit), (int(rows), names[policy], int(lanes), int(warps))]
+             for limit, rows, policy, lanes, warps in _TABLE_ENTRY.findall(body)]
+    if not table or table[-1][0] is not None:
+        raise ValueError("GDN_V4_LAUNCH_TABLE's last entry must be INT64_MAX (every batch)")
+    return table
+
+
+def table_macro(table: list[list]) -> str:
+    """``table`` (:func:`suggested_table`'s form) as kernel.cu's ``GDN_V4_LAUNCH_TABLE``, to paste."""
+    entries = [f"  X({'INT64_MAX' if limit is None else limit}, {rows}, k{_ENUMERATORS[policy]}, {lanes}, {warps})"
+               for limit, (rows, policy, lanes, warps) in table]
+    return "#define GDN_V4_LAUNCH_TABLE(X) \\\n" + " \\\n".join(entries)
+
+
 def suggested_table(rows: list[dict]) -> list[list]:
-    """``LAUNCH_TABLE`` entries ``[[largest batch | None, config tuple]]`` from
+    """Launch-table entries ``[[largest batch | None, config tuple]]`` from
     the measured rows, one config per batch size by
     :func:`tools.tuning.steady_choice` (batch sizes without a correct
     cuda-v4 variant are left out)."""
@@ -153,7 +185,7 @@ def print_report(report: dict, fastest: int = 3) -> None:
     bad = [f"B={row['batch']} {name}" for row in report["batches"]
            for name, r in row["configs"].items() if not r["correct"]]
     print("all configurations correct" if not bad else "INCORRECT: " + ", ".join(bad))
-    print("LAUNCH_TABLE =", tuple((limit, f"LaunchConfig{tuple(cfg)}") for limit, cfg in report["suggested_table"]))
+    print(table_macro(report["suggested_table"]))
 
 
 def main(argv=None) -> int:

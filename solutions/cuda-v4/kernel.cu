@@ -76,6 +76,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <tvm/ffi/container/shape.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/error.h>
 #include <tvm/ffi/extra/c_env_api.h>
@@ -391,18 +392,23 @@ struct LaunchConfig {
   int64_t warps_per_block;
 };
 
-// The launch table: X(largest batch, rows per warp, cache policy, lanes per row,
-// warps per block), the first entry whose batch limit is >= batch wins; the
-// last entry covers every batch. Mirrors LAUNCH_TABLE in main.py (measured by
-// tools/tune_cuda_v4.py on an H100; tests/test_cuda_compile.py checks the two agree).
-#define GDN_V4_LAUNCH_TABLE(X)          \
-  X(1, 2, kNoAlloc, 32, 8)              \
-  X(2, 8, kNc, 8, 2)                    \
-  X(4, 4, kNoAlloc, 16, 8)              \
-  X(8, 8, kNoAlloc, 8, 4)               \
-  X(16, 4, kNoAlloc, 16, 8)             \
-  X(32, 8, kNoAlloc, 16, 2)             \
-  X(128, 8, kNc, 16, 2)                 \
+// The launch table, the one place it lives: X(largest batch, rows per warp, cache
+// policy, lanes per row, warps per block), the first entry whose batch limit is
+// >= batch wins; the last entry covers every batch. Measured on an NVIDIA H100
+// 80GB HBM3 by tools/tune_cuda_v4.py (cold L2, CUPTI tier, median of 100),
+// 2026-11-23: results/tuning/cuda_tune_scatter_small.json (B <= 32) and
+// cuda_tune_scatter_large.json (B >= 64), the ".../rs" variants there (the
+// reduce-scatter form, now the only one), chosen per batch size by
+// tools.tuning.steady_choice; the tuner prints a replacement in this form.
+// Below B = 16 many variants are within one 32-ns timer step of each other.
+#define GDN_V4_LAUNCH_TABLE(X) \
+  X(1, 2, kNoAlloc, 32, 8) \
+  X(2, 8, kNc, 8, 2) \
+  X(4, 4, kNoAlloc, 16, 8) \
+  X(8, 8, kNoAlloc, 8, 4) \
+  X(16, 4, kNoAlloc, 16, 8) \
+  X(32, 8, kNoAlloc, 16, 2) \
+  X(128, 8, kNc, 16, 2) \
   X(INT64_MAX, 16, kNc, 16, 4)
 
 LaunchConfig default_config(int64_t batch) {
@@ -544,6 +550,13 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
   TVM_FFI_CHECK_CUDA_ERROR(cudaGetLastError());
 }
 
+// The launch table's choice for ``batch``: (rows per warp, cache policy, lanes per row,
+// warps per block), what gdn_decode launches (main.py and the tuner read it from here).
+ffi::Shape gdn_decode_launch_config(int64_t batch) {
+  const LaunchConfig config = default_config(batch);
+  return ffi::Shape({config.rows_per_warp, config.cache_policy, config.lanes_per_row, config.warps_per_block});
+}
+
 void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::TensorView state,
                 ffi::TensorView A_log, ffi::TensorView a, ffi::TensorView dt_bias,
                 ffi::TensorView b, double scale, ffi::TensorView output,
@@ -559,3 +572,4 @@ void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::Te
 
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gdn_decode, gdn_decode);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gdn_decode_config, gdn_decode_config);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gdn_decode_launch_config, gdn_decode_launch_config);

@@ -3,15 +3,17 @@
 The kernel has four template parameters: "rows per warp", warps per block
 (8, the latency design, or 4, 2, 1; a block covers ``warps * rows`` V rows),
 the cache policy of the state traffic (:data:`CACHE_POLICIES`) and the lanes
-that share one row (32, 16 or 8); :data:`LAUNCH_TABLE` picks all four from
-the batch size. ``python -m tools.tune_cuda_v4`` measures every variant on a
+that share one row (32, 16 or 8); the launch table in kernel.cu
+(``GDN_V4_LAUNCH_TABLE``) picks all four from the batch size, in the contest
+entry ``gdn_decode`` that :func:`run` calls, so the harness times what a packed
+submission runs. ``python -m tools.tune_cuda_v4`` measures every variant on a
 GPU and prints a replacement table.
 
 The harness compiles ``kernel.cu`` (``sources`` in solution.toml) into
 ``kernel.so`` beside this file when it loads the solution; this module loads
 that library with tvm-ffi (at import when a GPU is visible, else at the first
 ``run``/:func:`load`). ``run`` does no allocation, synchronization or tensor
-creation: a table lookup, then one call.
+creation: one call, whose table lookup is in C++.
 """
 
 from __future__ import annotations
@@ -64,35 +66,16 @@ class LaunchConfig(NamedTuple):
     def is_compiled(self) -> bool:
         """Whether kernel.cu can instantiate this variant (it raises ValueError otherwise). A build
         instantiates all of them only with -DGDN_V4_ALL_VARIANTS (the tuner's); the harness's
-        build has just :data:`LAUNCH_TABLE`'s."""
+        build has just those of kernel.cu's launch table."""
         return (self.rows_per_warp in ROWS_PER_WARP_CHOICES and self.lanes_per_row in LANES_PER_ROW_CHOICES
                 and self.rows_per_warp % (32 // self.lanes_per_row) == 0 and self.cache_policy in CACHE_POLICIES
                 and self.warps_per_block in WARPS_PER_BLOCK_CHOICES)
 
 
-#: ``(largest batch, config)`` pairs, first match wins; ``None`` matches any
-#: batch. Small batches are latency-bound and want the most warps in flight;
-#: large ones want fatter warps that amortize the q/k/gate work.
-#: kernel.cu's GDN_V4_LAUNCH_TABLE mirrors this table: its default_config (the contest
-#: entry point) and the variants a build without -DGDN_V4_ALL_VARIANTS compiles.
-LAUNCH_TABLE: tuple[tuple[int | None, LaunchConfig], ...] = (
-    # Measured on an NVIDIA H100 80GB HBM3 by tune.py (now tools/tune_cuda_v4.py;
-    # cold L2, CUPTI tier, median of 100), 2026-11-23:
-    # results/tuning/cuda_tune_scatter_small.json (B <= 32) and
-    # cuda_tune_scatter_large.json (B >= 64), the variants named
-    # ".../rs" there (the reduce-scatter form, now the only one), chosen per
-    # batch size by tools.tuning.steady_choice (within 0.5% or one 32-ns
-    # timer step of the fastest, then the best at the neighbouring batch sizes).
-    # Below B = 16 many variants are within one timer step of each other.
-    (1, LaunchConfig(2, "noalloc")), (2, LaunchConfig(8, "nc", 8, 2)), (4, LaunchConfig(4, "noalloc", 16)),
-    (8, LaunchConfig(8, "noalloc", 8, 4)), (16, LaunchConfig(4, "noalloc", 16)),
-    (32, LaunchConfig(8, "noalloc", 16, 2)), (128, LaunchConfig(8, "nc", 16, 2)),
-    (None, LaunchConfig(16, "nc", 16, 4)),
-)
-
 _POLICY_INDEX = {name: index for index, name in enumerate(CACHE_POLICIES)}
 _module = None  # the loaded tvm-ffi module
 _kernel = None  # its gdn_decode_config
+_default = None  # its gdn_decode: kernel.cu's launch table picks the variant
 
 
 def load():
@@ -101,14 +84,15 @@ def load():
     Returns:
         The exported ``gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b,
         scale, output, new_state, rows_per_warp, cache_policy, lanes_per_row,
-        warps_per_block)`` function. (The module also
-        exports ``gdn_decode`` without the last argument: the contest entry.)
+        warps_per_block)`` function. (The module also exports ``gdn_decode``
+        without the last four arguments, the contest entry that :func:`run`
+        calls, and ``gdn_decode_launch_config(batch)``.)
 
     Raises:
         FileNotFoundError: no ``kernel.so`` beside this file (the folder was
             imported without the harness's build of its ``sources``).
     """
-    global _module, _kernel
+    global _module, _kernel, _default
     if _kernel is None:
         if not LIBRARY.is_file():
             raise FileNotFoundError(f"{LIBRARY} is missing: the harness compiles kernel.cu into it when it loads "
@@ -116,7 +100,7 @@ def load():
         import tvm_ffi
 
         _module = tvm_ffi.load_module(str(LIBRARY))
-        _kernel = _module.gdn_decode_config
+        _kernel, _default = _module.gdn_decode_config, _module.gdn_decode
     return _kernel
 
 
@@ -127,9 +111,10 @@ def load_module():
 
 
 def launch_config(batch: int) -> LaunchConfig:
-    """Launch configuration for a batch size: the first :data:`LAUNCH_TABLE`
-    entry whose limit covers it (None covers every batch)."""
-    return next(config for limit, config in LAUNCH_TABLE if limit is None or batch <= limit)
+    """The variant :func:`run` launches for a batch size: kernel.cu's launch table
+    (``GDN_V4_LAUNCH_TABLE``, the one place it lives), read from the compiled module."""
+    rows, policy, lanes, warps = load_module().gdn_decode_launch_config(batch)
+    return LaunchConfig(int(rows), CACHE_POLICIES[int(policy)], int(lanes), int(warps))
 
 
 def resolve_scale(scale) -> float:
@@ -169,7 +154,12 @@ def run(inputs: dict) -> dict:
     Returns:
         ``{"output": output, "new_state": new_state}`` (the same tensors).
     """
-    return run_with_config(inputs, launch_config(inputs["q"].shape[0]))
+    if _default is None:
+        load()
+    output, new_state = inputs["output"], inputs["new_state"]
+    _default(inputs["q"], inputs["k"], inputs["v"], inputs["state"], inputs["A_log"], inputs["a"],
+             inputs["dt_bias"], inputs["b"], resolve_scale(inputs.get("scale")), output, new_state)
+    return {"output": output, "new_state": new_state}
 
 
 # Load at import when a GPU is visible, so that a missing or unloadable library
