@@ -50,3 +50,13 @@ def test_the_summary_has_one_row_per_solution_with_its_verdict_and_ratios():
     out = io.StringIO()
     print_summary(solution_summary(frame), Console(file=out, width=200))
     assert "1/2" in out.getvalue() and "(1 < 1: noise)" in out.getvalue()
+
+
+def test_a_state_dtype_label_is_printed_as_it_is_not_as_a_style_tag():
+    """rich reads ``[bfloat16-state]`` as markup unless escaped: the bf16 row lost its suffix and looked
+    like a second fp32 row of the same solution (seen in the H100 runs of 2026-11-23)."""
+    frame = pd.DataFrame([_row("cutedsl-bf16", "w1", us=2.0), _row("cutedsl-bf16[bfloat16-state]", "w1", us=1.5)])
+    for show in (lambda c: print_table(frame, c), lambda c: print_summary(solution_summary(frame), c)):
+        out = io.StringIO()
+        show(Console(file=out, width=200))
+        assert "cutedsl-bf16[bfloat16-state]" in out.getvalue()

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from harness.errors import HarnessInputError
-from harness.paths import SOLUTIONS_DIR
+from harness.paths import RESULTS_DIR, SOLUTIONS_DIR
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,7 +24,35 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("set", metavar="SET", help="set name (contest-v1, contest-v2, sweep) or a dataset folder")
     export.add_argument("--out", required=True, type=Path, metavar="DIR", help="empty folder to write into")
     export.add_argument("--no-progress", action="store_true", help="no progress bar while tensors are generated")
+    score = commands.add_parser("score", help="predict the contest score of every solution from the runs "
+                                              "stored under a results folder")
+    score.add_argument("--set", default="contest-v2", choices=("contest-v1", "contest-v2", "sweep"),
+                       help="workload set the score is over (default: %(default)s, the contest's)")
+    score.add_argument("--results", type=Path, default=RESULTS_DIR, metavar="DIR",
+                       help="folder whose runs/ are read (default: results/, the committed evidence; "
+                            "results/local holds your own runs)")
+    score.add_argument("--tier", default=None, help="timing tier (default: the runs' headline tier)")
     return parser
+
+
+def run_score(args) -> int:
+    from harness.data.dataset import OUR_DEFINITION
+    from harness.data.definition import load_definition
+    from harness.data.workloads import load_workloads
+    from harness.paths import WORKLOADS_DIR
+    from harness.records.score import contest_scores, print_scores
+    from harness.records.store import load_runs
+
+    if not (args.results / "runs").is_dir():
+        raise HarnessInputError(args.results, None, "holds no runs/ folder")
+    workloads = {w.uuid: w.batch_size for w in load_workloads(WORKLOADS_DIR / f"{args.set}.jsonl",
+                                                                load_definition(OUR_DEFINITION))}
+    scores = contest_scores(load_runs(args.results), args.set, workloads, args.tier)
+    if not scores:
+        raise HarnessInputError(args.results / "runs", None, f"no run of {args.set} with a passed solution"
+                                + (f" timed by the {args.tier} tier" if args.tier else ""))
+    print_scores(scores, args.set)
+    return 0
 
 
 def run_export(args) -> int:
@@ -54,7 +82,7 @@ def run_pack(args) -> int:
     return 0
 
 
-COMMANDS = {"pack": run_pack, "export-dataset": run_export}
+COMMANDS = {"pack": run_pack, "export-dataset": run_export, "score": run_score}
 
 
 def main(argv: list[str]) -> int:

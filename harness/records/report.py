@@ -82,6 +82,13 @@ def write_summary(traces: list[Trace], path: Path, floors: list[FloorMeasurement
     return frame
 
 
+def escape(text: str) -> str:
+    """``text`` as rich shows it literally: a label's ``[bfloat16-state]`` is not a style tag."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(str(text))
+
+
 def _fmt(value, spec: str) -> str:
     return "" if value is None or pd.isna(value) else format(value, spec)
 
@@ -101,7 +108,7 @@ def print_table(frame: pd.DataFrame, console=None) -> None:
         tier = r.get("headline_tier") if isinstance(r.get("headline_tier"), str) else None
         style = "green" if r["status"] == "PASSED" else ("yellow" if r["status"] == "SKIPPED" else "red")
         table.add_row(
-            r["solution"], str(r["workload"])[:8], str(r["batch_size"]), f"[{style}]{r['status']}[/{style}]",
+            escape(r["solution"]), str(r["workload"])[:8], str(r["batch_size"]), f"[{style}]{r['status']}[/{style}]",
             _fmt(r.get("output_max_abs_err"), ".2e"), _fmt(r.get("new_state_max_abs_err"), ".2e"),
             tier or "", _fmt(r.get("latency_us"), ".2f"),
             _fmt(r.get(f"{tier}_x_copy_floor") if tier else None, ".2f"),
@@ -184,7 +191,7 @@ def print_summary(summary: pd.DataFrame, console=None) -> None:
         if r["below_floor"]:
             x_floor += f" [yellow]({r['below_floor']} < 1: noise)[/yellow]"
         tier = r["tier"] if isinstance(r["tier"], str) else ""
-        table.add_row(r["solution"], f"[{style}]{r['passed']}[/{style}]", tier, _fmt(r["median_us"], ".2f"),
+        table.add_row(escape(r["solution"]), f"[{style}]{r['passed']}[/{style}]", tier, _fmt(r["median_us"], ".2f"),
                       _fmt(r["geomean_us"], ".2f"), x_floor, _fmt(r["score"], ".1f"),
-                      _fmt(r["vs_flashinfer"], ".2f"), (r["problem"] or "")[:120])
+                      _fmt(r["vs_flashinfer"], ".2f"), escape((r["problem"] or "")[:120]))
     console.print(table)
