@@ -60,6 +60,9 @@ def test_an_honest_figure_is_kept_with_its_wall_clock_and_verified_calls():
     figure = make_judge(floor_us=2.0).tier_result(WORKLOAD, "cupti", end([2.5, 2.4, 2.6]), 3, 1, wall_s=0.01)
     assert figure.available and figure.value_us == pytest.approx(2.5)
     assert figure.wall_s == 0.01 and figure.verified_calls == 1 and figure.achieved_gb_per_s > 0
+    reported = end([2.5, 2.4, 2.6]).model_copy(update={"host_call_us": 31.5})
+    events = make_judge(floor_us=2.0).tier_result(WORKLOAD, "events", reported, 3, 1, wall_s=0.01)
+    assert events.host_call_us == 31.5  # the worker's diagnostic is kept beside the figure, never as it
 
 
 @pytest.mark.parametrize("samples, calls, wall_s, words", [

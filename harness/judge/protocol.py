@@ -182,6 +182,7 @@ class TierEnd(_Message):
     span_median_us: float | None = None
     kernels_per_call: float | None = None
     kernel_names: list[str] = Field(default_factory=list)
+    host_call_us: float | None = None  # events/sync: median host time of run() per call (a diagnostic)
 
 
 class Failed(_Message):

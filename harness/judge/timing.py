@@ -186,15 +186,19 @@ def bench_events(fn: Callable, setup: Callable, flush: Callable, config: TimingC
     iters = plan_iterations(_estimate_call_s(fn, setup, torch.cuda.synchronize, config.warmup, config.budget_s), config)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    host = []
     for index, (start, end) in enumerate(zip(starts, ends)):
         args = setup(index)
         flush()
         start.record()
+        began = time.perf_counter()
         fn(args)
+        host.append(time.perf_counter() - began)
         end.record()
         after(index)
     torch.cuda.synchronize()
-    return summarize("events", [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)])
+    return summarize("events", [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)],
+                     host_call_us=statistics.median(host) * 1e6)
 
 
 def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingConfig,
@@ -210,7 +214,7 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
                              min_iters=config.min_iters)
     iters = plan_iterations(estimate, per_trial)
     warmup = SYNC_WARMUP if iters == SYNC_ITERS else 1
-    trial_means, samples = [], []
+    trial_means, samples, host = [], [], []
     for trial in range(config.trials):
         for _ in range(warmup):
             flush()
@@ -223,14 +227,17 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
             args = setup(trial * iters + i)
             torch.cuda.synchronize()
             start.record()
+            began = time.perf_counter()
             fn(args)
+            host.append(time.perf_counter() - began)
             end.record()
             after(trial * iters + i)
         torch.cuda.synchronize()
         times = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
         trial_means.append(statistics.mean(times))
         samples.extend(times)
-    return summarize("sync", samples, value_us=statistics.mean(trial_means), trials=config.trials)
+    return summarize("sync", samples, value_us=statistics.mean(trial_means), trials=config.trials,
+                     host_call_us=statistics.median(host) * 1e6)
 
 
 def bench_cupti(fn: Callable, setup: Callable, flush: Callable, config: TimingConfig,

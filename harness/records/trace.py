@@ -241,6 +241,10 @@ class TierFigure(Record):
     outside the solution's process."""
     verified_calls: int = 0
     """Timed calls whose outputs the judge checked against the reference."""
+    host_call_us: float | None = None
+    """``events``/``sync``: median host time of one ``run`` call, µs, as the solution's process
+    reported it (a diagnostic, never a figure: where it nears the L2 flush's time, the events
+    figure holds the host's launch; results/judge-check/20261123-H100-session3)."""
     copy_floor_us: float | None = None
     """``value_us`` of the copy floor of the same workload, state dtype and
     tier (filled by :func:`harness.records.annotate.annotate` only)."""
