@@ -97,3 +97,17 @@ def test_a_workload_without_its_optional_state_is_judged_from_a_zero_state(tmp_p
                            solutions_root=FIXTURE_SOLUTIONS)
     assert [t.evaluation.status.value for t in result.traces] == ["PASSED"]
     assert [f.method for f in result.floors] == ["torch zero_ (no state input)"]
+
+
+def test_a_run_without_the_reference_takes_it_from_an_earlier_run_on_the_same_gpu(tmp_path):
+    """flashinfer-bench's speedup_factor is filled whenever a run on this GPU holds pt-reference."""
+    dataset = str(write_small_dataset(tmp_path / "dataset"))
+    config = RunConfig(device="cpu", tiers=("wallclock",), trials=1,
+                       timing=TimingConfig(warmup=1, iters=5, budget_s=0.2, warm_s=0.0))
+    results = tmp_path / "results"
+    first = run_benchmark("pt-reference", dataset, config, results, progress=False)
+    second = run_benchmark("good", dataset, config, results, progress=False, solutions_root=FIXTURE_SOLUTIONS)
+    assert all(t.evaluation.performance.speedup_factor > 0 for t in second.traces)
+    meta = load_run(second.run_dir).meta
+    assert meta["earlier_reference_runs"] == [first.run_dir.name]
+    assert all(t.evaluation.performance.speedup_factor > 0 for t in load_run(second.run_dir).traces)

@@ -184,6 +184,15 @@ def test_annotate_fills_floor_multiples_and_speedups():
     assert out[("broken", "w0")] == traces[-1]
 
 
+def test_an_earlier_runs_reference_fills_in_only_where_this_run_has_none():
+    traces, floors = annotated_run()
+    earlier = [make_trace("pt-reference", "w0", {"events": 999.0}), make_trace("pt-reference", "w2", {"events": 40.0})]
+    traces.append(make_trace("fast", "w2", {"events": 10.0}))
+    out = {(t.solution, t.workload.uuid): t for t in annotate(traces, floors, references=earlier)}
+    assert out[("fast", "w0")].evaluation.performance.speedup_factor == pytest.approx(10.0)  # this run's own 100
+    assert out[("fast", "w2")].evaluation.performance.speedup_factor == pytest.approx(4.0)  # the earlier run's 40
+
+
 def test_annotate_uses_the_floor_of_the_same_state_dtype():
     traces, floors = annotated_run()
     traces.append(make_trace(BF16, "w1", {"events": 2.5}))

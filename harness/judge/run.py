@@ -46,7 +46,7 @@ from harness.judge.timing import L2Flusher, TimingConfig
 from harness.paths import SOLUTIONS_DIR
 from harness.records.annotate import annotate
 from harness.records.environment import environment, git_commit, hardware_name, version_drift
-from harness.records.store import RunWriter
+from harness.records.store import RunWriter, stored_references
 from harness.records.trace import Environment, FloorMeasurement, Trace
 
 HARNESS_DIR = Path(__file__).resolve().parents[1]
@@ -206,6 +206,9 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
     result = RunResult(run_dir)
     references = References(dataset, config.device, notes=result.notes)
     env = Environment(**environment(config.device))
+    # read before any worker runs: a solution of this run cannot have touched them
+    earlier_references, reference_runs = stored_references(results_dir, env.hardware, dataset.definition.name,
+                                                           REFERENCE_SOLUTION, exclude=run_dir)
     candidates = [prepare(f, dataset, config) for f in folders]
     variants = [v for c in candidates for v in c.variants]
     writer = RunWriter(run_dir)
@@ -213,7 +216,8 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
             "config": asdict(config), "environment": env.model_dump(), "git_commit": git_commit(),
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "solutions": [v.label for v in variants], "notes": result.notes,
-            "version_drift": version_drift(env.libs)}
+            "version_drift": version_drift(env.libs),
+            "earlier_reference_runs": reference_runs}  # where speedups come from when this run has no reference
     if meta["version_drift"] and config.device.startswith("cuda"):
         result.notes.append("installed versions differ from pyproject.toml's pinned gpu extra, which the "
                             f"results were measured with: {'; '.join(meta['version_drift'])}")
@@ -224,7 +228,7 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
         dtypes = {v.state_dtype for c in candidates if not c.failure for v in c.variants}
         result.floors = measure_floors(dataset, references, config, dtypes, env, progress) if dtypes else []
         ctx.floors = {(f.workload, f.state_dtype): f for f in result.floors}
-        save(writer, meta, result, guards)
+        save(writer, meta, result, guards, earlier_references)
         def arrived(trace: Trace) -> None:
             bar.update()
             bar.set_postfix_str(f"{trace.solution}: {trace.evaluation.status.value}")
@@ -233,7 +237,7 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
             for variant in candidate.variants:
                 done = len(result.traces)
                 judge_variant(ctx, candidate, variant, guards, result, arrived)
-                save(writer, meta, result, guards)
+                save(writer, meta, result, guards, earlier_references)
                 for trace in result.traces[done:] if on_trace else ():  # final: after the fingerprint check
                     on_trace(trace)
     except KeyboardInterrupt:
@@ -241,9 +245,9 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
         result.notes.append("interrupted (Ctrl-C): the traces hold what finished before it")
     finally:
         bar.close()
-        save(writer, meta, result, guards)
+        save(writer, meta, result, guards, earlier_references)
         shutil.rmtree(scratch, ignore_errors=True)
-    result.traces = annotate(result.traces, result.floors)
+    result.traces = annotate(result.traces, result.floors, references=earlier_references)
     return result
 
 
@@ -283,10 +287,12 @@ def tampered(judge: VariantJudge, ctx: RunContext, traces: list[Trace], changed:
     return [judge.trace(w, Status.RUNTIME_ERROR, log) for w in ctx.dataset.workloads if w.uuid in by_uuid]
 
 
-def save(writer: RunWriter, meta: dict, result: RunResult, guards: Guards) -> None:
-    """Rewrite the run's files from memory (annotation in one pure pass), then let the guard know them."""
+def save(writer: RunWriter, meta: dict, result: RunResult, guards: Guards,
+         earlier_references: list[Trace] = ()) -> None:
+    """Rewrite the run's files from memory (annotation in one pure pass, with the reference
+    timings of earlier runs on this GPU where this run has none), then let the guard know them."""
     written = [writer.write_meta(meta), writer.write_floors(result.floors),
-               *writer.write_traces(annotate(result.traces, result.floors))]
+               *writer.write_traces(annotate(result.traces, result.floors, references=earlier_references))]
     for path in written:
         guards.results.remember(path)
     guards.results.refresh()

@@ -56,11 +56,17 @@ def reference_times(traces: list[Trace], reference_solution: str = REFERENCE_SOL
 
 
 def annotate(traces: list[Trace], floors: list[FloorMeasurement],
-             reference_solution: str = REFERENCE_SOLUTION) -> list[Trace]:
+             reference_solution: str = REFERENCE_SOLUTION, references: list[Trace] = ()) -> list[Trace]:
     """New traces, in the input order, with the floor multiples and speedups
-    filled in (see module doc). Traces that did not pass come back as copies, unchanged."""
+    filled in (see module doc). Traces that did not pass come back as copies, unchanged.
+
+    ``references``: the reference solution's traces from other runs on the same GPU
+    (:func:`harness.records.store.stored_references`), used for a (workload, tier) that
+    this run's own reference did not time, so that flashinfer-bench's ``speedup_factor``
+    is filled whenever some run on this GPU holds the reference."""
     floor_us = floor_times(floors)
-    reference_us = reference_times(traces, reference_solution)
+    reference_us = {**reference_times(list(references), reference_solution),
+                    **reference_times(traces, reference_solution)}  # this run's own reference first
     out = []
     for trace in traces:
         trace = trace.model_copy(deep=True)

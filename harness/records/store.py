@@ -228,3 +228,21 @@ def run_dirs(results_dir: Path) -> list[Path]:
 def load_runs(results_dir: Path) -> list[StoredRun]:
     """Every run folder under ``<results_dir>/runs/`` (:func:`run_dirs`), loaded."""
     return [load_run(p) for p in run_dirs(results_dir)]
+
+
+def stored_references(results_dir: Path, hardware: str, definition: str, reference_solution: str,
+                      exclude: Path | None = None) -> tuple[list[Trace], list[str]]:
+    """The PASSED traces of ``reference_solution`` for ``definition`` on GPU ``hardware`` in the
+    run folders under ``results_dir`` (but ``exclude``, the run being written), and the names of
+    the runs they come from: what :func:`harness.records.annotate.annotate` divides by where a
+    run has no reference of its own."""
+    found, names = [], []
+    for run_dir in run_dirs(results_dir):
+        if exclude is not None and run_dir.resolve() == Path(exclude).resolve():
+            continue
+        mine = [t for t in load_run(run_dir).traces
+                if t.solution == reference_solution and t.definition == definition and t.is_successful()
+                and t.evaluation.environment.hardware == hardware]
+        found += mine
+        names += [run_dir.name] if mine else []
+    return found, names
