@@ -101,49 +101,25 @@ def evaluate_remote(algo: str, workloads: str, tiers: str = "", options: str = "
 
 
 def container_algo(name: str) -> str:
-    """What the container judging solution ``name`` runs: the solution and pt-reference, so that
-    its speedups, like its copy-floor multiples, are taken on its own GPU."""
-    from harness.facts import REFERENCE_SOLUTION
+    """What the container judging solution ``name`` runs (:func:`harness.fanout.lane_algo`):
+    the solution and pt-reference, so that every ratio is taken on its own GPU."""
+    from harness.fanout import lane_algo
 
-    return name if name == REFERENCE_SOLUTION else f"{name},{REFERENCE_SOLUTION}"
+    return lane_algo([name])
 
 
 def merge_results(results: list[dict], names: list[str], algo: str, gpu: str) -> tuple[str, dict, list, list]:
-    """One run out of the containers' runs: (run id, run.json data, traces, floors).
+    """One run out of the containers' runs: (run id, run.json data, traces, floors), by the
+    merge ``run_local.py --gpus`` uses (:func:`harness.fanout.merge_lanes`): ``results[i]`` is
+    the container that judged ``names[i]``; each container is a lane, annotated with its own
+    copy floors and pt-reference only."""
+    from harness.fanout import LaneRun, merge_lanes
+    from harness.records.trace import FloorMeasurement, Trace
 
-    ``results[i]`` is the container that judged solution ``names[i]`` (with
-    pt-reference, :func:`container_algo`). Each container's traces are annotated
-    with that container's own copy floors and pt-reference only
-    (:func:`harness.records.annotate.annotate`): no ratio divides one machine's
-    time by another's. The merged run keeps each container's own solution, the
-    pt-reference traces only where pt-reference was asked for, and every
-    container's floors (each records its machine). Traces keep the containers' order.
-    """
-    from harness.records.annotate import annotate
-    from harness.records.environment import git_commit
-    from harness.records.trace import FloorMeasurement, Trace, label_solution
-
-    traces, floors = [], []
-    for name, result in zip(names, results):
-        own_floors = [FloorMeasurement.model_validate(f) for f in result.get("floors", [])]
-        annotated = annotate([Trace.model_validate(t) for t in result["traces"]], own_floors)
-        traces += [t for t in annotated if label_solution(t.solution) == name]
-        floors += own_floors
-    run = dict(results[0]["run"], algo=algo, git_commit=git_commit(),  # the containers have no .git
-               solutions=list(dict.fromkeys(label for r in results for label in r["run"].get("solutions", [])
-                                            if label_solution(label) in names)),
-               modal={"gpu": gpu, "container_runs": [r["run_id"] for r in results],
-                      "hardware": sorted({r["run"].get("environment", {}).get("hardware", "?") for r in results})})
-    headline = {name: sorted({t.evaluation.performance.headline_tier for t in traces
-                              if label_solution(t.solution) == name and t.evaluation.performance})
-                for name in names}
-    run["modal"]["headline_tiers"] = headline  # CUPTI recorded in a container where its tier is cupti
-    tiers = {tier for found in headline.values() for tier in found}
-    if len(tiers) > 1:  # e.g. CUPTI refused in one container: its figures are another tier's
-        run["notes"] = list(run.get("notes", [])) + [
-            f"the containers' headline tiers differ ({headline}): compare solutions only within one tier"]
-    # run ids start with the UTC start time: the earliest container names the run
-    return min(r["run_id"] for r in results), run, traces, floors
+    lanes = [LaneRun([name], r["run_id"], r["run"], [Trace.model_validate(t) for t in r["traces"]],
+                     [FloorMeasurement.model_validate(f) for f in r.get("floors", [])])
+             for name, r in zip(names, results)]
+    return merge_lanes(lanes, algo, modal={"gpu": gpu, "container_runs": [r["run_id"] for r in results]})
 
 
 def write_run_files(results_dir: Path, run_id: str, run: dict, traces: list, floors: list):

@@ -49,6 +49,26 @@ def checked_device(text: str | None) -> str:
     return text
 
 
+def checked_gpus(text: str) -> list[str]:
+    """``--gpus``: ``all`` or a comma list of CUDA device indices, as ``cuda:N`` names.
+
+    Raises:
+        argparse.ArgumentTypeError: no CUDA GPU here, an index that is not a GPU here, or a repeated one.
+    """
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        raise argparse.ArgumentTypeError(f"--gpus {text}: PyTorch sees no CUDA GPU here")
+    if text == "all":
+        return [f"cuda:{i}" for i in range(count)]
+    parts = text.split(",")
+    if not all(p.isdigit() and int(p) < count for p in parts) or len(set(parts)) != len(parts):
+        raise argparse.ArgumentTypeError(f"--gpus {text!r}: 'all' or distinct indices below {count} "
+                                         f"(PyTorch sees {count} GPU{'s' if count != 1 else ''}), e.g. 0,1")
+    return [f"cuda:{int(p)}" for p in parts]
+
+
 def _number(kind: type, least: float, strict: bool):
     """An argparse type: a ``kind`` number ``> least`` (strict) or ``>= least``."""
     def parse(text: str):
@@ -110,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="set name (contest-v1, contest-v2, sweep) or path to a flashinfer-bench dataset folder "
                         "(default: contest-v1)")
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if PyTorch sees one)")
+    p.add_argument("--gpus", default=None,
+                   help="'all' or GPU indices (0,1): spread the solutions over these GPUs, one judge per GPU with "
+                        "its own copy floor and pt-reference, merged into one run folder (excludes --device)")
     p.add_argument("--tiers", default=None, help=f"comma list of {', '.join(TIERS)} (default: cupti,events,sync on "
                                                  "a GPU, wallclock on the CPU)")
     p.add_argument("-n", "--trials", type=COUNT, default=3,
@@ -203,23 +226,52 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         config = config_from_args(args)
+        devices = checked_gpus(args.gpus) if args.gpus else None
+        if devices and args.device:
+            raise argparse.ArgumentTypeError("--gpus and --device exclude each other: a lane per GPU sets its device")
     except argparse.ArgumentTypeError as exc:
         parser.error(str(exc))
     try:
+        if devices:
+            return run_on_gpus(args, parser, devices)
         result = run_from_args(args, config)
     except (HarnessInputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    frame = RunWriter(result.run_dir).write_summary(result.traces, result.floors)
+    report(args, result.run_dir, result.traces, result.floors, result.notes)
+    return 130 if result.interrupted else 0
+
+
+def report(args, run_dir: Path, traces: list, floors: list, notes: list[str]) -> None:
+    """The run's summary.csv and its answer on the console (one row per solution; ``-v``: per workload)."""
+    frame = RunWriter(run_dir).write_summary(traces, floors)
     if args.verbose:
         print_table(frame)
     print_summary(solution_summary(frame))
-    counts = Counter(t.evaluation.status.value for t in result.traces)
-    failed = len(result.traces) - counts["PASSED"] - counts["SKIPPED"]
-    for note in result.notes:
+    counts = Counter(t.evaluation.status.value for t in traces)
+    failed = len(traces) - counts["PASSED"] - counts["SKIPPED"]
+    for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    print(f"traces: {result.run_dir / 'traces.jsonl'}\nsummary: {result.run_dir / 'summary.csv'}\n"
+    print(f"traces: {run_dir / 'traces.jsonl'}\nsummary: {run_dir / 'summary.csv'}\n"
           f"solution x workload: {counts['PASSED']} passed, {failed} failed, {counts['SKIPPED']} skipped")
-    if result.interrupted:
-        return 130
-    return 0
+
+
+def run_on_gpus(args, parser, devices: list[str]) -> int:
+    """``--gpus``: one judge per GPU (harness.fanout), merged into one run folder; the exit code.
+
+    Raises:
+        ValueError: unknown solution names.
+    """
+    from harness.fanout import fan_out
+    from harness.judge.run import select_solutions
+    from harness.records.store import load_run, load_runs
+
+    names = [folder.name for folder in select_solutions(args.algo, args.solutions)]
+    try:
+        run_dir, codes = fan_out(args, parser, names, devices, load_runs(args.results))
+    except RuntimeError as exc:  # no lane wrote a run folder: their logs say why
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    run = load_run(run_dir)
+    report(args, run_dir, run.traces, run.floors, run.meta.get("notes", []))
+    return 130 if 130 in codes else (2 if any(codes) else 0)

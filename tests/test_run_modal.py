@@ -82,13 +82,13 @@ def test_every_ratio_is_taken_inside_one_container(run_modal, tmp_path):
     run_id, run, traces, floors = run_modal.merge_results(results, ["cuda-v4", "fla-recurrent"], "all", "B200")
     assert run_id == "20260101T000000Z_GPU-X_sweep"
     assert run["solutions"] == ["cuda-v4", "fla-recurrent"] and run["modal"]["gpu"] == "B200"
-    assert run["modal"]["hardware"] == ["GPU fast", "GPU slow"]
+    assert [lane["hardware"] for lane in run["lanes"]] == ["GPU slow", "GPU fast"]
     assert [t.solution for t in traces] == ["cuda-v4", "fla-recurrent"]  # pt-reference was not asked for
     assert sorted(f.tiers["events"].value_us for f in floors) == [1.0, 2.0]  # every container's floor
     cuda, fla = (t.evaluation.performance for t in traces)
     assert cuda.tiers["events"].x_copy_floor == pytest.approx(2.5) and fla.tiers["events"].x_copy_floor == 5.0
     assert cuda.speedup_factor == pytest.approx(20.0) and fla.speedup_factor == pytest.approx(10.0)
-    assert run["modal"]["headline_tiers"] == {"cuda-v4": ["events"], "fla-recurrent": ["events"]}
+    assert run["headline_tiers"] == {"cuda-v4": ["events"], "fla-recurrent": ["events"]}
     assert not any("headline tiers differ" in n for n in run.get("notes", []))
 
     run_dir, frame = run_modal.write_run_files(tmp_path, run_id, run, traces, floors)
@@ -174,5 +174,5 @@ def test_containers_that_disagree_on_the_headline_tier_say_so(run_modal):
 
     results = [container("cuda-v4", {"cupti": 2.0, "events": 4.0}), container("fla-recurrent", {"events": 4.0})]
     _, run, _, _ = run_modal.merge_results(results, ["cuda-v4", "fla-recurrent"], "all", "B200")
-    assert run["modal"]["headline_tiers"] == {"cuda-v4": ["cupti"], "fla-recurrent": ["events"]}
+    assert run["headline_tiers"] == {"cuda-v4": ["cupti"], "fla-recurrent": ["events"]}
     assert any("headline tiers differ" in note for note in run["notes"])

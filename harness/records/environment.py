@@ -72,8 +72,10 @@ def libs() -> dict[str, str]:
 
 
 def environment(device: str) -> dict:
-    """The trace's ``environment`` object."""
-    return {"hardware": hardware_name(device), "libs": libs()}
+    """The trace's ``environment`` object (the device named as ``cuda:N`` or ``cpu``)."""
+    if str(device) == "cuda" and torch.cuda.is_available():
+        device = f"cuda:{torch.cuda.current_device()}"
+    return {"hardware": hardware_name(device), "libs": libs(), "device": str(device)}
 
 
 def pinned_versions(pyproject: Path | None = None) -> dict[str, str]:

@@ -39,7 +39,8 @@ def floor_row(floor: FloorMeasurement) -> dict:
     for another state dtype), status PASSED meaning only that it was measured."""
     tier = floor.headline_tier()
     row = {"solution": floor.label, "workload": floor.workload, "batch_size": floor.batch_size,
-           "status": "PASSED", "hardware": floor.environment.hardware, "timestamp": floor.timestamp,
+           "status": "PASSED", "hardware": floor.environment.hardware, "device": floor.environment.device,
+           "timestamp": floor.timestamp,
            "headline_tier": tier, "latency_us": floor.tiers[tier].value_us if tier else None}
     _tier_columns(row, floor.tiers)
     row["log"] = FLOOR_LOG
@@ -52,7 +53,8 @@ def trace_row(trace: Trace) -> dict:
     perf = ev.performance
     row = {
         "solution": trace.solution, "workload": trace.workload.uuid, "batch_size": trace.workload.batch_size,
-        "status": ev.status.value, "hardware": ev.environment.hardware, "timestamp": ev.timestamp,
+        "status": ev.status.value, "hardware": ev.environment.hardware, "device": ev.environment.device,
+        "timestamp": ev.timestamp,
         "headline_tier": perf.headline_tier if perf else None,
         "latency_us": perf.latency_ms * 1e3 if perf and perf.latency_ms else None,
     }

@@ -85,6 +85,9 @@ class Environment(Record):
     """Hardware name, e.g. ``NVIDIA H100 80GB HBM3`` or ``CPU x86_64``."""
     libs: dict[str, str] = Field(default_factory=dict)
     """Library name -> version (torch, triton, cuda, driver, ...)."""
+    device: str | None = None
+    """*Ours*: the device of the run (``cuda:1``, ``cpu``): with ``run_local.py --gpus``,
+    which GPU of the host measured the row (flashinfer-bench ignores the field)."""
 
 
 class EvaluationStatus(str, Enum):
