@@ -60,3 +60,10 @@ def test_a_state_dtype_label_is_printed_as_it_is_not_as_a_style_tag():
         out = io.StringIO()
         show(Console(file=out, width=200))
         assert "cutedsl-bf16[bfloat16-state]" in out.getvalue()
+
+
+def test_vs_flashinfer_never_divides_one_gpus_time_by_anothers():
+    rows = [dict(_row("cuda-v4", "w1", us=2.0), device="cuda:0"), dict(_row("fi-baseline", "w1", us=4.0), device="cuda:1"),
+            dict(_row("cuda-v4", "w2", us=2.0), device="cuda:0"), dict(_row("fi-baseline", "w2", us=3.0), device="cuda:0")]
+    summary = solution_summary(pd.DataFrame(rows)).set_index("solution")
+    assert summary.loc["cuda-v4", "vs_flashinfer"] == pytest.approx(1.5)  # w2 only: both on cuda:0

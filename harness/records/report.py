@@ -134,6 +134,12 @@ def _first_failure(rows: pd.DataFrame) -> str:
     return f"{counts}: {log.splitlines()[0] if log else ''}"
 
 
+def _device(row) -> str:
+    """A row's device (``cuda:1``), '' where the run did not record one (runs before the field)."""
+    device = row.get("device")
+    return device if isinstance(device, str) else ""
+
+
 def solution_summary(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per solution label (a non-fp32 state dtype is a label of its own) of a run's table
     (:func:`trace_rows`), copy floors left out.
@@ -142,14 +148,14 @@ def solution_summary(frame: pd.DataFrame) -> pd.DataFrame:
     and ``geomean_us`` over the passed workloads, ``x_floor`` (median × copy floor), ``score`` (the
     contest's: mean over workloads of pt-reference's latency over this one's, on the passed
     workloads; None without pt-reference in the run), ``vs_flashinfer`` (geomean over shared passed
-    workloads of FlashInfer's latency over this one's, same state dtype: > 1 is faster),
+    workloads of FlashInfer's latency over this one's, same state dtype and device: > 1 is faster),
     ``below_floor`` (workloads whose figure is under the copy floor: on a CPU, wall-clock noise),
     ``problem`` (status counts and the first failure's reason), ``skipped_only``.
     """
     rows = frame[~frame["solution"].astype(str).map(is_floor_label)]
-    latency = {}  # (label, workload) -> µs of passed rows
+    latency = {}  # (label, workload, device) -> µs of passed rows: ratios only within one GPU (--gpus)
     for _, r in rows[rows["status"] == "PASSED"].iterrows():
-        latency[(r["solution"], r["workload"])] = r.get("latency_us")
+        latency[(r["solution"], r["workload"], _device(r))] = r.get("latency_us")
     out = []
     for label, mine in rows.groupby("solution", sort=False):
         passed = mine[mine["status"] == "PASSED"]
@@ -160,8 +166,9 @@ def solution_summary(frame: pd.DataFrame) -> pd.DataFrame:
         state_dtype = label_state_dtype(label)
         flashinfer = (variant_label(FLASHINFER_SOLUTIONS[state_dtype], state_dtype)
                       if state_dtype in FLASHINFER_SOLUTIONS else None)
-        ratios = [latency[(flashinfer, w)] / latency[(label, w)] for w in passed["workload"]
-                  if flashinfer and flashinfer != label and (flashinfer, w) in latency and latency[(label, w)]]
+        ratios = [latency[(flashinfer, w, d)] / latency[(label, w, d)]
+                  for w, d in zip(passed["workload"], (_device(r) for _, r in passed.iterrows()))
+                  if flashinfer and flashinfer != label and (flashinfer, w, d) in latency and latency[(label, w, d)]]
         out.append({
             "solution": label, "passed": f"{len(passed)}/{len(mine)}", "tier": tier,
             "median_us": passed["latency_us"].median() if len(passed) else None,
