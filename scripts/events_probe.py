@@ -6,9 +6,8 @@ Runs on a GPU machine, from the repository root::
 
     python scripts/events_probe.py [--batch 1] [--calls 300]
 
-It times fla-recurrent's ``run`` in THIS process (no judge) the way the events
-and sync tiers do (flush, start event, run, end event; the sync tier with a
-synchronize before the start event), under conditions the worker differs in,
+It times fla-recurrent's ``run`` in THIS process (no judge) with the judge's own
+events and sync loops (``harness.judge.timing``), under conditions the worker differs in,
 one at a time, and prints per condition the events and sync medians and the
 host time of ``run``:
 
@@ -30,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from contextlib import contextmanager
@@ -42,7 +40,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from harness.judge.solutions import load_meta, load_solution  # noqa: E402
-from harness.judge.timing import L2Flusher  # noqa: E402
+from harness.judge.timing import L2Flusher, TimingConfig, bench_events, bench_sync  # noqa: E402
 from harness.paths import SOLUTIONS_DIR  # noqa: E402
 from tools.tuning import random_inputs  # noqa: E402
 
@@ -90,29 +88,13 @@ class BusyReader:
         os.waitpid(self.pid, 0)
 
 
-def measure(run, setup, flush, calls: int, sync: bool, after=lambda: None) -> tuple[float, float]:
-    """(median GPU µs between the events, median host µs of ``run``) over ``calls`` calls."""
-    for _ in range(100):
-        args = setup()
-        flush()
-        run(args)
-    torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
-    host = []
-    for start, end in zip(starts, ends):
-        args = setup()
-        flush()
-        if sync:
-            torch.cuda.synchronize()
-        start.record()
-        began = time.perf_counter()
-        run(args)
-        host.append(time.perf_counter() - began)
-        end.record()
-        after()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)), statistics.median(host) * 1e6
+def measure(run, setup, flush, calls: int, after=lambda: None) -> tuple[float, float, float]:
+    """(events µs, sync µs, host µs of ``run`` in the events tier): the judge's own tier loops
+    (harness.judge.timing), here in a plain process."""
+    config = TimingConfig(iters=calls, budget_s=60.0)
+    events = bench_events(run, lambda index: setup(), flush, config, lambda index: after())
+    sync = bench_sync(run, lambda index: setup(), flush, config, lambda index: after())
+    return events.value_us, sync.value_us, events.extra["host_call_us"]
 
 
 def main(argv=None) -> int:
@@ -134,8 +116,7 @@ def main(argv=None) -> int:
     print(f"{'condition':14s} {'events µs':>10s} {'sync µs':>10s} {'host run() µs':>14s}")
 
     def row(name: str, after=lambda: None) -> None:
-        events, host = measure(solution.run, setup, flush, args.calls, sync=False, after=after)
-        sync, _ = measure(solution.run, setup, flush, args.calls, sync=True, after=after)
+        events, sync, host = measure(solution.run, setup, flush, args.calls, after=after)
         print(f"{name:14s} {events:10.1f} {sync:10.1f} {host:14.1f}", flush=True)
 
     row("plain")
