@@ -56,17 +56,12 @@ def image_packages(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
     """pyproject's ``[project.dependencies]``, then its :data:`IMAGE_EXTRA` extra, one
     requirement per distribution: a pin of the extra replaces the project's looser
     requirement of the same distribution (``torch>=2.6`` becomes ``torch==2.11.0``)."""
+    from harness.records.environment import requirement_name
+
     project = tomllib.loads(Path(pyproject).read_text())["project"]
     pins = project["optional-dependencies"][IMAGE_EXTRA]
     pinned = {requirement_name(r) for r in pins}
     return [r for r in project["dependencies"] if requirement_name(r) not in pinned] + pins
-
-
-def requirement_name(requirement: str) -> str:
-    """The distribution a requirement string names (``torch`` of ``torch==2.11.0``), normalized."""
-    import re
-
-    return re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].strip().lower().replace("_", "-")
 
 
 # ------------------------------------------------------------ remote side

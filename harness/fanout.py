@@ -139,6 +139,11 @@ def merge_lanes(lanes: list[LaneRun], algo: str, **meta_extra) -> tuple[str, dic
                         "hardware": lane.meta.get("environment", {}).get("hardware")} for lane in lanes],
                 headline_tiers=headline, **meta_extra)
     meta["notes"] = [n for lane in lanes for n in lane.meta.get("notes", [])]
+    if len(lanes) > 1 and any("changed files it must not touch" in n for n in meta["notes"]):
+        # lanes judge at the same time on one host: a file one solution changes is seen by every lane's guard
+        meta["notes"].append("a solution changed protected files while several lanes ran: every lane marks the "
+                             "solution it was judging at that moment, so re-run the solutions marked as tampering "
+                             "alone (without --gpus) to tell the culprit from the bystanders")
     if len({tier for found in headline.values() for tier in found}) > 1:  # e.g. CUPTI refused on one lane
         meta["notes"].append(f"the lanes' headline tiers differ ({headline}): compare solutions only within one tier")
     # run ids start with the UTC start time: the earliest lane names the run

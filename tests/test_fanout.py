@@ -80,3 +80,10 @@ def test_two_lanes_on_the_cpu_merge_into_one_run_folder(tmp_path):
 def test_gpus_without_a_gpu_is_a_clear_error():
     done = subprocess.run([sys.executable, "run_local.py", "--gpus", "all"], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 2 and "PyTorch sees no CUDA GPU" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_tampering_seen_by_several_lanes_is_said_to_implicate_bystanders():
+    tampered = "x changed files it must not touch: /repo/harness/judge/check.py; ..."
+    lanes = [LaneRun(["a"], "20260101T000000Z_a", {"notes": [tampered]}), LaneRun(["b"], "20260101T000001Z_b", {})]
+    _, meta, _, _ = merge_lanes(lanes, "all")
+    assert any("re-run the solutions marked as tampering alone" in n for n in meta["notes"])

@@ -43,16 +43,18 @@ GPU_DEPENDENCIES = ("torch", "triton", "nvidia-cutlass-dsl", "nvidia-cutlass-dsl
 
 
 def test_the_image_installs_the_pinned_versions_of_pyproject(run_modal):
+    from harness.records.environment import requirement_name
+
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     pins = project["optional-dependencies"]["gpu"]
     packages = run_modal.image_packages()
-    names = [run_modal.requirement_name(p) for p in packages]
+    names = [requirement_name(p) for p in packages]
     assert len(names) == len(set(names))  # one requirement per distribution
     assert all(p in packages for p in pins)
     for dependency in GPU_DEPENDENCIES:
-        (requirement,) = [p for p in packages if run_modal.requirement_name(p) == dependency]
+        (requirement,) = [p for p in packages if requirement_name(p) == dependency]
         assert re.fullmatch(rf"{re.escape(dependency)}==[0-9][0-9a-z.]*", requirement), requirement
-    unpinned = {run_modal.requirement_name(d) for d in project["dependencies"]} - set(GPU_DEPENDENCIES)
+    unpinned = {requirement_name(d) for d in project["dependencies"]} - set(GPU_DEPENDENCIES)
     assert unpinned <= set(names)  # the rest of the project's dependencies come along
     assert not any(n.startswith(("modal", "pytest")) for n in names)
 

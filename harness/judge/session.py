@@ -421,7 +421,8 @@ class VariantJudge:
                 f"workload: {FLOOR_MARGIN} x the copy floor {limit:.3f} µs (a device copy of the state bytes; "
                 "docs/judging.md)"))
         nbytes = self.bytes_moved(workload)
-        host = end.host_call_us if end.host_call_us is not None and math.isfinite(end.host_call_us) else None
+        host = end.host_call_us  # the worker's own diagnostic: kept only where it could be true
+        host = host if host is not None and math.isfinite(host) and host >= 0 else None
         extra = dict(wall_s=wall_s, verified_calls=verified, span_median_us=end.span_median_us,
                      kernels_per_call=end.kernels_per_call, kernel_names=end.kernel_names[:8], host_call_us=host)
         stats.extra["trials"] = self.ctx.config.timing.trials if tier == "sync" else None

@@ -78,6 +78,12 @@ def environment(device: str) -> dict:
     return {"hardware": hardware_name(device), "libs": libs(), "device": str(device)}
 
 
+def requirement_name(requirement: str) -> str:
+    """The distribution a requirement string names, normalized (``torch`` of ``torch==2.11.0``,
+    ``nvidia-cutlass-dsl`` of ``nvidia_cutlass_dsl[cu13]>=4``)."""
+    return re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].strip().lower().replace("_", "-")
+
+
 def pinned_versions(pyproject: Path | None = None) -> dict[str, str]:
     """``{distribution: version}`` of the exact (``==``) pins in pyproject.toml's
     :data:`PINNED_EXTRA` extra; {} where there is no pyproject.toml (an installed copy)."""
@@ -87,8 +93,7 @@ def pinned_versions(pyproject: Path | None = None) -> dict[str, str]:
     if not path.is_file():
         return {}
     extra = tomllib.loads(path.read_text())["project"]["optional-dependencies"].get(PINNED_EXTRA, [])
-    pins = (re.fullmatch(r"\s*([A-Za-z0-9_.-]+)\s*==\s*([^\s;]+)\s*", r) for r in extra)
-    return {m.group(1).lower().replace("_", "-"): m.group(2) for m in pins if m}
+    return {requirement_name(r): r.split("==", 1)[1].split(";")[0].strip() for r in extra if "==" in r}
 
 
 def version_drift(installed: dict[str, str], pins: dict[str, str] | None = None) -> list[str]:

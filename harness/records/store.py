@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -237,8 +238,9 @@ def stored_references(results_dir: Path, hardware: str, definition: str, referen
     the runs they come from: what :func:`harness.records.annotate.annotate` divides by where a
     run has no reference of its own."""
     found, names = [], []
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", hardware).strip("-")  # run folders are named <time>_<hardware>_<set>
     for run_dir in run_dirs(results_dir):
-        if exclude is not None and run_dir.resolve() == Path(exclude).resolve():
+        if slug not in run_dir.name or (exclude is not None and run_dir.resolve() == Path(exclude).resolve()):
             continue
         mine = [t for t in load_run(run_dir).traces
                 if t.solution == reference_solution and t.definition == definition and t.is_successful()
