@@ -88,7 +88,7 @@ def lane_argv(args: argparse.Namespace, parser: argparse.ArgumentParser, names: 
         if action.dest in LANE_OWNED or not action.option_strings:
             continue
         value = getattr(args, action.dest)
-        if isinstance(action, argparse._StoreTrueAction):
+        if action.nargs == 0:  # a flag (store_true): given or not
             argv += [action.option_strings[-1]] if value else []
         elif value is not None and value != action.default:
             argv += [action.option_strings[-1], str(value)]
@@ -173,9 +173,9 @@ def fan_out(args: argparse.Namespace, parser: argparse.ArgumentParser, names: li
                        for (device, share), root in zip(lanes, roots)], logs)
     finished = []
     for (device, share), root in zip(lanes, roots):
-        run_dirs = sorted((root / "runs").glob("*")) if (root / "runs").is_dir() else []
-        if run_dirs:
-            stored_run = load_run(run_dirs[-1])
+        folders = sorted((root / "runs").glob("*")) if (root / "runs").is_dir() else []
+        if folders:  # a lane stopped before its first write has none
+            stored_run = load_run(folders[-1])
             finished.append(LaneRun(share, stored_run.name, stored_run.meta, stored_run.traces, stored_run.floors))
     if not finished:
         raise RuntimeError(f"no lane wrote a run folder; see {', '.join(map(str, logs))}")

@@ -166,9 +166,9 @@ def solution_summary(frame: pd.DataFrame) -> pd.DataFrame:
         state_dtype = label_state_dtype(label)
         flashinfer = (variant_label(FLASHINFER_SOLUTIONS[state_dtype], state_dtype)
                       if state_dtype in FLASHINFER_SOLUTIONS else None)
-        ratios = [latency[(flashinfer, w, d)] / latency[(label, w, d)]
-                  for w, d in zip(passed["workload"], (_device(r) for _, r in passed.iterrows()))
-                  if flashinfer and flashinfer != label and (flashinfer, w, d) in latency and latency[(label, w, d)]]
+        keys = [(r["workload"], _device(r)) for _, r in passed.iterrows()] if flashinfer != label else []
+        ratios = [latency[(flashinfer, *key)] / latency[(label, *key)] for key in keys
+                  if (flashinfer, *key) in latency and latency[(label, *key)]]
         out.append({
             "solution": label, "passed": f"{len(passed)}/{len(mine)}", "tier": tier,
             "median_us": passed["latency_us"].median() if len(passed) else None,
