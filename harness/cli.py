@@ -13,7 +13,7 @@ from pathlib import Path
 # Everything the judge will need is imported now, before any solution runs: a
 # module imported later would be read from disk after a solution could edit it.
 from harness.errors import HarnessInputError
-from harness.facts import GPU_TIERS, TIERS, Tolerance
+from harness.facts import CONTEST_TIER, GPU_TIERS, TIERS, Tolerance
 from harness.judge.isolation import Timeouts
 from harness.judge.run import RunConfig, run_benchmark
 from harness.judge.timing import TimingConfig
@@ -106,7 +106,8 @@ def checked_folders(args) -> None:
 
 
 def parse_tiers(text: str, device: str) -> tuple[str, ...]:
-    """``cupti,events,sync`` -> tuple; on the CPU the wall-clock tier is always added.
+    """``cupti,events,sync`` -> tuple; on the CPU the wall-clock tier is always added, and
+    ``contest`` brings ``cupti`` with it (its figure is bounded by CUPTI's, docs/judging.md).
 
     Raises:
         argparse.ArgumentTypeError: an unknown tier name.
@@ -117,6 +118,8 @@ def parse_tiers(text: str, device: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(f"unknown tier(s) {unknown}; choose from {TIERS}")
     if not device.startswith("cuda") and "wallclock" not in tiers:
         tiers += ("wallclock",)
+    if CONTEST_TIER in tiers and "cupti" not in tiers:
+        tiers = ("cupti",) + tiers
     return tiers
 
 
@@ -134,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="'all' or GPU indices (0,1): spread the solutions over these GPUs, one judge per GPU with "
                         "its own copy floor and pt-reference, merged into one run folder (excludes --device)")
     p.add_argument("--tiers", default=None, help=f"comma list of {', '.join(TIERS)} (default: cupti,events,sync on "
-                                                 "a GPU, wallclock on the CPU)")
+                                                 "a GPU, wallclock on the CPU); contest = the final contest's own "
+                                                 "timer (FlashInfer's, needs the gpu extra), adds cupti")
     p.add_argument("-n", "--trials", type=COUNT, default=3,
                    help="correctness trials per workload, each with fresh random inputs (default: 3)")
     p.add_argument("--warmup", type=NON_NEGATIVE_COUNT, default=10, help="untimed calls before each tier (default: 10)")

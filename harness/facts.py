@@ -27,8 +27,11 @@ RESERVED_NAMES = frozenset({COPY_FLOOR, "all", "reference", "harness"})
 MAX_NAME_LENGTH = 64
 
 #: Timing tiers, in the order of the trace's ``tiers`` table.
-TIERS = ("cupti", "events", "sync", "wallclock")
+TIERS = ("cupti", "contest", "events", "sync", "wallclock")
+#: The GPU tiers a run measures unless ``--tiers`` says otherwise (``contest`` needs FlashInfer: opt in).
 GPU_TIERS = ("cupti", "events", "sync")
+#: The final contest's own timer (harness.judge.timing.bench_contest): what a predicted score is read from.
+CONTEST_TIER = "contest"
 #: Preference order for the headline latency of a trace.
 HEADLINE_TIERS = ("cupti", "events", "wallclock", "sync")
 

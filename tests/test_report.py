@@ -67,3 +67,15 @@ def test_vs_flashinfer_never_divides_one_gpus_time_by_anothers():
             dict(_row("cuda-v4", "w2", us=2.0), device="cuda:0"), dict(_row("fi-baseline", "w2", us=3.0), device="cuda:0")]
     summary = solution_summary(pd.DataFrame(rows)).set_index("solution")
     assert summary.loc["cuda-v4", "vs_flashinfer"] == pytest.approx(1.5)  # w2 only: both on cuda:0
+
+
+def test_the_summary_score_reads_the_contest_tier_where_the_run_has_it():
+    rows = [dict(_row("mine", w, us=2.0, speedup=s), contest_speedup_vs_reference=c)
+            for w, s, c in (("w1", 50.0, 40.0), ("w2", 100.0, None))]
+    summary = solution_summary(pd.DataFrame(rows)).set_index("solution")
+    assert summary.loc["mine"]["score"] == 40.0 and summary.loc["mine"]["score_tier"] == "contest"
+    out = io.StringIO()
+    print_summary(solution_summary(pd.DataFrame(rows)), Console(file=out, width=200))
+    assert "40.0 (contest)" in out.getvalue()
+    plain = solution_summary(pd.DataFrame([_row("mine", "w1", us=2.0, speedup=50.0)])).set_index("solution")
+    assert plain.loc["mine"]["score_tier"] == "cupti" and plain.loc["mine"]["score"] == 50.0

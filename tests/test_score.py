@@ -34,6 +34,16 @@ def test_the_score_counts_every_workload_and_reads_the_references_noise():
     assert score.score_range == pytest.approx((100 / 10 / 2, 120 / 10 / 2))
 
 
+def test_the_contest_tier_is_read_wherever_the_runs_hold_it():
+    runs = [run("20260101T000000Z_a", [make_trace("pt-reference", w, {"cupti": 100.0, "contest": 110.0})
+                                       for w in WORKLOADS]
+                + [make_trace("x", w, {"cupti": 10.0, "contest": 11.0 * (1 + (w == "w1"))}) for w in WORKLOADS])]
+    (score,) = [s for s in contest_scores(runs, "contest-v2", WORKLOADS) if s.solution == "x"]
+    assert score.tier == "contest" and score.score == pytest.approx((10.0 + 5.0) / 2)
+    (cupti,) = [s for s in contest_scores(runs, "contest-v2", WORKLOADS, tier="cupti") if s.solution == "x"]
+    assert cupti.score == pytest.approx(10.0)
+
+
 def test_gpus_never_mix_and_the_newest_run_of_a_solution_counts():
     other = "NVIDIA H200"
     runs = [run("20260101T000000Z_a", [make_trace("pt-reference", w, {"cupti": 100.0}) for w in WORKLOADS]

@@ -34,12 +34,12 @@ from harness.judge.floor import FLOOR_MARGIN, physical_limit_us, tier_figure
 from harness.judge.isolation import Timeouts, WorkerGone, WorkerProcess, write_tree
 from harness.judge.references import References
 from harness.judge.solutions import SolutionMeta, materialize
-from harness.judge.timing import summarize
+from harness.judge.timing import CONTEST_TRIALS, contest_samples, contest_value, summarize
 from harness.judge.worker import destination_headers, destination_layout, timed_trial
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation,
                                    FloorMeasurement, Performance, TensorErrors, TierFigure, Trace, WorkloadRecord,
                                    variant_label)
-from harness.facts import HEADLINE_TIERS
+from harness.facts import CONTEST_TIER, HEADLINE_TIERS
 
 #: Besides one call drawn uniformly among the first ``min_iters`` of each tier,
 #: every timed call is verified with this probability (docs/judging.md).
@@ -358,7 +358,8 @@ class VariantJudge:
         """Follow one tier's timed calls, verify a secret sample of them, then check the figure."""
         started = time.monotonic()
         min_iters = max(1, self.ctx.config.timing.min_iters)
-        must_verify = _RNG.randrange(min_iters)  # one call among the first min_iters, uniformly
+        # one call among the first min_iters, uniformly; the contest tier reports one (its timer's calls share it)
+        must_verify = 0 if tier == CONTEST_TIER else _RNG.randrange(min_iters)
         calls, verified, asked = 0, 0, []  # asked: sampled calls whose outputs have not come yet, oldest first
         while True:
             message = worker.recv(deadline, msg.Called, msg.Checked, msg.TierEnd, msg.Failed)
@@ -404,7 +405,7 @@ class VariantJudge:
                     wall_s: float) -> TierFigure:
         """The figure of a tier from the worker's raw samples, or :class:`Rejected` when it cannot be true."""
         samples = end.samples_us
-        if len(samples) != calls or not calls:
+        if len(samples) != self.expected_samples(tier, calls) or not samples:
             raise Rejected(Status.RUNTIME_ERROR, f"timing rejected: {tier} tier reported {len(samples)} samples "
                                                  f"for the {calls} timed calls the judge saw")
         if not all(math.isfinite(s) and s > 0 for s in samples):
@@ -413,7 +414,7 @@ class VariantJudge:
             raise Rejected(Status.RUNTIME_ERROR, f"timing rejected: {tier} tier's {calls} calls add up to "
                                                  f"{sum(samples):.1f} µs, more than the {wall_s * 1e6:.1f} µs the "
                                                  "judge's wall clock saw for the whole tier")
-        stats = summarize(tier, samples, value_us=self.sync_value(samples) if tier == "sync" else None)
+        stats = summarize(tier, samples, value_us=self.tier_value(tier, samples))
         limit = self.limit_us(workload)
         if limit is not None and stats.value_us < FLOOR_MARGIN * limit:
             raise Rejected(Status.RUNTIME_ERROR, (
@@ -425,8 +426,27 @@ class VariantJudge:
         host = host if host is not None and math.isfinite(host) and host >= 0 else None
         extra = dict(wall_s=wall_s, verified_calls=verified, span_median_us=end.span_median_us,
                      kernels_per_call=end.kernels_per_call, kernel_names=end.kernel_names[:8], host_call_us=host)
-        stats.extra["trials"] = self.ctx.config.timing.trials if tier == "sync" else None
+        stats.extra["trials"] = {"sync": self.ctx.config.timing.trials, CONTEST_TIER: CONTEST_TRIALS}.get(tier)
         return tier_figure(tier, stats, nbytes, **extra)
+
+    def expected_samples(self, tier: str, calls: int) -> int:
+        """Samples a tier must report for the ``calls`` timed calls the judge saw: one each, or
+        for the contest tier its timer's calls on one input set, reported as one call. An
+        in-place solution reports none there (each call advanced the state it was handed, so no
+        output is checkable): its contest figure stands only on the CUPTI bracket and the floor."""
+        if tier != CONTEST_TIER:
+            return calls
+        if self.variant.meta.inplace_state:
+            return contest_samples(1) if calls == 0 else -1
+        return contest_samples(calls) if calls == 1 else -1
+
+    def tier_value(self, tier: str, samples: list[float]) -> float | None:
+        """The tier's figure from its raw samples, where it is not their median."""
+        if tier == "sync":
+            return self.sync_value(samples)
+        if tier == CONTEST_TIER:
+            return contest_value(samples)  # the sample count was checked against contest_samples
+        return None
 
     def sync_value(self, samples: list[float]) -> float:
         """The sync tier's figure: the mean over trials of each trial's mean (the contest's do_bench)."""
@@ -442,11 +462,14 @@ class VariantJudge:
         return physical_limit_us(floor) if floor is not None else None
 
     def check_brackets(self, figures: dict[str, TierFigure]) -> None:
-        """Events and sync figures bracket the call's kernels: never shorter than CUPTI's kernel time."""
+        """Events and sync figures bracket the call's kernels, and the contest's span covers them:
+        none is shorter than CUPTI's kernel time. The contest figure comes from FlashInfer's timer
+        running in the solution's process, so this bound (and the copy floor) is what makes it a
+        checked figure rather than the solution's own claim."""
         cupti = figures.get("cupti")
         if not cupti or not cupti.available:
             return
-        for tier in ("events", "sync"):
+        for tier in (CONTEST_TIER, "events", "sync"):
             figure = figures.get(tier)
             if figure and figure.available and figure.value_us < (1 - BRACKET_SLACK) * cupti.value_us:
                 raise Rejected(Status.RUNTIME_ERROR, (

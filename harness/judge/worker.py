@@ -27,6 +27,7 @@ import torch
 
 from harness.data.definition import TORCH_DTYPES, parse_definition
 from harness.data.workloads import build_inputs, parse_workload
+from harness.facts import CONTEST_TIER
 from harness.judge import protocol as msg
 from harness.judge.isolation import die_with_parent
 from harness.judge.solutions import import_package
@@ -208,6 +209,8 @@ class Worker:
             return self.arguments(inputs, ring.poisoned(index))
 
         def after(index: int) -> None:
+            if tier == CONTEST_TIER and self.job.inplace_state:
+                return  # every call of the contest's timer advanced the state in place: nothing checkable to report
             ring.called(index)
 
         self.channel.send(msg.TierBegin(tier=tier))

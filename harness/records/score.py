@@ -20,8 +20,9 @@ label, from one timing tier:
 * ``by_batch`` splits the score into the batch sizes' contributions (they
   add up to the score).
 
-Until the ``contest`` tier exists (issue #16), the tier is the run's
-headline tier (CUPTI on a GPU); the output names the tier it used.
+The tier is the ``contest`` tier (the final contest's own timer,
+``--tiers contest``) wherever the runs hold it, else the runs' headline tier
+(CUPTI on a GPU); the output names the tier it used.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from harness.facts import REFERENCE_SOLUTION
+from harness.facts import CONTEST_TIER, REFERENCE_SOLUTION
 from harness.records.report import escape
 from harness.records.store import StoredRun
 from harness.records.trace import EvaluationStatus, Trace
@@ -66,8 +67,10 @@ def _figure(trace: Trace, tier: str) -> float | None:
     return figure.value_us if figure is not None and figure.available and figure.value_us else None
 
 
-def _headline(runs: list[StoredRun]) -> str | None:
-    """The most common headline tier of the PASSED traces in ``runs``."""
+def _default_tier(runs: list[StoredRun]) -> str | None:
+    """``contest`` where a PASSED trace of ``runs`` has it, else their most common headline tier."""
+    if any(_figure(t, CONTEST_TIER) for r in runs for t in r.traces):
+        return CONTEST_TIER
     tiers = [t.evaluation.performance.headline_tier for r in runs for t in r.traces
              if t.evaluation.performance is not None and t.evaluation.performance.headline_tier]
     return max(set(tiers), key=tiers.count) if tiers else None
@@ -81,13 +84,13 @@ def contest_scores(runs: list[StoredRun], set_name: str, workloads: dict[str, in
         runs: stored runs (:func:`harness.records.store.load_runs`); runs of other sets are ignored.
         set_name: the set, as ``run.json``'s ``workloads`` names it (``contest-v2``).
         workloads: the set's workloads, uuid -> batch size (all of them count in the mean).
-        tier: the timing tier; None takes the runs' headline tier.
+        tier: the timing tier; None takes ``contest`` where the runs hold it, else their headline tier.
 
     Returns:
         One :class:`Score` per (GPU, solution label) with at least one PASSED workload, best first per GPU.
     """
     runs = sorted((r for r in runs if r.meta.get("workloads") == set_name), key=lambda r: r.name)
-    tier = tier or _headline(runs)
+    tier = tier or _default_tier(runs)
     if tier is None:
         return []
     references: dict[tuple[str, str], list[float]] = defaultdict(list)  # (hardware, uuid) -> µs per run

@@ -1,0 +1,139 @@
+"""The ``contest`` tier (the final contest's own timer) on the CPU: the call of FlashInfer's
+timer, with a stand-in for it, and the judge's side of the tier. Whether FlashInfer's real
+timer agrees is a GPU measurement (docs/timing.md)."""
+
+import statistics
+import time
+import warnings
+from types import SimpleNamespace
+
+import pytest
+
+from harness.cli import parse_tiers
+from harness.judge import protocol as msg
+from harness.judge import timing
+from harness.judge.session import Rejected
+from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, TimingConfig, bench_contest, contest_value
+from test_judge import WORKLOAD, ScriptedWorker, make_judge
+
+PER_TRIAL = CONTEST_SETTINGS["repeat_iters"]
+
+
+class FakeTimer:
+    """Stands in for flashinfer.testing.bench_gpu_time_with_cupti: calls ``fn`` as FlashInfer
+    does (dry runs, then timed ones, on ``input_args``) and returns per-call spans in ms."""
+
+    def __init__(self, spans_ms, warning=None):
+        self.spans_ms, self.warning, self.kwargs = list(spans_ms), warning, []
+
+    def __call__(self, fn, input_args=(), **kwargs):
+        self.kwargs.append(kwargs)
+        for _ in range(kwargs["dry_run_iters"] + kwargs["repeat_iters"]):
+            fn(*input_args)
+        if self.warning:
+            warnings.warn(self.warning, UserWarning)
+        spans, self.spans_ms = self.spans_ms[:kwargs["repeat_iters"]], self.spans_ms[kwargs["repeat_iters"]:]
+        return spans
+
+
+@pytest.fixture
+def no_gpu_needed(monkeypatch):
+    """bench_contest's own GPU calls (clock warm-up, synchronize) made harmless on the CPU."""
+    monkeypatch.setattr(timing, "warm_gpu_clocks", lambda *args: 0)
+    monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda: None)
+
+
+def spans(*trial_values_ms):
+    return [v for value in trial_values_ms for v in [value] * PER_TRIAL]
+
+
+def test_the_contest_timer_gets_the_same_positional_inputs_and_the_contest_settings(monkeypatch, no_gpu_needed):
+    timer = FakeTimer(spans(0.002, 0.003, 0.004))
+    monkeypatch.setattr(timing, "_contest_timer", lambda: (timer, None))
+    inputs = {"q": object(), "k": object(), "scale": None, "output": object()}
+    seen, after = [], []
+    stats = bench_contest(lambda args: seen.append(args), lambda index=None: inputs, lambda: None,
+                          TimingConfig(), after.append)
+    assert timer.kwargs == [CONTEST_SETTINGS] * CONTEST_TRIALS  # 10 dry runs, 50 timed, cold L2, no graph
+    assert len(seen) == CONTEST_TRIALS * (10 + PER_TRIAL)
+    assert all(args == inputs and list(args) == list(inputs) for args in seen)  # same objects, same order
+    assert after == [0]  # reported once, after all the calls: the judge reads what they left
+    assert stats.iters == CONTEST_TRIALS * PER_TRIAL and stats.extra["trials"] == CONTEST_TRIALS
+    assert stats.value_us == pytest.approx(3.0)  # mean of the trials' medians, in µs
+
+
+def test_a_fallback_to_cuda_events_is_never_labelled_contest(monkeypatch, no_gpu_needed):
+    timer = FakeTimer(spans(0.002, 0.002, 0.002), warning="CUPTI is not installed. Falling back to CUDA events.")
+    monkeypatch.setattr(timing, "_contest_timer", lambda: (timer, None))
+    after = []
+    result = bench_contest(lambda args: None, lambda index=None: {}, lambda: None, TimingConfig(), after.append)
+    assert isinstance(result, timing.TierUnavailable) and "did not time with CUPTI" in result.reason
+    assert after == []  # nothing reported to the judge for a figure that does not count
+
+
+def test_a_short_answer_from_the_timer_is_unavailable_not_a_figure(monkeypatch, no_gpu_needed):
+    timer = FakeTimer(spans(0.002, 0.002)[:-1])  # two trials' worth, one span short
+    monkeypatch.setattr(timing, "_contest_timer", lambda: (timer, None))
+    result = bench_contest(lambda args: None, lambda index=None: {}, lambda: None, TimingConfig())
+    assert isinstance(result, timing.TierUnavailable) and "returned" in result.reason
+
+
+def test_without_cupti_flashinfer_is_not_even_asked(monkeypatch):
+    from harness.judge import cupti
+
+    monkeypatch.setattr(cupti, "cupti_status", lambda: (False, "cupti-python not installed"))
+    timer, reason = timing._contest_timer()
+    assert timer is None and "cupti-python not installed" in reason and "fall back" in reason
+
+
+def test_contest_value_is_the_mean_of_the_trial_medians():
+    samples = [1.0] * PER_TRIAL + [2.0] * (PER_TRIAL - 1) + [100.0] + [3.0] * PER_TRIAL
+    assert contest_value(samples) == pytest.approx(statistics.mean([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match="trials"):
+        contest_value(samples[:-1])
+
+
+def contest_judge(inplace=False):
+    judge = make_judge(min_iters=5)  # no floor: a scripted tier's samples must fit its µs of wall clock
+    judge.variant = SimpleNamespace(state_dtype="float32", meta=SimpleNamespace(inplace_state=inplace))
+    judge.pending, judge.verified, judge.unbelievable = [], 0, None
+    judge.checked_outputs = lambda worker, workload, message, what: ("outputs", what)
+    return judge
+
+
+def contest_end(value_us=0.001):
+    return msg.TierEnd(tier="contest", available=True, samples_us=[value_us] * CONTEST_TRIALS * PER_TRIAL)
+
+
+def test_the_judge_checks_the_outputs_the_contest_calls_left():
+    judge = contest_judge()
+    worker = ScriptedWorker(msg.Called(index=0), msg.Checked(outputs=[], call=0), contest_end())
+    figure = judge.time_tier(worker, WORKLOAD, "contest", 1, deadline=time.monotonic() + 5)
+    assert worker.sent[0] == msg.Go(proceed=True)  # always verified, whatever min_iters says
+    assert figure.available and figure.value_us == pytest.approx(0.001) and figure.trials == CONTEST_TRIALS
+    assert [what for _, (_, what), _ in judge.pending] == ["contest tier, timed call 0 (verified after it ran)"]
+
+
+def test_an_in_place_solution_reports_no_call_and_a_second_report_is_rejected():
+    judge = contest_judge(inplace=True)
+    figure = judge.time_tier(ScriptedWorker(contest_end()), WORKLOAD, "contest", 1, deadline=time.monotonic() + 5)
+    assert figure.available and judge.pending == []
+    figure = contest_judge().time_tier(ScriptedWorker(contest_end()), WORKLOAD, "contest", 1,
+                                       deadline=time.monotonic() + 5)
+    assert not figure.available and "samples" in figure.reason  # not in place: the one call must be reported
+
+
+@pytest.mark.parametrize("contest_us, rejected", [(2.9, False), (2.0, True)])
+def test_a_contest_figure_under_the_cupti_figure_is_rejected(contest_us, rejected):
+    figures = {tier: SimpleNamespace(available=True, value_us=us) for tier, us in
+               (("cupti", 3.0), ("contest", contest_us))}
+    if rejected:
+        with pytest.raises(Rejected, match="contest figure"):
+            make_judge().check_brackets(figures)
+    else:
+        make_judge().check_brackets(figures)
+
+
+def test_asking_for_the_contest_tier_brings_cupti():
+    assert parse_tiers("contest", "cuda") == ("cupti", "contest")
+    assert parse_tiers("events,contest,cupti", "cuda") == ("events", "contest", "cupti")
