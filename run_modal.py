@@ -4,6 +4,7 @@
     modal run run_modal.py --algo all --workloads contest-v2
     modal run run_modal.py --algo cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events --gpu H100
     modal run run_modal.py --algo pt-reference --options="-n 1 --iters 50"
+    modal run run_modal.py --algo all --workloads /path/to/flashinfer-trace   # uploaded to the Volume
 
 ``--options`` passes any other run_local.py option through. Each container
 runs the same :func:`harness.judge.orchestrate.run_benchmark` as run_local.py, with
