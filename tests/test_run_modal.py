@@ -1,9 +1,11 @@
 """run_modal.py without Modal: the module imports, the image's package list
-is pyproject's, and the remote function's body runs in process on the CPU."""
+is pyproject's, the remote functions' bodies run in process on the CPU, and the
+Volume (harness/volume.py: cache root, uploads and their keys) is a local folder."""
 
 from __future__ import annotations
 
 import importlib.util
+import io
 import re
 import shlex
 import sys
@@ -326,7 +328,7 @@ class FakeVolume:
     def put(self, upload):
         with self.batch_upload() as batch:
             for name, content in upload.files.items():
-                batch.put_file(content if isinstance(content, Path) else __import__("io").BytesIO(content),
+                batch.put_file(content if isinstance(content, Path) else io.BytesIO(content),
                                f"/{upload.volume_path}/{name}")
 
 
