@@ -4,6 +4,7 @@
     modal run run_modal.py --algo all --workloads contest-v2
     modal run run_modal.py --algo cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events --gpu H100
     modal run run_modal.py --algo pt-reference --options="-n 1 --iters 50"
+    modal run run_modal.py --algo all --workloads /path/to/flashinfer-trace   # uploaded to the Volume
 
 ``--options`` passes any other run_local.py option through. Each container
 runs the same :func:`harness.judge.orchestrate.run_benchmark` as run_local.py, with
@@ -20,6 +21,14 @@ pyproject.toml, which pins every version the GPU results were measured with
 defined, so it stays the one list. The module imports without ``modal``
 installed: the app is only defined when it is.
 
+The Volume (:mod:`harness.volume`): before the GPU containers start, one
+CPU container (``prepare``) opens the dataset, generating its tensors, and
+compiles the CUDA solutions into the project's cache root on the Volume
+``gdn-decode-bench-cache``, keyed as on a local machine, and commits it; the
+GPU containers mount it read-only, since solutions run there. A local
+``--workloads PATH`` (and ``--options "--solutions DIR"``) is uploaded to the
+Volume under the hash of its files and the containers are given that folder.
+
 Like run_local.py, a run writes only its own run folder, under
 ``results/local/`` by default (ignored by git); the leaderboard changes only
 through ``python -m harness.records.leaderboard``.
@@ -27,11 +36,17 @@ through ``python -m harness.records.leaderboard``.
 
 from __future__ import annotations
 
+import argparse
+import io
+import os
 import shlex
 import sys
 import tempfile
 import tomllib
 from pathlib import Path
+
+from harness.volume import (READ_ONLY_MOUNT, UPLOADS_SUBDIR, VOLUME_NAME, WRITABLE_MOUNT, Upload, cache_env,
+                            container_args, dataset_upload, link_cache, solutions_upload, verify_upload)
 
 try:
     import modal
@@ -49,6 +64,9 @@ IMAGE_EXTRA = "gpu"
 TORCH_INDEX = "https://download.pytorch.org/whl/cu130"
 DEFAULT_GPU = "B200"  # the contest's GPU
 TIMEOUT_S = 3 * 3600  # one solution on one set, compilation included
+#: CPU cores of the prepare container: nvcc compiles a solution's targets in parallel.
+PREPARE_CPUS = 8.0
+PREPARE_TIMEOUT_S = 3600  # tensors of a set and every CUDA build, the first time
 SETUP_HINT = "pip install 'gdn-decode-bench[modal]' && modal token new"
 
 
@@ -92,29 +110,81 @@ def evaluate_remote(algo: str, workloads: str, tiers: str = "", options: str = "
             "floors": [f.model_dump(mode="json") for f in stored.floors]}
 
 
+def evaluate_in_container(algo: str, workloads: str, tiers: str = "", options: str = "",
+                          mount: str | Path = READ_ONLY_MOUNT, local_cache: Path | None = None) -> dict:
+    """Body of the Modal judging function: the read-only Volume at ``mount`` seen through a
+    container-local cache root (``local_cache``, a new temporary folder if None) of links
+    (:func:`harness.volume.link_cache`), so what a solution or a cache miss writes stays in the
+    container; then :func:`evaluate_remote`. Returns what it returns."""
+    local = Path(local_cache) if local_cache else Path(tempfile.mkdtemp(prefix="gdn-cache-"))
+    link_cache(Path(cache_env(mount)["GDN_BENCH_CACHE"]), local)
+    os.environ["GDN_BENCH_CACHE"] = str(local)  # read by harness.paths.cache_dir at each use
+    return evaluate_remote(algo, workloads, tiers, options)
+
+
+def prepare_cache(algo: str, workloads: str, options: str = "", mount: str | Path = WRITABLE_MOUNT) -> list[str]:
+    """Body of the Modal prepare function (no solution code runs in it): point the project's
+    cache root into the writable Volume at ``mount``, check the uploads the arguments name,
+    open the dataset (generating a named set's tensors) and build every selected CUDA
+    solution as the judge would (:func:`harness.judge.solutions.build_library`, same key).
+    The caller commits the Volume. Returns notes (one line per build that failed: its
+    container reports it).
+
+    Raises:
+        ValueError: an upload that does not match its key; HarnessInputError: a malformed dataset.
+    """
+    from harness.cli import build_parser
+    from harness.data.dataset import open_dataset
+    from harness.judge import solutions
+    from harness.judge.build import CompileError
+    from harness.judge.run import select_solutions
+
+    os.environ.update(cache_env(mount))
+    args = build_parser().parse_args(harness_argv(algo, workloads, "", options))
+    root = Path(mount).resolve()
+    for path in (Path(args.workloads).resolve(), args.solutions and args.solutions.resolve()):
+        if path and path.is_relative_to(root / UPLOADS_SUBDIR):  # what this machine was given, not the image
+            verify_upload(mount, path.relative_to(root).as_posix())
+    open_dataset(args.workloads, show_progress=False)
+    notes = []
+    for folder in select_solutions(algo, args.solutions):
+        try:
+            solutions.build_library(solutions.load_meta(folder))
+        except (CompileError, solutions.SolutionLoadError) as exc:  # its container's verdict, not the run's end
+            notes.append(f"{folder.name}: not built ahead ({type(exc).__name__}: {str(exc)[-300:]})")
+    return notes
+
+
 # ------------------------------------------------------------- local side
 
 
-def container_algo(name: str) -> str:
+def container_algo(name: str, with_reference: bool = True) -> str:
     """What the container judging solution ``name`` runs (:func:`harness.fanout.lane_algo`):
-    the solution and pt-reference, so that every ratio is taken on its own GPU."""
+    the solution and pt-reference (where the solutions folder has it), so that every ratio
+    is taken on its own GPU."""
     from harness.fanout import lane_algo
 
-    return lane_algo([name])
+    return lane_algo([name], with_reference)
 
 
-def merge_results(results: list[dict], names: list[str], algo: str, gpu: str) -> tuple[str, dict, list, list]:
+def merge_results(results: list[dict], names: list[str], algo: str, gpu: str,
+                  workloads: str | None = None) -> tuple[str, dict, list, list]:
     """One run out of the containers' runs: (run id, run.json data, traces, floors), by the
     merge ``run_local.py --gpus`` uses (:func:`harness.fanout.merge_lanes`): ``results[i]`` is
     the container that judged ``names[i]``; each container is a lane, annotated with its own
-    copy floors and pt-reference only."""
+    copy floors and pt-reference only. ``workloads``: the dataset as the user named it, where
+    the containers read an uploaded copy (run.json keeps both)."""
     from harness.fanout import LaneRun, merge_lanes
     from harness.records.trace import FloorMeasurement, Trace
 
     lanes = [LaneRun([name], r["run_id"], r["run"], [Trace.model_validate(t) for t in r["traces"]],
                      [FloorMeasurement.model_validate(f) for f in r.get("floors", [])])
              for name, r in zip(names, results)]
-    return merge_lanes(lanes, algo, modal={"gpu": gpu, "container_runs": [r["run_id"] for r in results]})
+    modal_meta = {"gpu": gpu, "container_runs": [r["run_id"] for r in results]}
+    if workloads is None or workloads == lanes[0].meta.get("workloads"):
+        return merge_lanes(lanes, algo, modal=modal_meta)
+    modal_meta["workloads_uploaded_as"] = lanes[0].meta.get("workloads")
+    return merge_lanes(lanes, algo, modal=modal_meta, workloads=workloads)
 
 
 def write_run_files(results_dir: Path, run_id: str, run: dict, traces: list, floors: list):
@@ -130,9 +200,10 @@ def write_run_files(results_dir: Path, run_id: str, run: dict, traces: list, flo
     return writer.run_dir, writer.write_summary(traces, floors)
 
 
-def collect(outputs: list, names: list[str], algo: str, gpu: str, results_dir: Path) -> Path | None:
+def collect(outputs: list, names: list[str], algo: str, gpu: str, results_dir: Path,
+            workloads: str | None = None) -> Path | None:
     """Write the containers' results (exceptions reported, one line each) and
-    print the table. None if no container returned."""
+    print the table (``workloads``: see :func:`merge_results`). None if no container returned."""
     from harness.records.report import print_table
 
     results, judged = [], []
@@ -144,7 +215,7 @@ def collect(outputs: list, names: list[str], algo: str, gpu: str, results_dir: P
             judged.append(name)
     if not results:
         return None
-    run_id, run, traces, floors = merge_results(results, judged, algo, gpu)
+    run_id, run, traces, floors = merge_results(results, judged, algo, gpu, workloads)
     run_dir, frame = write_run_files(results_dir, run_id, run, traces, floors)
     print_table(frame)
     for note in run.get("notes", []):
@@ -153,26 +224,74 @@ def collect(outputs: list, names: list[str], algo: str, gpu: str, results_dir: P
     return run_dir
 
 
-def run_on_modal(evaluate, algo: str, workloads: str, tiers: str, gpu: str, options: str,
-                 results_dir: Path) -> int:
-    """Check the arguments here (before paying for GPUs), then one container
-    per solution in parallel; returns the exit code."""
-    from harness.cli import build_parser, parse_tiers
-    from harness.judge.run import select_solutions
+def upload(volume, uploads: list[Upload]) -> None:
+    """Put each upload's files into ``volume`` (a ``modal.Volume``) under its key, unless a
+    folder of that key is there already (same key, same files: the prepare container checks)."""
+    for item in uploads:
+        if already_uploaded(volume, item.volume_path):
+            print(f"{item.kind}: already in the Volume as /{item.volume_path}")
+            continue
+        print(f"{item.kind}: uploading {len(item.files)} file(s) to the Volume as /{item.volume_path}")
+        with volume.batch_upload(force=True) as batch:
+            for name, content in item.files.items():
+                batch.put_file(io.BytesIO(content) if isinstance(content, bytes) else content,
+                               f"/{item.volume_path}/{name}")
 
-    build_parser().parse_args(harness_argv(algo, workloads, tiers, options))  # exits on a bad option
+
+def already_uploaded(volume, path: str) -> bool:
+    """Whether ``volume`` holds anything under ``path``."""
+    missing = (FileNotFoundError,) + ((modal.exception.NotFoundError,) if modal is not None else ())
+    try:
+        return bool(volume.listdir(path))
+    except missing:
+        return False
+
+
+def run_on_modal(evaluate, algo: str, workloads: str, tiers: str, gpu: str, options: str,
+                 results_dir: Path, prepare=None, volume=None) -> int:
+    """Check the arguments here (before paying for GPUs), upload a local dataset or solutions
+    folder to ``volume``, fill the Volume's cache (``prepare``, one CPU container), then one
+    judging container per solution in parallel; returns the exit code (2: bad input)."""
+    from harness.cli import build_parser, parse_tiers
+    from harness.facts import REFERENCE_SOLUTION
+    from harness.fanout import lane_algo
+    from harness.judge.run import select_solutions
+    from harness.judge.solutions import discover
+    from harness.paths import SOLUTIONS_DIR
+
+    args = build_parser().parse_args(harness_argv(algo, workloads, tiers, options))  # exits on a bad option
     try:
         if tiers:
             parse_tiers(tiers, "cuda")
-        names = [path.name for path in select_solutions(algo)]
-    except Exception as exc:  # unknown tier or solution: a message, not a traceback
+        folders = select_solutions(algo, args.solutions)
+        dataset = dataset_upload(workloads)
+        reference = discover(args.solutions or SOLUTIONS_DIR).get(REFERENCE_SOLUTION)
+        solutions = (solutions_upload(list(dict.fromkeys(folders + ([reference] if reference else []))))
+                     if args.solutions else None)
+    except (argparse.ArgumentTypeError, ValueError) as exc:  # a message, not a traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    names = [folder.name for folder in folders]
+    uploads = [u for u in (dataset, solutions) if u is not None]
+    if uploads and volume is None:
+        print("error: a local --workloads or --solutions folder needs the Volume to travel", file=sys.stderr)
+        return 2
+    upload(volume, uploads)
+    if prepare is not None:
+        try:
+            notes = prepare.remote(lane_algo(names, reference is not None),
+                                   *container_args(workloads, options, dataset, solutions, WRITABLE_MOUNT))
+        except Exception as exc:  # its message names the upload or file at fault
+            print(f"error: preparing the Volume failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 1
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
     function = evaluate if gpu == DEFAULT_GPU else evaluate.with_options(gpu=gpu)
     print(f"{len(names)} container(s) on {gpu}: {', '.join(names)}")
-    jobs = [(container_algo(n), workloads, tiers, options) for n in names]
+    remote_workloads, remote_options = container_args(workloads, options, dataset, solutions, READ_ONLY_MOUNT)
+    jobs = [(container_algo(n, reference is not None), remote_workloads, tiers, remote_options) for n in names]
     outputs = list(function.starmap(jobs, return_exceptions=True))
-    return 0 if collect(outputs, names, algo, gpu, results_dir) else 1
+    return 0 if collect(outputs, names, algo, gpu, results_dir, workloads) else 1
 
 
 # ------------------------------------------------------------- Modal app
@@ -223,10 +342,23 @@ if modal is not None:
         raise SystemExit(1)
 
     app = modal.App(APP_NAME)
+    image = build_image()
+    volume = modal.Volume.from_name(VOLUME_NAME, create_if_missing=True)
 
-    @app.function(image=build_image(), gpu=DEFAULT_GPU, timeout=TIMEOUT_S)
+    # Solutions run here: the Volume is read-only, and the container may not reach other Modal
+    # objects (a solution could otherwise write the Volume through Modal's API).
+    @app.function(image=image, gpu=DEFAULT_GPU, timeout=TIMEOUT_S, restrict_modal_access=True,
+                  volumes={READ_ONLY_MOUNT: volume.with_mount_options(read_only=True)})
     def evaluate(algo: str, workloads: str, tiers: str, options: str) -> dict:
-        return evaluate_remote(algo, workloads, tiers, options)
+        return evaluate_in_container(algo, workloads, tiers, options)
+
+    # No solution code runs here: it alone writes the Volume's cache.
+    @app.function(image=image, cpu=PREPARE_CPUS, timeout=PREPARE_TIMEOUT_S, volumes={WRITABLE_MOUNT: volume})
+    def prepare(algo: str, workloads: str, options: str) -> list[str]:
+        try:
+            return prepare_cache(algo, workloads, options)
+        finally:
+            volume.commit()  # what was cached before a failure stays for the next run
 
     @app.local_entrypoint()
     def main(algo: str = "all", workloads: str = "contest-v1", tiers: str = "", gpu: str = DEFAULT_GPU,
@@ -234,7 +366,7 @@ if modal is not None:
         from harness.paths import LOCAL_RESULTS_DIR
 
         code = run_on_modal(evaluate, algo, workloads, tiers, gpu, options,
-                            Path(results) if results else LOCAL_RESULTS_DIR)
+                            Path(results) if results else LOCAL_RESULTS_DIR, prepare=prepare, volume=volume)
         if code:
             raise SystemExit(code)
 

@@ -1,10 +1,13 @@
 """run_modal.py without Modal: the module imports, the image's package list
-is pyproject's, and the remote function's body runs in process on the CPU."""
+is pyproject's, the remote functions' bodies run in process on the CPU, and the
+Volume (harness/volume.py: cache root, uploads and their keys) is a local folder."""
 
 from __future__ import annotations
 
 import importlib.util
+import io
 import re
+import shlex
 import sys
 import tomllib
 from pathlib import Path
@@ -178,3 +181,263 @@ def test_containers_that_disagree_on_the_headline_tier_say_so(run_modal):
     _, run, _, _ = run_modal.merge_results(results, ["cuda-v4", "fla-recurrent"], "all", "B200")
     assert run["headline_tiers"] == {"cuda-v4": ["cupti"], "fla-recurrent": ["events"]}
     assert any("headline tiers differ" in note for note in run["notes"])
+
+
+# ------------------------------------------------------------------ the Volume (issue #18)
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (links not followed into): relative path -> content or link target."""
+    return {p.relative_to(root).as_posix(): (str(p.readlink()).encode() if p.is_symlink() else p.read_bytes())
+            for p in sorted(root.rglob("*")) if p.is_symlink() or p.is_file()}
+
+
+def test_the_cache_root_is_pointed_into_the_volume(monkeypatch):
+    from harness.judge.build import cache_root
+    from harness.paths import cache_dir
+    from harness.volume import cache_env
+
+    env = cache_env("/cache")
+    assert env == {"GDN_BENCH_CACHE": "/cache/gdn-bench"}  # only the judge's own cache: no worker-side JIT cache
+    monkeypatch.setenv("GDN_BENCH_CACHE", env["GDN_BENCH_CACHE"])
+    assert cache_dir() == Path("/cache/gdn-bench") and cache_root() == Path("/cache/gdn-bench/cuda")
+
+
+def test_a_judging_container_reads_the_volume_and_writes_only_its_own_copy(tmp_path):
+    from harness.volume import link_cache
+
+    volume = tmp_path / "volume"
+    for name in ("cuda/cuda-v4-0123/cuda-v4.so", "cuda/cuda-v4-0123/lock", "cuda/cuda-v4-0123/build.json",
+                 "dataset/gdn/contest-v1/u0.safetensors", "dataset/gdn/contest-v1/u0.safetensors.verified",
+                 "bank/v1/layer0_seq00.tmp"):
+        (volume / name).parent.mkdir(parents=True, exist_ok=True)
+        (volume / name).write_text(name)
+    before = tree(volume)
+    local = tmp_path / "local"
+    assert link_cache(volume, local) == 3
+    assert (local / "cuda/cuda-v4-0123/cuda-v4.so").read_text() == "cuda/cuda-v4-0123/cuda-v4.so"
+    assert (local / "cuda/cuda-v4-0123/cuda-v4.so").is_symlink()
+    # what a judge writes in place (a build lock, a check stamp) is not a link into the Volume
+    assert not (local / "cuda/cuda-v4-0123/lock").exists()
+    assert not (local / "dataset/gdn/contest-v1/u0.safetensors.verified").exists()
+    (local / "cuda/cuda-v4-0123/lock").write_text("mine")
+    (local / "dataset/gdn/contest-v1/u0.safetensors").unlink()  # a judge forgetting a changed tensor file
+    assert tree(volume) == before
+    assert link_cache(tmp_path / "empty-volume", tmp_path / "local2") == 0 and (tmp_path / "local2").is_dir()
+
+
+def write_blob_dataset(root: Path) -> Path:
+    """The small dataset whose first workload reads ``A_log`` from a safetensors file."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    write_small_dataset(root)
+    (root / "blob" / "gdn").mkdir(parents=True)
+    save_file({"A_log": torch.zeros(8)}, root / "blob" / "gdn" / "a.safetensors")
+    jsonl = root / "workloads" / "gdn" / "gdn_decode_qk4_v8_d128_k_last.jsonl"
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    lines[0]["inputs"]["A_log"] = {"type": "safetensors", "path": "blob/gdn/a.safetensors", "tensor_key": "A_log"}
+    jsonl.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return root
+
+
+def test_a_local_dataset_is_uploaded_under_the_hash_of_the_files_it_uses(tmp_path):
+    from harness.errors import HarnessInputError
+    from harness.volume import dataset_upload
+
+    assert dataset_upload("contest-v1") is None  # the image has our sets
+    root = write_blob_dataset(tmp_path / "dataset")
+    (root / "traces").mkdir()
+    (root / "traces" / "other.json").write_text("{}")  # not read by a run: not carried
+    upload = dataset_upload(str(root))
+    assert sorted(upload.files) == ["blob/gdn/a.safetensors", "definitions/gdn/gdn_decode_qk4_v8_d128_k_last.json",
+                                    "workloads/gdn/gdn_decode_qk4_v8_d128_k_last.jsonl"]
+    assert re.fullmatch(r"uploads/dataset/[0-9a-f]{16}", upload.volume_path)
+    assert dataset_upload(str(root)).key == upload.key  # same files, same key: uploaded once
+    (root / "traces" / "other.json").write_text("[]")
+    assert dataset_upload(str(root)).key == upload.key
+    (root / "blob" / "gdn" / "a.safetensors").write_bytes(b"changed")
+    assert dataset_upload(str(root)).key != upload.key
+
+    (root / "blob" / "gdn" / "a.safetensors").unlink()
+    with pytest.raises(HarnessInputError, match=r"a\.safetensors: tensor file not found \(input 'A_log'"):
+        dataset_upload(str(root))
+    with pytest.raises(HarnessInputError, match="neither a workload set"):
+        dataset_upload(str(tmp_path / "no-such-folder"))
+
+
+def test_container_arguments_name_the_uploaded_folders(small_dataset, tmp_path):
+    from harness.cli import build_parser
+    from harness.volume import container_args, dataset_upload, solutions_upload
+
+    assert container_args("contest-v1", "-n 1", None, None, "/cache-ro") == ("contest-v1", "-n 1")
+    dataset = dataset_upload(str(small_dataset))
+    solutions = solutions_upload([REPO / "solutions" / "pt-reference"])
+    assert all(name.startswith("pt-reference/") for name in solutions.files)
+    assert "pt-reference/solution.toml" in solutions.files
+    workloads, options = container_args(str(small_dataset), f"-n 1 --solutions={tmp_path}", dataset, solutions,
+                                        "/cache-ro")
+    assert workloads == f"/cache-ro/uploads/dataset/{dataset.key}"
+    args = build_parser().parse_args(["--workloads", workloads, *shlex.split(options)])
+    assert args.solutions == Path(f"/cache-ro/uploads/solutions/{solutions.key}") and args.trials == 1
+
+
+def test_a_changed_upload_is_refused(small_dataset, tmp_path):
+    from harness.volume import dataset_upload, verify_upload
+
+    upload = dataset_upload(str(small_dataset))
+    volume = tmp_path / "volume"
+    FakeVolume(volume).put(upload)
+    verify_upload(volume, upload.volume_path)
+    (volume / upload.volume_path / "workloads" / "gdn" / "gdn_decode_qk4_v8_d128_k_last.jsonl").write_text("\n")
+    with pytest.raises(ValueError, match=f"modal volume rm -r gdn-decode-bench-cache /{upload.volume_path}"):
+        verify_upload(volume, upload.volume_path)
+
+
+class FakeVolume:
+    """Stands in for the modal.Volume: a folder, with listdir and batch_upload."""
+
+    def __init__(self, root: Path):
+        self.root, self.puts = root, []
+
+    def listdir(self, path: str):
+        if not (self.root / path).exists():
+            raise FileNotFoundError(path)
+        return list((self.root / path).iterdir())
+
+    def batch_upload(self, force: bool = False):
+        volume = self
+
+        class Batch:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+            def put_file(self, source, remote: str):
+                target = volume.root / remote.lstrip("/")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(source.read() if hasattr(source, "read") else Path(source).read_bytes())
+                volume.puts.append(remote)
+
+        return Batch()
+
+    def put(self, upload):
+        with self.batch_upload() as batch:
+            for name, content in upload.files.items():
+                batch.put_file(content if isinstance(content, Path) else io.BytesIO(content),
+                               f"/{upload.volume_path}/{name}")
+
+
+def test_an_upload_already_in_the_volume_is_not_sent_again(run_modal, small_dataset, tmp_path):
+    from harness.volume import dataset_upload
+
+    volume = FakeVolume(tmp_path / "volume")
+    upload = dataset_upload(str(small_dataset))
+    run_modal.upload(volume, [upload])
+    assert len(volume.puts) == 2
+    run_modal.upload(volume, [upload])
+    assert len(volume.puts) == 2
+
+
+def test_a_local_dataset_and_solutions_folder_travel_to_the_containers(run_modal, small_dataset, tmp_path,
+                                                                      monkeypatch, capsys):
+    """run_on_modal end to end, with the Volume a local folder: the uploads, the prepare
+    container (cache root in the Volume) and a judging container (the Volume read-only) run
+    here, on the CPU, as Modal would call them."""
+    import shutil
+
+    from harness.judge import solutions as judge_solutions
+    from harness.judge.build import cache_root
+    from harness.volume import dataset_upload
+
+    monkeypatch.setenv("GDN_BENCH_CACHE", str(tmp_path / "this-machine-cache"))
+    volume_root = tmp_path / "volume"
+    monkeypatch.setattr(run_modal, "WRITABLE_MOUNT", str(volume_root))
+    monkeypatch.setattr(run_modal, "READ_ONLY_MOUNT", str(volume_root))
+    mine = tmp_path / "my-solutions"
+    shutil.copytree(REPO / "solutions" / "pt-reference", mine / "pt-reference")
+
+    built = []
+
+    def fake_build(meta, defines=()):  # stands in for nvcc: an entry under the cache root it would use
+        built.append((meta.name, cache_root()))
+        (cache_root() / f"{meta.name}-key").mkdir(parents=True)
+        (cache_root() / f"{meta.name}-key" / "lib.so").write_text("built")
+
+    monkeypatch.setattr(judge_solutions, "build_library", fake_build)
+
+    class Prepare:
+        def remote(self, algo, workloads, options):
+            self.args = (algo, workloads, options)
+            return run_modal.prepare_cache(algo, workloads, options, mount=volume_root)
+
+    class Judge(FakeFunction):
+        def starmap(self, inputs, return_exceptions=False):
+            self.calls, outputs = list(inputs), []
+            for algo, workloads, tiers, options in self.calls:
+                self.before = tree(volume_root)
+                outputs.append(run_modal.evaluate_in_container(algo, workloads, tiers, options, mount=volume_root,
+                                                               local_cache=tmp_path / "container-cache"))
+                self.after = tree(volume_root)
+            return outputs
+
+    prepare, judge, volume = Prepare(), Judge([]), FakeVolume(volume_root)
+    assert run_modal.run_on_modal(judge, "no-such", str(small_dataset), "", "B200", f"--solutions {mine}",
+                                  tmp_path / "results", prepare=prepare, volume=volume) == 2
+    assert "unknown solution" in capsys.readouterr().err and volume.puts == []  # --solutions selects locally
+    options = f"--device cpu -n 1 --no-progress --solutions {mine}"
+    assert run_modal.run_on_modal(judge, "pt-reference", str(small_dataset), "", "B200", options,
+                                  tmp_path / "results", prepare=prepare, volume=volume) == 0
+
+    dataset = dataset_upload(str(small_dataset))
+    container_dataset = str(volume_root / dataset.volume_path)
+    (algo, workloads, tiers, remote_options), = judge.calls
+    assert (algo, workloads) == ("pt-reference", container_dataset)
+    solutions_folder = Path(shlex.split(remote_options)[-1])
+    assert solutions_folder.parent == volume_root / "uploads" / "solutions"
+    assert (solutions_folder / "pt-reference" / "solution.toml").is_file()
+    assert prepare.args[1] == container_dataset
+    # the prepare container built into the Volume's cache root; the judging one saw it and wrote nothing there
+    assert built == [("pt-reference", volume_root / "gdn-bench" / "cuda")]
+    assert (tmp_path / "container-cache" / "cuda" / "pt-reference-key" / "lib.so").is_symlink()
+    assert judge.after == judge.before
+    assert not (tmp_path / "this-machine-cache").exists()
+
+    (run_dir,) = (tmp_path / "results" / "runs").iterdir()
+    stored = load_run(run_dir)
+    assert stored.meta["workloads"] == str(small_dataset)  # as the user named it
+    assert stored.meta["modal"]["workloads_uploaded_as"] == container_dataset
+    assert all(t.evaluation.status.value == "PASSED" for t in stored.traces)
+
+
+def test_a_missing_local_dataset_stops_before_any_container(run_modal, tmp_path, capsys):
+    fake = FakeFunction([])
+    assert run_modal.run_on_modal(fake, "pt-reference", str(tmp_path / "nowhere"), "", "B200", "", tmp_path,
+                                  volume=FakeVolume(tmp_path / "volume")) == 2
+    assert fake.calls == [] and f"{tmp_path / 'nowhere'}: neither a workload set" in capsys.readouterr().err
+
+
+def test_the_modal_app_defines_its_volume_without_the_cloud(monkeypatch):
+    """With the modal client installed: the app, its two functions and the Volume are built as
+    objects only (no network: any connection attempt fails the test)."""
+    pytest.importorskip("modal")
+    import socket
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("run_modal.py contacted the network while being defined")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    spec = importlib.util.spec_from_file_location("run_modal_with_modal", REPO / "run_modal.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.volume.name == "gdn-decode-bench-cache"
+    judging, preparing = module.evaluate._spec_, module.prepare._spec_
+    assert list(judging.volumes) == ["/cache-ro"] and list(preparing.volumes) == ["/cache"]
+    assert judging.volumes["/cache-ro"]._mount_options.read_only  # solutions run there
+    assert not getattr(preparing.volumes["/cache"], "_read_only", False)
+    assert judging.gpus and not preparing.gpus

@@ -135,6 +135,33 @@ def _find_one(root: Path, pattern: str) -> Path:
     return matches[0]
 
 
+def external_files(root: str | Path, definition_name: str = DEFINITION_NAME) -> list[Path]:
+    """Every file a run reads from the external dataset at ``root``, relative to it: its
+    definition, its workloads JSONL and the safetensors files those workloads name (what must
+    travel with the dataset to another machine; the rest of a flashinfer-trace folder need not).
+
+    Raises:
+        HarnessInputError: as :func:`open_dataset`; or a named tensor file is missing.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise HarnessInputError(root, None, "not a dataset directory")
+    dataset = _open_external(root, definition_name)
+    files = [_find_one(root, f"definitions/*/{definition_name}.json"),
+             _find_one(root, f"workloads/*/{definition_name}.jsonl")]
+    for workload in dataset.workloads:
+        for name, spec in workload.inputs.items():
+            if spec.kind != "safetensors":
+                continue
+            where = f"input '{name}' of workload {workload.uuid} ({workload.where})"
+            if Path(spec.path).is_absolute() or ".." in Path(spec.path).parts:  # it would not travel with root
+                raise HarnessInputError(spec.path, None, f"a tensor path must lie inside the dataset ({where})")
+            if not (root / spec.path).is_file():
+                raise HarnessInputError(root / spec.path, None, f"tensor file not found ({where})")
+            files.append(root / spec.path)
+    return sorted({path.relative_to(root) for path in files})
+
+
 def _open_external(root: Path, definition_name: str) -> Dataset:
     definition = load_definition(_find_one(root, f"definitions/*/{definition_name}.json"))
     workloads = load_workloads(_find_one(root, f"workloads/*/{definition_name}.jsonl"), definition)
