@@ -177,7 +177,7 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
         with pytest.raises(ValueError, match="warps_per_block must be 8, 4, 2 or 1, not 16"):
             module.gdn_decode_config(*args, 8, 1, 32, 16)
         # main.py reads the launch table from the module (host code: no GPU needed)
-        from tools.tune_cuda_v4 import kernel_table
+        from tools.tune.cuda_v4 import kernel_table
 
         table = kernel_table((REPO_ROOT / "solutions" / "cuda-v4" / "kernel.cu").read_text())
         for batch in range(1, 1025):

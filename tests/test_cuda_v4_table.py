@@ -1,7 +1,8 @@
 """cuda-v4's launch table lives in one place, kernel.cu's GDN_V4_LAUNCH_TABLE: the
 contest entry point's default_config, the variants a build without
 -DGDN_V4_ALL_VARIANTS compiles, and (through gdn_decode_launch_config) what
-main.py and the tuner read (tests/test_cuda_compile.py reads it back from a build)."""
+main.py and the tuner read (tests/test_cuda_compile.py reads it back from a build;
+tests/test_tune.py checks the tuner's search space against the all-variants build)."""
 
 import re
 
@@ -9,7 +10,8 @@ import pytest
 
 from harness.paths import SOLUTIONS_DIR
 from solution_copies import import_copy
-from tools import tune_cuda_v4 as tune
+from tools.tune import cuda_v4 as tune
+from tools.tune.driver import chosen_table
 
 V4 = SOLUTIONS_DIR / "cuda-v4"
 _POLICY = {"Stream": "stream", "Nc": "nc", "Plain": "plain", "NoAlloc": "noalloc"}  # kernel.cu's CachePolicy
@@ -47,14 +49,11 @@ def test_the_tuners_table_macro_reads_back(table):
     assert tune.kernel_table(tune.table_macro(table) + "\n\n") == table
 
 
-def test_tune_names_round_trip_every_variant(main):
-    names = [name for name in tune.configurations(None, main, inputs={}) if name.startswith("cuda-v4/")]
-    # rows x policy x lanes x warps, less the shapes whose lane groups cannot tile the
-    # rows: 16 lanes need an even rows_per_warp (not 1), 8 lanes a multiple of 4 (not 1, 2).
-    assert len(names) == len(main.CACHE_POLICIES) * (5 + 4 + 3) * len(main.WARPS_PER_BLOCK_CHOICES)
-    for name in names:
-        config = main.LaunchConfig(*tune.parse_config(name))
-        assert config.is_compiled() and f"cuda-v4/{tune.config_name(config)}" == name
+def test_tune_names_every_variant_once(main, table):
+    space = tune.CudaV4(main).configs("float32")
+    assert all(config.is_compiled() and tune.config_name(config) == name for name, config in space.items())
+    assert len(set(space.values())) == len(space)
+    assert all(main.LaunchConfig(*config) in space.values() for _, config in table)  # the table in use is measured
 
 
 def test_is_compiled_matches_the_kernels_rule(main):
@@ -75,9 +74,10 @@ def test_cache_policy_indices_match_the_kernels_enum(main):
         {name: index for index, name in enumerate(main.CACHE_POLICIES)}
 
 
-def test_launch_table_is_what_the_recorded_tune_suggests(table):
+def test_launch_table_is_what_the_recorded_tune_suggests(main, table):
     """kernel.cu's table must follow from the tuning files it cites, by the tuner's own rule
-    (tools/tune_cuda_v4.py). Those files hold both reduction forms; the ``.../rs`` names are the one kept."""
+    (tools.tune.driver.chosen_table). Those files (of the earlier tools/tune_cuda_v4.py) name
+    variants ``cuda-v4/<name>`` and hold both reduction forms; the ``.../rs`` names are the one kept."""
     import json
 
     from harness.paths import REPO_ROOT
@@ -86,6 +86,8 @@ def test_launch_table_is_what_the_recorded_tune_suggests(table):
     for part in ("small", "large"):
         report = json.loads((REPO_ROOT / "results" / "tuning" / f"cuda_tune_scatter_{part}.json").read_text())
         for row in report["batches"]:
-            configs = {name.removesuffix("/rs"): r for name, r in row["configs"].items() if name.endswith("/rs")}
+            configs = {name.removeprefix("cuda-v4/").removesuffix("/rs"): r for name, r in row["configs"].items()
+                       if name.startswith("cuda-v4/r") and name.endswith("/rs")}
             rows.append(dict(row, configs=configs))
-    assert tune.suggested_table(rows) == table
+    space = tune.CudaV4(main).configs("float32")
+    assert [[limit, tuple(space[name])] for limit, name in chosen_table(rows)] == table

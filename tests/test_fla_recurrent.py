@@ -39,14 +39,6 @@ def solution(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def tune():
-    """tools/tune_fla_recurrent.py (its pure helpers; the tuning itself needs a GPU)."""
-    from tools import tune_fla_recurrent
-
-    return tune_fla_recurrent
-
-
-@pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     """A small random-input dataset (B = 1 and 2, default and explicit scale)."""
     from conftest import write_small_dataset
@@ -153,10 +145,12 @@ def test_pick_covers_every_batch(solution):
     assert not configs.is_valid(configs.LaunchConfig(bv=128, num_warps=1))  # 512 fp32 per thread: spills
 
 
-def test_tuner_search_space_is_valid_and_parses(solution, tune):
-    cfgs = tune.candidate_configs(solution.configs)
-    assert cfgs and all(solution.configs.is_valid(c) for c in cfgs)
-    assert all(tune.parse_config(tune.config_name(c)) == tuple(c) for c in cfgs)
+def test_tuner_search_space_is_valid_and_named_once(solution):
+    from tools.tune.fla_recurrent import FlaRecurrent, config_name
+
+    space = FlaRecurrent(solution).configs("float32")
+    assert space and all(solution.configs.is_valid(cfg) and config_name(cfg) == name for name, cfg in space.items())
+    assert all(cfg in space.values() for _, cfg in solution.configs.LAUNCH_TABLE)  # the table in use is measured
 
 
 @pytest.mark.parametrize("name", ["fla-upstream", "fla-upstream-kernel"])

@@ -1,4 +1,4 @@
-"""The pure pieces the GPU tuners (tools/tune_*.py) share."""
+"""The measuring pieces of the tuner (tools/tuning.py; the driver is tests/test_tune.py's)."""
 
 import json
 
@@ -55,32 +55,54 @@ def test_check_and_time_records_a_failing_variant():
     assert row["correct"] is False and "RuntimeError: no such kernel" in row["error"] and "us" not in row
 
 
-def test_baseline_call_hands_an_inplace_solution_a_copy_of_the_state(tmp_path):
+def test_check_call_fails_a_wrong_or_unwritten_output():
+    import torch
+
+    from tools.tuning import check_call, random_inputs
+    from tools.vectorized import reference_outputs
+
+    inputs = random_inputs(1, "cpu")
+    expected = reference_outputs(inputs)
+
+    def write(output):
+        inputs["output"].copy_(output)
+        inputs["new_state"].copy_(expected[1])
+
+    assert check_call(lambda: write(expected[0]), inputs, expected)["correct"]
+    wrong = check_call(lambda: write(expected[0] + 1), inputs, expected)
+    assert not wrong["correct"] and wrong["mismatches"] == expected[0].numel()
+    assert not check_call(lambda: None, inputs, expected)["correct"]  # NaN-poisoned destinations left unwritten
+    assert torch.isnan(inputs["output"].float()).all()
+
+
+def test_load_baseline_hands_an_inplace_solution_a_copy_of_the_state(tmp_path):
     import shutil
 
     import torch
 
     from conftest import FIXTURE_SOLUTIONS
-    from tools.tuning import baseline_call, random_inputs
+    from tools.tuning import load_baseline, random_inputs
 
     folder = tmp_path / "good"
     shutil.copytree(FIXTURE_SOLUTIONS / "good", folder)
     (folder / "solution.toml").write_text((folder / "solution.toml").read_text() + "inplace_state = true\n")
     inputs = random_inputs(1, "cpu")
     original = inputs["state"].clone()
-    call, reason = baseline_call(folder, inputs)
+    make_call, reason = load_baseline(folder)
     assert reason is None
-    result = call()
+    result = make_call(inputs)()
     assert torch.equal(inputs["state"], original)  # the caller's state is untouched
     assert not torch.equal(result["new_state"], original)  # the copy was updated
 
 
-def test_baseline_call_reports_why_it_cannot_load():
+def test_load_baseline_reports_why_it_cannot_run():
     from conftest import FIXTURE_SOLUTIONS
-    from tools.tuning import baseline_call
+    from tools.tuning import load_baseline
 
-    call, reason = baseline_call(FIXTURE_SOLUTIONS / "missing-package", {})
-    assert call is None and "no_such_package_gdn" in reason
+    make_call, reason = load_baseline(FIXTURE_SOLUTIONS / "missing-package")
+    assert make_call is None and "no_such_package_gdn" in reason
+    make_call, reason = load_baseline(FIXTURE_SOLUTIONS / "good", "bfloat16")
+    assert make_call is None and reason == "declares no bfloat16 state"
 
 
 def test_state_tolerance_is_the_harness_s():

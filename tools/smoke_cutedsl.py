@@ -15,7 +15,7 @@ Run from the repository root on a CUDA machine:
 
 The solution is imported through the harness's loader (a private copy of its
 folder, as the judge runs it). Timing every variant (and FlashInfer's
-kernels) is tools/tune_cutedsl.py's job.
+kernels) is the tuner's job (``python -m tools.tune``).
 
 Exit status 1 if anything failed to compile or check.
 """

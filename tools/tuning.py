@@ -1,11 +1,13 @@
-"""Shared pieces of the per-solution launch-table tuners (``tools/tune_*.py``).
+"""The measuring pieces of the launch-table tuner (``python -m tools.tune``).
 
-A tuner checks every launch configuration of one kernel against the
+The tuner checks every launch configuration of a kernel against the
 reference and times it per batch size, then prints a table to paste into the
 solution. The timing is the harness's own CUPTI tier (pure kernel time, cold
 L2) where cupti-python is installed, else its CUDA-events tier; the tier used
 is recorded next to every number, so a tuning file never passes events
-figures off as CUPTI ones.
+figures off as CUPTI ones. The choice of one config per batch size
+(:func:`steady_choice`) and the table's compressed form (:func:`compress_table`,
+:func:`lookup_launch_config`) live here too.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ HQ, HV, HEAD_K, HEAD_V = 4, 8, 128, 128
 
 
 def random_inputs(batch: int, device, seed: int = 0, state_dtype: torch.dtype = torch.float32) -> dict:
-    """Random inputs of the contract's shapes plus empty destinations.
+    """Random inputs of the contract's shapes plus empty destinations (for the
+    probes in ``scripts/``; the tuner takes the workload generator's inputs,
+    :mod:`tools.tune.inputs`).
 
     q, k ``[B,1,4,128]`` bf16 (k scaled to unit norm on average, like the
     L2-normalized keys the state was built with), v ``[B,1,8,128]`` bf16,
@@ -68,11 +72,15 @@ def check_call(call: Callable[[], object], inputs: dict, expected: tuple,
 
     Returns ``{"correct", "mismatches", "max_abs_err_output", "max_abs_err_state"}``
     (NaN or unwritten elements count as mismatches).
+
+    Raises:
+        Exception: whatever ``call`` raises.
     """
     inputs["output"].fill_(float("nan"))
     inputs["new_state"].fill_(float("nan"))
     call()
-    torch.cuda.synchronize()
+    if inputs["output"].is_cuda:  # kernels run asynchronously: wait before reading their bytes
+        torch.cuda.synchronize()
     out = tensor_errors(inputs["output"], expected[0], tolerance)
     state = tensor_errors(inputs["new_state"], expected[1], tolerance)
     return {"correct": out.failed + state.failed == 0, "mismatches": out.failed + state.failed,
@@ -90,7 +98,9 @@ class KernelTimer:
     """Median µs of a zero-argument call under a cold L2, CUPTI tier if possible.
 
     ``tier`` says which tier produced the numbers ("cupti" or "events");
-    ``why_not_cupti`` holds the reason when CUPTI was unavailable.
+    ``why_not_cupti`` holds the reason when CUPTI was unavailable, and
+    ``cupti_calls`` how many calls CUPTI timed before that (0 unless CUPTI
+    failed part way: then the earlier figures are CUPTI's, the later ones events').
     """
 
     def __init__(self, device, iters: int = 100, warmup: int = 5):
@@ -98,14 +108,17 @@ class KernelTimer:
         self.config = tuner_timing(iters, warmup)
         self.tier = "cupti"
         self.why_not_cupti: str | None = None
+        self.cupti_calls = 0
 
     def __call__(self, call: Callable[[], object]) -> float:
+        """Median µs of ``call`` (its kernels' time on the CUPTI tier, the events' span otherwise)."""
         fn, setup = (lambda _: call()), (lambda index=None: None)
         if self.tier == "cupti":
             stats = bench_cupti(fn, setup, self.flush, self.config)
             if isinstance(stats, TierUnavailable):
                 self.tier, self.why_not_cupti = "events", stats.reason
             else:
+                self.cupti_calls += 1
                 return stats.median_us
         stats: TimingStats = bench_events(fn, setup, self.flush, self.config)
         return stats.median_us
@@ -131,25 +144,37 @@ def failure_row(exc: Exception) -> dict:
     return {"correct": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
-def baseline_call(solution_dir, inputs: dict) -> tuple[Callable[[], object] | None, str | None]:
-    """``(zero-argument call, None)`` running another solution's ``run`` on
-    ``inputs``, or ``(None, reason)`` when it cannot be loaded here (its
-    packages missing, say). A solution that declares ``inplace_state`` gets
-    a copy of the state as both ``state`` and ``new_state``, as the harness
-    hands it over."""
+def load_baseline(solution_dir, state_dtype: str = "float32") -> tuple[Callable[[dict], Callable[[], object]] | None,
+                                                                    str | None]:
+    """Load another solution once, as a baseline column of a tune.
+
+    Returns:
+        ``(make_call, None)``, where ``make_call(inputs)`` is a zero-argument
+        call running that solution's ``run`` on ``inputs``, or ``(None,
+        reason)`` when it cannot run here (it declares no ``state_dtype``
+        state, its packages are missing, it fails to load). A solution that
+        declares ``inplace_state`` gets a copy of the state as both ``state``
+        and ``new_state``, as the harness hands it over.
+    """
     try:
         meta = load_meta(solution_dir)
+        if state_dtype not in meta.state_dtypes:
+            return None, f"declares no {state_dtype} state"
         missing = meta.missing_packages()
         if missing:
             return None, f"missing packages: {', '.join(missing)}"
         module = load_solution(meta)
     except Exception as exc:  # a missing baseline column, not a failed tune
         return None, f"{type(exc).__name__}: {str(exc)[:200]}"
-    args = inputs
-    if meta.inplace_state:
-        state = inputs["state"].clone()
-        args = dict(inputs, state=state, new_state=state)
-    return (lambda: module.run(args)), None
+
+    def make_call(inputs: dict) -> Callable[[], object]:
+        args = inputs
+        if meta.inplace_state:
+            state = inputs["state"].clone()
+            args = dict(inputs, state=state, new_state=state)
+        return lambda: module.run(args)
+
+    return make_call, None
 
 
 def fastest_correct(results: dict[str, dict]) -> str | None:

@@ -6,7 +6,7 @@ the cache policy of the state traffic (:data:`CACHE_POLICIES`) and the lanes
 that share one row (32, 16 or 8); the launch table in kernel.cu
 (``GDN_V4_LAUNCH_TABLE``) picks all four from the batch size, in the contest
 entry ``gdn_decode`` that :func:`run` calls, so the harness times what a packed
-submission runs. ``python -m tools.tune_cuda_v4`` measures every variant on a
+submission runs. ``python -m tools.tune --algo cuda-v4`` measures every variant on a
 GPU and prints a replacement table.
 
 The harness compiles ``kernel.cu`` (``sources`` in solution.toml) into
@@ -125,7 +125,7 @@ def resolve_scale(scale) -> float:
 
 
 def run_with_config(inputs: dict, config: LaunchConfig) -> dict:
-    """:func:`run` with an explicit launch configuration (tools/tune_cuda_v4.py measures them all).
+    """:func:`run` with an explicit launch configuration (``python -m tools.tune`` measures them all).
 
     Raises:
         ValueError: a variant kernel.cu does not compile (``not config.is_compiled()``;

@@ -78,7 +78,7 @@ class LaunchConfig(NamedTuple):
 
     @property
     def name(self) -> str:
-        """``t64/s1``, ``t64/s1/regs``, ``t64/s1/regs/cs/p2``, ``t128/s2/mix4``: how tools/tune_cutedsl.py names it."""
+        """``t64/s1``, ``t64/s1/regs``, ``t64/s1/regs/cs/p2``, ``t128/s2/mix4``: how the tuner (``python -m tools.tune``) names it."""
         load = {"smem": [], "regs": ["regs"], "mixed": [f"mix{self.reg_rows}"]}[self.load]
         return "/".join([f"t{self.tile_v}", f"s{self.rows_per_stage}"] + load
                         + (["cs"] if self.streaming else []) + ([f"p{self.parts}"] if self.parts != 1 else []))
@@ -217,7 +217,7 @@ def min_ctas_per_sm(config: LaunchConfig, head_k: int, state_dtype: torch.dtype)
 
 
 def valid_configs(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[LaunchConfig]:
-    """Every :class:`LaunchConfig` the kernel can be compiled with (tools/tune_cutedsl.py times them)."""
+    """Every :class:`LaunchConfig` the kernel can be compiled with (``python -m tools.tune`` times them)."""
     configs = []
     for parts in valid_parts(head_k, state_dtype):
         for tile in valid_tiles(head_v, head_k, state_dtype, parts):
@@ -234,7 +234,7 @@ def valid_configs(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[La
 #: Measured launch table for this definition's shape (H=4, HV=8, K=V=128):
 #: state dtype -> ``(largest batch | None, LaunchConfig)`` pairs, first match
 #: wins. Written from the tuner's output (tools/tune_cutedsl.py, formerly tune.py in
-#: this folder); see LAUNCH_TABLE_SOURCE.
+#: this folder; now ``python -m tools.tune --algo cutedsl-bf16``); see LAUNCH_TABLE_SOURCE.
 LAUNCH_TABLE: dict[torch.dtype, tuple[tuple[int | None, LaunchConfig], ...]] = {
     torch.float32: ((16, LaunchConfig(8, 1)), (32, LaunchConfig(16, 2)),
                     (64, LaunchConfig(64, 1, "mixed", True, 2, 2)), (128, LaunchConfig(64, 1, "mixed", False, 2, 1)),

@@ -51,7 +51,7 @@ def _launch_key(inputs: dict[str, Any]) -> tuple:
 def kernel_key(inputs: dict[str, Any], config: tuple | None = None) -> build.KernelKey:
     """The compile key for these inputs; ``config`` (a ``build.LaunchConfig``
     or a tuple of its leading fields) overrides the launch table
-    (tools/tune_cutedsl.py measures every valid one).
+    (``python -m tools.tune`` measures every valid one).
 
     Raises:
         ValueError: inconsistent shapes or dtypes, or a shape the design

@@ -5,8 +5,8 @@ state is cut into programs (``bv`` V rows of one head per program) and on how
 many warps share one program. Small batches want many small programs to fill
 the SMs (latency bound); large batches want programs that keep enough bytes
 in flight per SM (bandwidth bound). The table is looked up, never autotuned,
-on the hot path; ``python -m tools.tune_fla_recurrent`` measures every valid
-config and prints it.
+on the hot path; ``python -m tools.tune --algo fla-recurrent`` measures every
+valid config and prints it.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from . import configs, kernel
 
 
 def run_with_config(inputs: dict, cfg) -> dict:
-    """:func:`run` with an explicit ``configs.LaunchConfig`` (tools/tune_fla_recurrent.py measures them all)."""
+    """:func:`run` with an explicit ``configs.LaunchConfig`` (``python -m tools.tune`` measures them all)."""
     q = inputs["q"]
     scale = inputs.get("scale")
     # Host-side float math only: the kernel always gets a resolved scale.

@@ -1,0 +1,257 @@
+"""The one tuner (``python -m tools.tune``) on the CPU: the driver end to end for
+fla-recurrent under the Triton interpreter (a deterministic fake timer, a real
+correctness check), each adapter's search space against its kernel, and the
+command line's refusals."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+from solution_copies import import_copy
+
+from harness.paths import REPO_ROOT, SOLUTIONS_DIR
+from tools.tune import cli, driver
+from tools.tune.fla_recurrent import FlaRecurrent, config_name
+
+#: (batch, config) -> fake µs. At B = 2 bv8/w1 is one 32-ns timer step faster than
+#: bv4/w1 (a tie for steady_choice, which keeps bv4/w1 at both sizes; the plain argmin flips).
+FAKE_US = {(1, "bv4/w1"): 2.08, (1, "bv8/w1"): 2.112, (2, "bv4/w1"): 2.40, (2, "bv8/w1"): 2.368}
+OTHER_US = 2.0  # the copy floor and the baselines
+
+
+class FakeTimer:
+    """Deterministic µs by the config a call runs (tagged by :class:`Tagged`); runs nothing."""
+
+    tier = "fake"
+
+    def __call__(self, call) -> float:
+        return FAKE_US.get(getattr(call, "tag", None), OTHER_US)
+
+
+class Tagged:
+    """A config's call, tagged with (batch, config name) for :class:`FakeTimer`."""
+
+    def __init__(self, tag, call):
+        self.tag, self.call = tag, call
+
+    def __call__(self):
+        return self.call()
+
+
+@pytest.fixture
+def tiny_fla(monkeypatch):
+    """fla-recurrent's adapter with a tiny search space (the in-use bv4/w1, bv8/w1
+    and bv0/w1, which raises in the launch) whose calls carry a tag."""
+    pytest.importorskip("triton", reason="triton is not installed")
+    full, call = FlaRecurrent.configs, FlaRecurrent.call
+
+    def configs(self, state_dtype):
+        space = full(self, state_dtype)
+        return {"bv4/w1": space["bv4/w1"], "bv8/w1": space["bv8/w1"],
+                "bv0/w1": self.solution.configs.LaunchConfig(0, 1)}
+
+    def tagged(self, config, inputs):
+        return Tagged((inputs["q"].shape[0], config_name(config)), call(self, config, inputs))
+
+    monkeypatch.setattr(FlaRecurrent, "configs", configs)
+    monkeypatch.setattr(FlaRecurrent, "call", tagged)
+
+
+def test_fla_recurrent_end_to_end(tiny_fla, tmp_path, capsys):
+    from harness.records.environment import hardware_name
+    from harness.records.plots import slug
+    from tools.tuning import compress_table, steady_choice
+
+    argv = ["--algo", "fla-recurrent", "--batches", "2,1", "--out", str(tmp_path)]
+    assert cli.main(argv, timer=FakeTimer(), device="cpu") == 0
+    path = tmp_path / "fla-recurrent" / f"{slug(hardware_name('cpu'))}.json"
+    report = json.loads(path.read_text())
+    assert report["device"] == hardware_name("cpu") and report["solution"] == "fla-recurrent"
+    assert report["command"] == "python -m tools.tune " + " ".join(argv)
+    assert report["timing"]["tier"] == "fake" and report["date_utc"].endswith("+00:00") and "commit" in report
+    part = report["state_dtypes"]["float32"]
+    rows = part["batches"]
+    assert [row["batch"] for row in rows] == [1, 2]
+    for row in rows:
+        assert row["workload"]["set"] in ("sweep", "contest-v2") and row["copy_floor_us"] == OTHER_US
+        assert row["in_use"] == "bv4/w1" and row["entry_check"]["correct"]
+        assert row["configs"]["bv4/w1"]["correct"] and row["configs"]["bv8/w1"]["correct"]  # the real check
+        assert row["configs"]["bv4/w1"]["us"] == FAKE_US[(row["batch"], "bv4/w1")]
+        broken = row["configs"]["bv0/w1"]
+        assert broken["correct"] is False and "ZeroDivisionError" in broken["error"]  # recorded, not a crash
+        assert set(row["baselines"]) == {"fla-upstream", "fi-baseline"}
+    # the table is steady_choice's over the recorded correct times, not the plain argmin
+    times = [(row["batch"], {n: r["us"] for n, r in row["configs"].items() if r["correct"]}) for row in rows]
+    assert part["table"] == compress_table(steady_choice(times)) == [[None, "bv4/w1"]]
+    assert [min(t, key=t.get) for _, t in times] == ["bv4/w1", "bv8/w1"]
+    out = capsys.readouterr().out
+    assert part["native"] in out and "(None, LaunchConfig(bv=4, num_warps=1))" in part["native"]
+    assert "INCORRECT or FAILED: B=1 bv0/w1, B=2 bv0/w1" in out
+    # a second run into the same folder refuses before measuring anything
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv, timer=FakeTimer(), device="cpu")
+    assert exit_info.value.code == 2 and "never rewrites" in capsys.readouterr().err
+
+
+class Reference:
+    """A minimal adapter: configs that write the reference, zeros, or fail to compile."""
+
+    name, baselines = "fake", ()
+
+    def state_dtypes(self):
+        return ("float32",)
+
+    def configs(self, state_dtype):
+        return {"good": "good", "zeros": "zeros", "no-compile": "no-compile"}
+
+    def call(self, config, inputs):
+        from tools.vectorized import reference_outputs
+
+        if config == "no-compile":
+            raise RuntimeError("ptxas: too many resources")
+
+        def run():
+            out, state = reference_outputs(inputs)
+            inputs["output"].copy_(out if config == "good" else torch.zeros_like(out))
+            inputs["new_state"].copy_(state)
+        return run
+
+    def run(self, inputs):
+        return self.call("good", inputs)()
+
+    def in_use(self, inputs):
+        return "good"
+
+    def format_table(self, table, state_dtype):
+        return repr(table)
+
+
+def test_wrong_and_uncompilable_configs_are_recorded_and_never_chosen():
+    part = driver.tune_dtype(Reference(), "float32", [1], lambda call: 1.0, "cpu")
+    configs = part["batches"][0]["configs"]
+    assert configs["good"]["correct"] and configs["good"]["mismatches"] == 0
+    assert configs["zeros"]["correct"] is False and configs["zeros"]["mismatches"] > 0
+    assert configs["no-compile"] == {"correct": False, "error": "RuntimeError: ptxas: too many resources"}
+    assert part["table"] == [[None, "good"]] and part["no_correct_config"] == []
+    # --only measures the matching names plus the one in use
+    only = driver.tune_dtype(Reference(), "float32", [1], lambda call: 1.0, "cpu", only="^zeros$")
+    assert set(only["batches"][0]["configs"]) == {"good", "zeros"}
+
+
+def test_tune_inputs_are_the_judges_workload():
+    """The tuner's inputs are a stored workload's, built by the harness's own input builder."""
+    from harness.data import generator
+    from harness.data.workloads import build_inputs, parse_workload
+    from harness.paths import cache_dir
+    from tools.tune.inputs import definition, recipe_for, tune_inputs
+
+    inputs, workload = tune_inputs(2, "bfloat16", "cpu")
+    recipe = recipe_for(2)
+    assert (workload["set"], workload["uuid"]) == ("sweep", recipe.uuid)
+    assert inputs["state"].dtype == inputs["new_state"].dtype == torch.bfloat16
+    assert torch.isnan(inputs["new_state"].float()).all() and torch.isnan(inputs["output"].float()).all()
+    stored = {name: torch.from_numpy(array)
+              for name, array in generator.workload_tensors(recipe, generator.Bank(cache_dir())).items()}
+    judge = build_inputs(parse_workload(generator.workload_json(recipe), definition(), "t"), definition(), stored,
+                         "cpu", trial=0)
+    assert torch.equal(inputs["q"], judge["q"]) and torch.equal(inputs["state"], judge["state"].bfloat16())
+    assert recipe_for(1).set_name == "contest-v2"  # sweep's B = 1 workload holds only the empty state
+
+
+def _ptx_kernels(tmp_path) -> set[tuple[int, int, int, int]]:
+    """(warps, rows, policy, lanes) of every kernel kernel.cu's all-variants build instantiates
+    (PTX only: the front end instantiates the templates; no ptxas, no GPU)."""
+    from harness.judge import build
+    from tools.tune.cuda_v4 import ALL_VARIANTS
+
+    try:
+        nvcc, (includes, _, _) = build.find_nvcc(), build.tvm_ffi_paths()
+    except build.CompileError as exc:
+        pytest.skip(str(exc))
+    out = tmp_path / "kernel.ptx"
+    cmd = [nvcc, *build.nvcc_flags([("compute_90a", "compute_90a")], (ALL_VARIANTS,)),
+           *(f"-I{d}" for d in includes), "--ptx", str(SOLUTIONS_DIR / "cuda-v4" / "kernel.cu"), "-o", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return {tuple(map(int, m)) for m in
+            re.findall(r"\.entry \w*gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", out.read_text())}
+
+
+def test_cuda_v4_search_space_is_what_the_all_variants_build_instantiates(tmp_path):
+    from tools.tune.cuda_v4 import CudaV4
+
+    main = import_copy(SOLUTIONS_DIR / "cuda-v4", tmp_path)
+    space = CudaV4(main).configs("float32")
+    offered = {(c.warps_per_block, c.rows_per_warp, main.CACHE_POLICIES.index(c.cache_policy), c.lanes_per_row)
+               for c in space.values()}
+    compiled = _ptx_kernels(tmp_path)
+    assert compiled and offered == compiled, (offered - compiled, compiled - offered)
+    assert len(space) == len(offered)  # one name per variant
+
+
+def test_cutedsl_adapter_offers_configs_its_kernel_compiles(tmp_path):
+    pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")
+    from harness.data.definition import TORCH_DTYPES
+    from harness.judge.solutions import load_meta, load_solution
+    from tools.tune.cutedsl_bf16 import CuteDslBf16
+    from tools.tune.inputs import tune_inputs
+
+    adapter = CuteDslBf16(load_solution(load_meta(SOLUTIONS_DIR / "cutedsl-bf16"), workdir=tmp_path))
+    build = adapter.solution.build
+    assert adapter.state_dtypes() == ("float32", "bfloat16")
+    for dtype in adapter.state_dtypes():
+        space = adapter.configs(dtype)
+        assert space and all(build.LaunchConfig.from_name(name) == config for name, config in space.items())
+        for config in space.values():
+            build.validate_config(config, 128, 128, TORCH_DTYPES[dtype])  # raises for an invalid one
+        table = build.LAUNCH_TABLE[TORCH_DTYPES[dtype]]
+        assert all(config.name in space for _, config in table)  # the table in use is always measured
+        inputs, _ = tune_inputs(1, dtype, "cpu")
+        assert callable(adapter.call(table[0][1], inputs))  # compiled for sm_90a (no launch)
+        with pytest.raises(ValueError, match="tile_v"):  # what the driver records as a failed config
+            adapter.call(build.LaunchConfig(24, 1), inputs)
+        assert re.search(r"LAUNCH_TABLE\[torch\.\w+\] = \(\n    \(None, LaunchConfig\(tile_v=",
+                         adapter.format_table([[None, table[0][1].name]], dtype))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--algo", "no-such"], "unknown solution no-such"),
+    (["--algo", ","], "no solution named"),
+    (["--algo", "fla-recurrent", "--batches", ""], "give at least one batch size"),
+    (["--algo", "fla-recurrent", "--batches", "1,x"], "not a comma-separated list of integers"),
+    (["--algo", "fla-recurrent", "--batches", "0"], "each >= 1"),
+    (["--algo", "fla-recurrent", "--iters", "-5"], "-5 is not >= 1"),
+    (["--algo", "fla-recurrent", "--dtypes", "float64"], "unknown state dtype float64"),
+    (["--algo", "fla-recurrent", "--only", "("], "not a regular expression"),
+])
+def test_bad_command_lines_exit_2_with_a_message(args, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(args, timer=FakeTimer(), device="cpu")
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_module_exits_2_without_a_traceback():
+    done = subprocess.run([sys.executable, "-m", "tools.tune", "--algo", "nope", "--iters", "-1"], cwd=REPO_ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "error:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_default_output_is_a_new_run_folder_under_results_tuning():
+    from datetime import datetime, timezone
+
+    from tools.tune.report import TUNING_DIR, default_out_dir, report_path
+
+    out = default_out_dir(datetime(2026, 11, 24, 10, 15, 0, tzinfo=timezone.utc))
+    assert out == TUNING_DIR / "20261124T101500Z" and TUNING_DIR == REPO_ROOT / "results" / "tuning"
+    assert report_path(out, "cuda-v4", "cpu").parent == out / "cuda-v4"
+
+
+def test_a_solution_without_a_wanted_state_dtype_is_skipped_with_its_reason(tmp_path, capsys):
+    assert cli.main(["--algo", "fla-recurrent", "--dtypes", "bfloat16", "--out", str(tmp_path)],
+                    timer=FakeTimer(), device="cpu") == 0
+    assert "skipped fla-recurrent: no state dtype of float32 in --dtypes" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())

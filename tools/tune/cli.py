@@ -1,0 +1,152 @@
+"""Tune the launch tables of our own solutions on this GPU, one command for all of them.
+
+Usage (from the repository root, on a GPU machine)::
+
+    python -m tools.tune --algo all                       # fla-recurrent, cuda-v4, cutedsl-bf16
+    python -m tools.tune --algo cuda-v4 [--batches 1,2,4,...] [--iters 100] [--only REGEX]
+        [--dtypes float32,bfloat16] [--out DIR]
+
+Per solution, state dtype and batch size it checks every configuration of the
+solution's search space against the reference and times it (the harness's
+CUPTI tier, else CUDA events; the tier is recorded), beside the copy floor
+and the baselines, then chooses one config per batch size
+(:func:`tools.tuning.steady_choice`). It writes
+``<out>/<solution>/<GPU>.json`` (default ``<out>``: a new
+``results/tuning/<UTC time>/``) and prints each table in the solution's own
+form, to paste. A bad option exits with status 2 and a message; a solution
+that cannot run here is skipped with its reason (status 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import torch
+
+from harness.facts import STATE_DTYPES
+from tools.tune import ADAPTERS
+from tools.tune.driver import tune_solution, unavailable_reason
+from tools.tune.report import build_report, default_out_dir, format_report, report_path, write_report
+from tools.tuning import KernelTimer
+
+DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+def _names(text: str, known, what: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(unknown)} (choose from {', '.join(known)})")
+    if not names:
+        raise argparse.ArgumentTypeError(f"no {what} named (choose from {', '.join(known)})")
+    return list(dict.fromkeys(names))
+
+
+def algos(text: str) -> list[str]:
+    """``all`` or comma-separated solution names with an adapter."""
+    return list(ADAPTERS) if text.strip() == "all" else _names(text, list(ADAPTERS), "solution")
+
+
+def dtypes(text: str) -> tuple[str, ...]:
+    """Comma-separated state dtype names."""
+    return tuple(_names(text, STATE_DTYPES, "state dtype"))
+
+
+def batches(text: str) -> list[int]:
+    """Comma-separated positive batch sizes, returned sorted and once each."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give at least one batch size, each >= 1")
+    return sorted(set(values))
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not >= 1")
+    return value
+
+
+def regex(text: str) -> str:
+    """A valid regular expression."""
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a regular expression: {exc}") from None
+    return text
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line (see the module doc)."""
+    p = argparse.ArgumentParser(prog="python -m tools.tune", description=__doc__.split("\n\n")[0])
+    p.add_argument("--algo", required=True, type=algos, help=f"all, or some of: {', '.join(ADAPTERS)}")
+    p.add_argument("--batches", type=batches, default=list(DEFAULT_BATCHES), help="comma-separated batch sizes")
+    p.add_argument("--iters", type=positive_int, default=100, help="timed calls per config (median)")
+    p.add_argument("--only", type=regex, default="",
+                   help="regular expression: measure only the matching config names (plus the one in use)")
+    p.add_argument("--dtypes", type=dtypes, default=None, help="state dtypes to tune (default: each solution's)")
+    p.add_argument("--out", type=Path, default=None, help="folder for <solution>/<GPU>.json (default: a new "
+                                                          "results/tuning/<UTC time>/)")
+    return p
+
+
+def load(adapter) -> str | None:
+    """Load the adapter's solution; the reason it cannot be loaded here, or None."""
+    try:
+        adapter.load()
+    except Exception as exc:  # a build or import failure skips this solution, not the others
+        return f"cannot be loaded: {type(exc).__name__}: {str(exc)[:500]}"
+    return None
+
+
+def main(argv: list[str] | None = None, *, timer=None, device=None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``).
+
+    Args:
+        argv: the arguments after ``python -m tools.tune``.
+        timer: ``timer(call) -> µs``; default the harness's :class:`tools.tuning.KernelTimer`
+            (tests inject a deterministic one).
+        device: where to run; default ``cuda`` (tests pass ``cpu``).
+
+    Returns:
+        0, or 2 after a message for bad input (an unknown solution, no batch
+        sizes, a count below 1, no GPU, a report file that exists).
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    cli = parser()
+    args = cli.parse_args(argv)
+    if device is None:
+        if not torch.cuda.is_available():
+            cli.error("no CUDA GPU here: the tuner times kernels on a GPU")
+        device = "cuda"
+    out_dir = args.out or default_out_dir()
+    paths = {name: report_path(out_dir, name, device) for name in args.algo}
+    existing = [str(path) for path in paths.values() if path.exists()]
+    if existing:
+        cli.error(f"{', '.join(existing)} exists: a tune never rewrites a file (choose another --out)")
+    timer = timer or KernelTimer(device, iters=args.iters)
+    command = shlex.join(["python", "-m", "tools.tune", *argv])
+    for name in args.algo:
+        adapter = ADAPTERS[name]()
+        wanted = [dtype for dtype in adapter.state_dtypes() if args.dtypes is None or dtype in args.dtypes]
+        reason = (None if wanted else f"no state dtype of {', '.join(adapter.state_dtypes())} in --dtypes") \
+            or unavailable_reason(adapter) or load(adapter)
+        if reason:
+            print(f"skipped {name}: {reason}", file=sys.stderr)
+            continue
+        results = tune_solution(adapter, args.batches, timer, device, args.only, tuple(wanted))
+        report = build_report(name, device, command, timer, args.only, results)
+        print(format_report(report))
+        print(f"wrote {write_report(paths[name], report)}")
+    return 0

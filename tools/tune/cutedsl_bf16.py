@@ -1,0 +1,67 @@
+"""Tuning adapter of cutedsl-bf16 (CuTe DSL): launch configuration per state dtype and batch size.
+
+Search space: ``gdn_cute_build.valid_configs`` for the definition's shape and
+each state dtype (tile height, rows per stage, load path and its register
+rows, cache policy, parts per lane). A config is compiled through the
+solution's launch-table override (``main.kernel_key(inputs, config)``, then
+``gdn_cute_build.compile_kernel``) and called with ``main.launch``. The table
+is ``gdn_cute_build.LAUNCH_TABLE[torch.<dtype>]``.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Callable
+
+from harness.data.definition import TORCH_DTYPES
+from harness.judge.solutions import load_meta, load_solution
+from harness.paths import SOLUTIONS_DIR
+from tools.tuning import HEAD_K, HEAD_V
+
+
+class CuteDslBf16:
+    """The :class:`tools.tune.protocol.Adapter` of cutedsl-bf16."""
+
+    name = "cutedsl-bf16"
+    baselines: tuple[str, ...] = ()  # FlashInfer's kernel of each state dtype is a common baseline
+
+    def __init__(self, solution: ModuleType | None = None):
+        """``solution``: its entry module, already loaded (tests); else :meth:`load` loads it."""
+        self.solution = solution
+
+    def load(self) -> None:
+        """Import the solution through the harness's loader (a private copy of its folder)."""
+        if self.solution is None:
+            self.solution = load_solution(load_meta(SOLUTIONS_DIR / self.name))
+
+    def state_dtypes(self) -> tuple[str, ...]:
+        """The state dtypes its ``solution.toml`` declares (fp32 and bf16), each with its own table."""
+        return load_meta(SOLUTIONS_DIR / self.name).state_dtypes
+
+    def configs(self, state_dtype: str) -> dict[str, object]:
+        """Every config the kernel compiles with for this state dtype, by ``LaunchConfig.name``."""
+        build = self.solution.build
+        return {config.name: config for config in build.valid_configs(HEAD_V, HEAD_K, TORCH_DTYPES[state_dtype])}
+
+    def call(self, config, inputs: dict) -> Callable[[], object]:
+        """Compile ``config`` for these inputs now; the call is ``launch`` alone.
+
+        Raises:
+            ValueError: a config the kernel refuses; or what the CuTe DSL compiler raises.
+        """
+        compiled = self.solution.build.compile_kernel(self.solution.kernel_key(inputs, config))
+        return lambda: self.solution.launch(compiled, inputs)
+
+    def run(self, inputs: dict) -> object:
+        """The solution's ``run``."""
+        return self.solution.run(inputs)
+
+    def in_use(self, inputs: dict) -> str:
+        """The name of the config ``run`` compiles for these inputs (the launch table's)."""
+        return self.solution.kernel_key(inputs).config.name
+
+    def format_table(self, table: list[list], state_dtype: str) -> str:
+        """``table`` as the ``LAUNCH_TABLE`` dict's entry for this state dtype."""
+        configs = self.configs(state_dtype)
+        entries = "".join(f"    ({limit}, {configs[name]!r}),\n" for limit, name in table)
+        return f"LAUNCH_TABLE[torch.{state_dtype}] = (\n{entries})"

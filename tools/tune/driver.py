@@ -1,0 +1,153 @@
+"""Measure one solution's search space per batch size and choose its table.
+
+The same for every family (what differs is the adapter's,
+:mod:`tools.tune.protocol`): per state dtype and batch size, the workload's
+inputs (:mod:`tools.tune.inputs`), the expected outputs of the vectorized fp32
+reference (:mod:`tools.vectorized`), then every config checked once on
+NaN-poisoned destinations with the harness's tolerance for the state dtype
+and timed by ``timer`` (the harness's CUPTI tier, else CUDA events:
+:class:`tools.tuning.KernelTimer`). Beside them: the copy floor
+(``new_state.copy_(state)``, the same state bytes moved with no math), the
+baselines, and a check of the solution's own ``run`` (its table in use). The
+table is one config per batch size by :func:`tools.tuning.steady_choice`,
+compressed (:func:`tools.tuning.compress_table`).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from typing import Callable
+
+from harness.facts import FLASHINFER_SOLUTIONS
+from harness.judge.solutions import load_meta
+from harness.paths import SOLUTIONS_DIR
+from tools.tune.inputs import tune_inputs
+from tools.tune.protocol import Adapter
+from tools.tuning import (
+    check_and_time,
+    check_call,
+    compress_table,
+    failure_row,
+    fastest_correct,
+    load_baseline,
+    state_tolerance,
+    steady_choice,
+)
+from tools.vectorized import reference_outputs
+
+#: Timed beside every solution, per state dtype: fla-core's public kernel (fp32
+#: only) and FlashInfer's kernel for that state dtype, where they import.
+COMMON_BASELINES = {dtype: ("fla-upstream", fi) for dtype, fi in FLASHINFER_SOLUTIONS.items()}
+
+#: ``timer(call) -> median µs`` of a zero-argument call.
+Timer = Callable[[Callable[[], object]], float]
+
+
+def unavailable_reason(adapter: Adapter) -> str | None:
+    """Why the solution cannot be tuned here (its packages missing), or None."""
+    missing = load_meta(SOLUTIONS_DIR / adapter.name).missing_packages()
+    return f"missing packages: {', '.join(missing)}" if missing else None
+
+
+def baseline_names(adapter: Adapter, state_dtype: str) -> tuple[str, ...]:
+    """The adapter's own baselines, then the common ones, each once."""
+    return tuple(dict.fromkeys((*adapter.baselines, *COMMON_BASELINES.get(state_dtype, ()))))
+
+
+def measured_configs(space: dict[str, object], only: str, in_use: str) -> dict[str, object]:
+    """The configs of ``space`` whose name matches the regular expression ``only``
+    (all when empty), plus the one in use (always measured: the table to beat)."""
+    return {name: config for name, config in space.items() if name == in_use or re.search(only, name)}
+
+
+def measure_config(adapter: Adapter, config, inputs: dict, expected: tuple, timer: Timer, state_dtype: str) -> dict:
+    """``{"correct", "mismatches", "max_abs_err_*", "us"}`` of one config, or
+    ``{"correct": False, "error"}`` when it does not compile or raises."""
+    try:
+        call = adapter.call(config, inputs)
+    except Exception as exc:  # one variant that does not compile must not end the tune
+        return failure_row(exc)
+    return check_and_time(call, inputs, expected, timer, state_tolerance(state_dtype))
+
+
+def time_baselines(baselines: dict[str, tuple], inputs: dict, timer: Timer) -> dict[str, dict]:
+    """``{name: {"us": µs} | {"unavailable": reason}}`` for loaded baselines
+    (``{name: load_baseline(...)}``); one that raises is recorded, not fatal."""
+    times = {}
+    for name, (make_call, reason) in baselines.items():
+        if make_call is None:
+            times[name] = {"unavailable": reason}
+            continue
+        try:
+            times[name] = {"us": timer(make_call(inputs))}
+        except Exception as exc:
+            times[name] = {"unavailable": failure_row(exc)["error"]}
+    return times
+
+
+def measure_batch(adapter: Adapter, state_dtype: str, batch: int, timer: Timer, device, only: str = "",
+                  baselines: dict[str, tuple] | None = None) -> dict:
+    """One batch size's row: the workload, copy floor (µs), every measured
+    config (with ``x_floor``), the config in use, the check of ``run``, the
+    baselines and the fastest correct config."""
+    inputs, workload = tune_inputs(batch, state_dtype, device)
+    expected = reference_outputs(inputs)
+    floor_us = timer(lambda: inputs["new_state"].copy_(inputs["state"]))
+    space, in_use = adapter.configs(state_dtype), adapter.in_use(inputs)
+    configs = {}
+    for name, config in measured_configs(space, only, in_use).items():
+        configs[name] = measure_config(adapter, config, inputs, expected, timer, state_dtype)
+        if configs[name].get("us") is not None:
+            configs[name]["x_floor"] = configs[name]["us"] / floor_us
+    try:
+        entry = check_call(lambda: adapter.run(inputs), inputs, expected, state_tolerance(state_dtype))
+    except Exception as exc:
+        entry = failure_row(exc)
+    return {"batch": batch, "workload": workload, "copy_floor_us": floor_us, "in_use": in_use,
+            "in_use_in_space": in_use in space, "entry_check": entry, "configs": configs,
+            "baselines": time_baselines(baselines or {}, inputs, timer), "best": fastest_correct(configs)}
+
+
+def correct_times(configs: dict[str, dict]) -> dict[str, float]:
+    """Name -> µs of the correct, timed configs of one row."""
+    return {name: r["us"] for name, r in configs.items() if r.get("correct") and r.get("us") is not None}
+
+
+def chosen_table(rows: list[dict]) -> list[list]:
+    """``[[largest batch | None, config name]]``: one config per batch size by
+    :func:`tools.tuning.steady_choice` over the correct configs, neighbours with
+    the same choice merged (batch sizes without a correct config are left out)."""
+    times = [(row["batch"], correct_times(row["configs"])) for row in rows]
+    return compress_table(steady_choice([(batch, t) for batch, t in times if t]))
+
+
+def tune_dtype(adapter: Adapter, state_dtype: str, batches: list[int], timer: Timer, device,
+               only: str = "") -> dict:
+    """Every batch size of one state dtype, then its table.
+
+    Returns:
+        ``{"batches": [row], "table": [[limit, name]], "native": str | None,
+        "no_correct_config": [batch]}``; ``native`` is the table in the
+        solution's own form (None when no batch size had a correct config).
+    """
+    baselines = {name: load_baseline(SOLUTIONS_DIR / name, state_dtype)
+                 for name in baseline_names(adapter, state_dtype)}
+    rows = []
+    for batch in batches:
+        start = time.monotonic()
+        rows.append(measure_batch(adapter, state_dtype, batch, timer, device, only, baselines))
+        print(f"{adapter.name} {state_dtype} B={batch}: {len(rows[-1]['configs'])} configs in "
+              f"{time.monotonic() - start:.1f} s", file=sys.stderr, flush=True)
+    table = chosen_table(rows)
+    return {"batches": rows, "table": table, "native": adapter.format_table(table, state_dtype) if table else None,
+            "no_correct_config": [row["batch"] for row in rows if not correct_times(row["configs"])]}
+
+
+def tune_solution(adapter: Adapter, batches: list[int], timer: Timer, device, only: str = "",
+                  dtypes: tuple[str, ...] | None = None) -> dict[str, dict]:
+    """:func:`tune_dtype` for each of the solution's state dtypes (those in
+    ``dtypes`` only, when given); ``adapter`` is loaded (:meth:`Adapter.load`)."""
+    wanted = [d for d in adapter.state_dtypes() if dtypes is None or d in dtypes]
+    return {dtype: tune_dtype(adapter, dtype, batches, timer, device, only) for dtype in wanted}

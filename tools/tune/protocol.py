@@ -1,0 +1,57 @@
+"""What the tuner needs to know about one solution: its adapter.
+
+An adapter lives in ``tools/tune/`` (a solution never imports it) and uses
+only hooks the solution already exposes: fla-recurrent's ``run_with_config``,
+cuda-v4's variant entry in its all-variants build, cutedsl-bf16's launch-table
+override in ``kernel_key``. The driver (:mod:`tools.tune.driver`) does the
+rest the same way for every family: inputs, checks, timing, the choice of one
+config per batch size and the report.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+
+class Adapter(Protocol):
+    """One tunable solution.
+
+    Attributes:
+        name: the solution's folder under ``solutions/`` (``--algo`` name).
+        baselines: other solutions timed beside it at every batch size, besides
+            the ones every tune times (:data:`tools.tune.driver.COMMON_BASELINES`).
+    """
+
+    name: str
+    baselines: tuple[str, ...]
+
+    def load(self) -> None:
+        """Import (and build) the solution through the harness's loader, once.
+
+        Raises:
+            Exception: the solution cannot be built or imported here.
+        """
+
+    def state_dtypes(self) -> tuple[str, ...]:
+        """The state dtypes it has a launch table for (``"float32"``, ``"bfloat16"``)."""
+
+    def configs(self, state_dtype: str) -> dict[str, object]:
+        """The search space: config name -> config, only the valid ones (its validity rule)."""
+
+    def call(self, config: object, inputs: dict) -> Callable[[], object]:
+        """A zero-argument call running the solution with ``config`` on ``inputs``
+        (the contract's dict with its destinations). Compiles here, if it must,
+        so that the timed call is the launch alone.
+
+        Raises:
+            Exception: a config that does not compile (recorded as failed by the driver).
+        """
+
+    def run(self, inputs: dict) -> object:
+        """The solution's own ``run(inputs)``: the launch table in use."""
+
+    def in_use(self, inputs: dict) -> str:
+        """Name of the config ``run`` picks for these inputs (its table in use)."""
+
+    def format_table(self, table: list[list], state_dtype: str) -> str:
+        """``[[largest batch | None, config name]]`` in the solution's own form, to paste."""
