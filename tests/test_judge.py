@@ -36,10 +36,10 @@ def make_judge(floor_us=None, trials=3, min_iters=5):
     """A VariantJudge with just what tier_result needs: config, a floor for workload 'w'."""
     floors = {}
     if floor_us is not None:
-        floors[("w", "float32")] = FloorMeasurement(
+        floors[("w", "float32")] = [FloorMeasurement(
             workload="w", batch_size=1, nbytes=8, tiers={"cupti": TierFigure(tier="cupti", available=True,
                                                                             value_us=floor_us, min_us=floor_us)},
-            environment=Environment(hardware="test"), timestamp="2026-11-23T00:00:00+00:00")
+            environment=Environment(hardware="test"), timestamp="2026-11-23T00:00:00+00:00")]
     config = SimpleNamespace(timing=TimingConfig(trials=trials, min_iters=min_iters), trials=3,
                              tolerance=DEFAULT_TOLERANCE)
     judge = VariantJudge.__new__(VariantJudge)

@@ -8,7 +8,8 @@ move" checks (a judge change, a timing change) on the same GPU.
 Reads the traces as plain JSON (a run made by an older harness need not
 validate under today's trace model) and prints a markdown table; a figure one
 run lacks is shown as "—". The copy floor of runs that kept it in
-``floors.jsonl`` is read from the ``floors.jsonl`` next to the traces.
+``floors.jsonl`` is read from the ``floors.jsonl`` next to the traces: per tier
+the fastest of the copies measured (harness/records/best_floor.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import json
 import statistics
 from pathlib import Path
 
-from harness.records.trace import floor_label
+from harness.records.best_floor import best_floors
+from harness.records.trace import FloorMeasurement
 
 
 def figures(traces: Path) -> dict[tuple[str, int], dict[str, float]]:
@@ -32,11 +34,12 @@ def figures(traces: Path) -> dict[tuple[str, int], dict[str, float]]:
             found[key] = {t: f["value_us"] for t, f in performance.get("tiers", {}).items() if f.get("available")}
     floors = traces.with_name("floors.jsonl") if traces.name == "traces.jsonl" else traces.with_name(
         traces.name.replace("traces.jsonl", "floors.jsonl"))
-    if floors.is_file():
-        for line in floors.read_text().splitlines():
-            floor = json.loads(line)
-            found.setdefault((floor_label(floor["state_dtype"]), floor["batch_size"]), {
-                t: f["value_us"] for t, f in floor["tiers"].items() if f.get("available")})
+    if floors.is_file():  # written by today's store, so its lines validate
+        measured = [FloorMeasurement.model_validate_json(line) for line in floors.read_text().splitlines()
+                    if line.strip()]
+        for floor in best_floors(measured):  # per tier the fastest of the copies measured
+            found.setdefault((floor.label, floor.batch_size), {
+                t: f.value_us for t, f in floor.tiers.items() if f.available})
     return found
 
 

@@ -38,6 +38,7 @@ import torch
 from harness.judge import cupti
 from harness.data.dataset import open_dataset
 from harness.records.environment import environment, git_commit
+from harness.records.best_floor import best_floors
 from harness.records.store import load_run, run_dirs
 from harness.paths import REPO_ROOT, SOLUTIONS_DIR
 from harness.judge.worker import destinations
@@ -153,7 +154,7 @@ def _medians(run_dir: Path, tier: str) -> dict[tuple[str, int], float]:
     """(solution label or ``copy-floor``, batch size) -> the tier's µs in that run."""
     run = load_run(run_dir)
     out = {}
-    for floor in run.floors:
+    for floor in best_floors(run.floors):  # the floor is the best of the copies measured
         figure = floor.tiers.get(tier)
         if figure is not None and figure.available:
             out[(floor.label, floor.batch_size)] = figure.value_us

@@ -76,7 +76,7 @@ class RunContext:
     dataset: Dataset
     config: "object"  # harness.judge.run.RunConfig
     references: References
-    floors: dict[tuple[str, str], FloorMeasurement]  # (workload uuid, state dtype)
+    floors: dict[tuple[str, str], list[FloorMeasurement]]  # (workload uuid, state dtype) -> every copy measured
     environment: Environment
     harness_files: dict[str, bytes]  # the harness's sources as the run started
     scratch: Path
@@ -419,8 +419,8 @@ class VariantJudge:
         if limit is not None and stats.value_us < FLOOR_MARGIN * limit:
             raise Rejected(Status.RUNTIME_ERROR, (
                 f"timing rejected: {tier} figure {stats.value_us:.3f} µs is below the physical limit of this "
-                f"workload: {FLOOR_MARGIN} x the copy floor {limit:.3f} µs (a device copy of the state bytes; "
-                "docs/judging.md)"))
+                f"workload: {FLOOR_MARGIN} x the copy floor {limit:.3f} µs (the fastest device copy of the state "
+                "bytes measured; docs/judging.md)"))
         nbytes = self.bytes_moved(workload)
         host = end.host_call_us  # the worker's own diagnostic: kept only where it could be true
         host = host if host is not None and math.isfinite(host) and host >= 0 else None
@@ -458,8 +458,7 @@ class VariantJudge:
         return statistics.mean(statistics.mean(samples[i * per_trial:(i + 1) * per_trial]) for i in range(trials))
 
     def limit_us(self, workload: Workload) -> float | None:
-        floor = self.ctx.floors.get((workload.uuid, self.variant.state_dtype))
-        return physical_limit_us(floor) if floor is not None else None
+        return physical_limit_us(self.ctx.floors.get((workload.uuid, self.variant.state_dtype), []))
 
     def check_brackets(self, figures: dict[str, TierFigure]) -> None:
         """Events and sync figures bracket the call's kernels, and the contest's span covers them:

@@ -5,9 +5,10 @@ new traces (deep copies), never touching its inputs, and its result does not
 depend on the order of either list. Per tier of each PASSED trace it sets
 (every time, so stale values from an earlier pass are replaced or cleared):
 
-* ``copy_floor_us``: ``value_us`` of the floor of the same workload, the same
-  state dtype (from the label: ``name[bfloat16-state]`` is bfloat16, a plain
-  name float32) and the same tier; ``x_copy_floor = value_us / copy_floor_us``;
+* ``copy_floor_us``: the floor of the same workload, the same state dtype
+  (from the label: ``name[bfloat16-state]`` is bfloat16, a plain name float32)
+  and the same tier: the fastest copy's ``value_us`` in that tier
+  (:func:`harness.records.best_floor.floor_times`); ``x_copy_floor = value_us / copy_floor_us``;
 * ``speedup_vs_reference``: the reference solution's ``value_us`` on the same
   workload and tier (its plain label: the fp32 reference) / ``value_us``;
 
@@ -15,8 +16,9 @@ and from the headline tier ``performance.reference_latency_ms`` (the
 reference's ms) and ``performance.speedup_factor`` (0 for both when the
 reference has no number in that tier).
 
-Where several floors (or reference traces) share a key, e.g. runs merged from
-several machines, their median is used, so that no arrival order matters.
+Where several reference traces (or floors of one copy method) share a key, e.g.
+runs merged from several machines, their median is used, so that no arrival
+order matters.
 """
 
 from __future__ import annotations
@@ -25,21 +27,8 @@ import statistics
 from collections import defaultdict
 
 from harness.facts import REFERENCE_SOLUTION
-from harness.records.trace import EvaluationStatus, FloorMeasurement, TierFigure, Trace
-
-
-def _timed(figure: TierFigure) -> bool:
-    return figure.available and figure.value_us is not None and figure.value_us > 0
-
-
-def floor_times(floors: list[FloorMeasurement]) -> dict[tuple[str, str, str], float]:
-    """(workload uuid, state dtype, tier) -> floor µs (median over duplicates)."""
-    samples = defaultdict(list)
-    for floor in floors:
-        for tier, figure in floor.tiers.items():
-            if _timed(figure):
-                samples[(floor.workload, floor.state_dtype, tier)].append(figure.value_us)
-    return {key: statistics.median(values) for key, values in samples.items()}
+from harness.records.best_floor import floor_times
+from harness.records.trace import EvaluationStatus, FloorMeasurement, Trace
 
 
 def reference_times(traces: list[Trace], reference_solution: str = REFERENCE_SOLUTION) -> dict[tuple[str, str], float]:
@@ -50,7 +39,7 @@ def reference_times(traces: list[Trace], reference_solution: str = REFERENCE_SOL
         if trace.solution != reference_solution or not trace.is_successful() or perf is None:
             continue
         for tier, figure in perf.tiers.items():
-            if _timed(figure):
+            if figure.timed:
                 samples[(trace.workload.uuid, tier)].append(figure.value_us)
     return {key: statistics.median(values) for key, values in samples.items()}
 
@@ -74,8 +63,8 @@ def annotate(traces: list[Trace], floors: list[FloorMeasurement],
         if trace.evaluation.status == EvaluationStatus.PASSED and perf is not None:
             uuid, dtype = trace.workload.uuid, trace.state_dtype
             for tier, figure in perf.tiers.items():
-                floor = floor_us.get((uuid, dtype, tier)) if _timed(figure) else None
-                reference = reference_us.get((uuid, tier)) if _timed(figure) else None
+                floor = floor_us.get((uuid, dtype, tier)) if figure.timed else None
+                reference = reference_us.get((uuid, tier)) if figure.timed else None
                 figure.copy_floor_us = floor
                 figure.x_copy_floor = figure.value_us / floor if floor else None
                 figure.speedup_vs_reference = reference / figure.value_us if reference else None

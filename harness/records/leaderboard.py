@@ -21,8 +21,9 @@ Columns (``COLUMNS``):
 * ``vs_flashinfer``: geometric mean over workloads both passed of
   ``fi-baseline µs / solution µs``, found the same way as the reference.
 * ``x_copy_floor``: median over passed workloads of ``solution µs / copy-floor
-  µs``, the floor measured in the same run (a device copy of the definition's
-  fp32 state bytes, from the run's ``floors.jsonl``). State-dtype variants are
+  µs``, the floor measured in the same run (the fastest of the device copies of
+  the definition's fp32 state bytes in that tier, from the run's ``floors.jsonl``;
+  :mod:`harness.records.best_floor`). State-dtype variants are
   divided by the same fp32 floor, so that the column says how far below the
   fp32 limit a smaller state gets.
 * ``state_dtype``: ``float32`` or, for a variant labelled

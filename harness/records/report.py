@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.facts import CONTEST_TIER, FLASHINFER_SOLUTIONS, TIERS
+from harness.records.best_floor import BestFloor, best_floors
 from harness.records.trace import (FloorMeasurement, TierFigure, Trace, is_floor_label, label_state_dtype,
                                    variant_label)
 
@@ -36,14 +37,20 @@ def _tier_columns(row: dict, tiers: dict[str, TierFigure]) -> None:
 
 def floor_row(floor: FloorMeasurement) -> dict:
     """A floor as a table row: solution ``copy-floor`` (``copy-floor[<dtype>-state]``
-    for another state dtype), status PASSED meaning only that it was measured."""
+    for another state dtype), status PASSED meaning only that it was measured. For a
+    :class:`~harness.records.best_floor.BestFloor`, ``<tier>_method`` names the copy each
+    tier's figure comes from and the log every copy measured."""
     tier = floor.headline_tier()
     row = {"solution": floor.label, "workload": floor.workload, "batch_size": floor.batch_size,
            "status": "PASSED", "hardware": floor.environment.hardware, "device": floor.environment.device,
            "timestamp": floor.timestamp,
            "headline_tier": tier, "latency_us": floor.tiers[tier].value_us if tier else None}
     _tier_columns(row, floor.tiers)
-    row["log"] = FLOOR_LOG
+    methods = floor.tier_methods if isinstance(floor, BestFloor) else {t: floor.method for t in floor.tiers}
+    for name, method in methods.items():
+        row[f"{name}_method"] = method
+    measured = floor.methods if isinstance(floor, BestFloor) else [floor.method]
+    row["log"] = f"{FLOOR_LOG}; copies measured: {', '.join(measured)}"
     return row
 
 
@@ -72,8 +79,10 @@ def trace_row(trace: Trace) -> dict:
 def trace_rows(traces: list[Trace], floors: list[FloorMeasurement] = ()) -> pd.DataFrame:
     """One row per floor (first) and per trace: solution, workload, batch
     size, status, errors and, per tier, µs / p10 / p90 / iterations / multiple
-    of the copy floor / GB/s / speedup vs pt-reference."""
-    return pd.DataFrame([floor_row(f) for f in floors] + [trace_row(t) for t in traces])
+    of the copy floor / GB/s / speedup vs pt-reference. The floors are the best of
+    the copies measured, one row per (workload, state dtype, hardware, device)
+    (:func:`harness.records.best_floor.best_floors`), whatever number of copies ``floors`` holds."""
+    return pd.DataFrame([floor_row(f) for f in best_floors(list(floors))] + [trace_row(t) for t in traces])
 
 
 def write_summary(traces: list[Trace], path: Path, floors: list[FloorMeasurement] = ()) -> pd.DataFrame:

@@ -10,7 +10,8 @@ A run folder holds:
   machine), in the same model: SKIPPED is not a flashinfer-bench status, so
   they are kept out of ``traces.jsonl`` (docs/interop.md);
 * ``floors.jsonl``: one :class:`~harness.records.trace.FloorMeasurement` per
-  line (the copy floor of each workload);
+  line, each a copy measured for the copy floor of a workload (the floor is the
+  best of them: :mod:`harness.records.best_floor`);
 * ``summary.csv``: the flat per-trace table of :mod:`harness.records.report`.
 
 :class:`RunWriter` rewrites a whole file from the full in-memory list each

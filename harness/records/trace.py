@@ -1,5 +1,5 @@
 """The typed record of a run: one :class:`Trace` per (solution, workload) and
-one :class:`FloorMeasurement` per workload.
+one :class:`FloorMeasurement` per copy measured for a workload's copy floor.
 
 :class:`Trace` and the models under it mirror flashinfer-bench's
 ``flashinfer_bench/data/trace.py`` field for field (``Trace``, ``Evaluation``,
@@ -13,9 +13,10 @@ flashinfer-bench leaves open or does not have, each marked *ours* below:
 * ``Performance.headline_tier``, ``bytes_moved`` and ``tiers``: one
   :class:`TierFigure` per timing tier (cupti, events, sync, wallclock).
 
-The copy floor (a device copy of the state bytes, the physical limit) is not
-a solution and not a trace: it is a :class:`FloorMeasurement`, stored in
-``floors.jsonl`` next to ``traces.jsonl`` (see :mod:`harness.records.store`).
+The copy floor (the fastest of several device copies of the state bytes, the
+physical limit) is not a solution and not a trace: each copy is a
+:class:`FloorMeasurement`, stored in ``floors.jsonl`` next to ``traces.jsonl``
+(see :mod:`harness.records.store`; the best of them: :mod:`harness.records.best_floor`).
 
 All latencies named ``*_us`` are in microseconds, ``*_ms`` in milliseconds.
 Non-finite floats (an inf error, a NaN) are written to JSON as the strings
@@ -257,6 +258,11 @@ class TierFigure(Record):
     """pt-reference's ``value_us`` on the same workload and tier / this
     ``value_us`` (annotation only)."""
 
+    @property
+    def timed(self) -> bool:
+        """True when the tier produced a positive figure (what a ratio may divide by)."""
+        return self.available and self.value_us is not None and self.value_us > 0
+
 
 class _TierTable(Record):
     """Validation shared by the records that hold a ``tiers`` table (the subclass declares the field)."""
@@ -386,9 +392,10 @@ class Trace(Record):
 
 
 class FloorMeasurement(_TierTable):
-    """The copy floor of one workload: a device copy of the state bytes
-    (one read and one write), timed by the same tiers as the solutions. The
-    physical limit a decode step cannot beat; not a solution, nothing checked."""
+    """One copy measured for the copy floor of one workload: a device copy of the
+    state bytes (one read and one write) by one ``method``, timed by the same tiers
+    as the solutions. The floor, the physical limit a decode step cannot beat, is
+    the best of the copies that share ``best_of``; not a solution, nothing checked."""
 
     workload: NonEmptyString
     """uuid of the workload whose state was copied."""
@@ -399,7 +406,11 @@ class FloorMeasurement(_TierTable):
     nbytes: int
     """Bytes read plus bytes written by the copy."""
     method: str = "torch copy_"
-    """How the copy was made."""
+    """How the copy was made, e.g. ``torch copy_`` or ``triton streaming copy BLOCK=4096 w4``."""
+    best_of: str | None = None
+    """Id shared by the copies the judge measured together for this workload and state dtype
+    (one judge, one device): the floor is the best of them (:mod:`harness.records.best_floor`).
+    None in runs stored before the floor was a best-of, whose floors each stand alone."""
     tiers: dict[str, TierFigure] = Field(default_factory=dict)
     """Tier name -> what it measured."""
     environment: Environment
