@@ -201,19 +201,10 @@ ptxas info    : Used 28 registers, used 0 barriers, 380 bytes cmem[0]
         cuda_build.parse_ptxas_report(log.rsplit("ptxas info    : Used", 1)[0])
 
 
-@needs_toolchain
-def test_cuda_v4_variants_never_spill_and_keep_32_warps_per_sm_where_bounded():
+def test_cuda_v4_variants_never_spill_and_keep_32_warps_per_sm_where_bounded(cuda_v4_all_variants):
     """kernel.cu's kMinBlocksPerSm asks ptxas for 32 resident warps (64 registers)
     where a warp's state rows and q/k pieces fit in 48 registers; nothing may spill."""
-    import re
-
-    resources = cuda_build.kernel_resources(REPO_ROOT / "solutions" / "cuda-v4" / "kernel.cu",
-                                            defines=("GDN_V4_ALL_VARIANTS",))  # the tuner's build
-    shapes = {}
-    for name, used in resources.items():
-        warps, rows, policy, lanes = map(int, re.search(
-            r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", name).groups())
-        shapes[(warps, rows, policy, lanes)] = used
+    shapes = cuda_v4_all_variants  # (warps, rows, policy, lanes) -> registers and spills, the tuner's build
     assert len(shapes) == 4 * 4 * (5 + 4 + 3)  # warps x policies x (rows, lanes) pairs
     assert all(used.spill_store_bytes == used.spill_load_bytes == 0 for used in shapes.values())
     bounded = [shape for shape in shapes if 4 * shape[1] + 256 // shape[3] <= 48]
