@@ -10,29 +10,20 @@ is ``gdn_cute_build.LAUNCH_TABLE[torch.<dtype>]``.
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Callable
 
 from harness.data.definition import TORCH_DTYPES
-from harness.judge.solutions import load_meta, load_solution
+from harness.judge.solutions import load_meta
 from harness.paths import SOLUTIONS_DIR
+from tools.tune.protocol import LoadedByTheHarness
 from tools.tuning import HEAD_K, HEAD_V
 
 
-class CuteDslBf16:
+class CuteDslBf16(LoadedByTheHarness):
     """The :class:`tools.tune.protocol.Adapter` of cutedsl-bf16."""
 
     name = "cutedsl-bf16"
     baselines: tuple[str, ...] = ()  # FlashInfer's kernel of each state dtype is a common baseline
-
-    def __init__(self, solution: ModuleType | None = None):
-        """``solution``: its entry module, already loaded (tests); else :meth:`load` loads it."""
-        self.solution = solution
-
-    def load(self) -> None:
-        """Import the solution through the harness's loader (a private copy of its folder)."""
-        if self.solution is None:
-            self.solution = load_solution(load_meta(SOLUTIONS_DIR / self.name))
 
     def state_dtypes(self) -> tuple[str, ...]:
         """The state dtypes its ``solution.toml`` declares (fp32 and bf16), each with its own table."""

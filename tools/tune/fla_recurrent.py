@@ -9,11 +9,9 @@ The table is ``configs.LAUNCH_TABLE``.
 from __future__ import annotations
 
 import itertools
-from types import ModuleType
 from typing import Callable
 
-from harness.judge.solutions import load_meta, load_solution
-from harness.paths import SOLUTIONS_DIR
+from tools.tune.protocol import LoadedByTheHarness
 
 BV_CHOICES = (4, 8, 16, 32, 64, 128)
 WARP_CHOICES = (1, 2, 4, 8)
@@ -24,20 +22,11 @@ def config_name(cfg) -> str:
     return f"bv{cfg.bv}/w{cfg.num_warps}"
 
 
-class FlaRecurrent:
+class FlaRecurrent(LoadedByTheHarness):
     """The :class:`tools.tune.protocol.Adapter` of fla-recurrent."""
 
     name = "fla-recurrent"
     baselines: tuple[str, ...] = ()  # fla-upstream, its lineage, is a common baseline
-
-    def __init__(self, solution: ModuleType | None = None):
-        """``solution``: its entry module, already loaded (tests); else :meth:`load` loads it."""
-        self.solution = solution
-
-    def load(self) -> None:
-        """Import the solution through the harness's loader (a private copy of its folder)."""
-        if self.solution is None:
-            self.solution = load_solution(load_meta(SOLUTIONS_DIR / self.name))
 
     def state_dtypes(self) -> tuple[str, ...]:
         """fp32 state only."""

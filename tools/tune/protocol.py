@@ -10,7 +10,11 @@ config per batch size and the report.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Callable, Protocol
+
+from harness.judge.solutions import load_meta, load_solution
+from harness.paths import SOLUTIONS_DIR
 
 
 class Adapter(Protocol):
@@ -55,3 +59,18 @@ class Adapter(Protocol):
 
     def format_table(self, table: list[list], state_dtype: str) -> str:
         """``[[largest batch | None, config name]]`` in the solution's own form, to paste."""
+
+
+class LoadedByTheHarness:
+    """What most adapters share: the solution's entry module, loaded as the judge loads it."""
+
+    name: str
+
+    def __init__(self, solution: ModuleType | None = None):
+        """``solution``: its entry module, already loaded (tests); else :meth:`load` loads it."""
+        self.solution = solution
+
+    def load(self) -> None:
+        """Import the solution through the harness's loader (a private copy of its folder)."""
+        if self.solution is None:
+            self.solution = load_solution(load_meta(SOLUTIONS_DIR / self.name))
