@@ -10,6 +10,7 @@
 #   user-v1     what a newcomer runs: `python run_local.py --algo all` (contest-v1), default settings, timed
 #   user-v2     the same on contest-v2, the contest's real set (issue #17: under 3 and 8 minutes on an H100)
 #   idle-probe  scripts/clock_idle_probe.py: does the clock stay up between tiers (the warm-up rule)?
+#   contest-check  the contest tier beside cupti on the sweep (does CUPTI record again after FlashInfer's finalize?)
 # Slow baselines get fewer timed calls (--budget 0.5 --min-iters 3); recorded in run.json.
 set -uo pipefail
 RESULTS=${1:?usage: gpu_bench.sh RESULTS_DIR STEP...}
@@ -31,6 +32,7 @@ for step in "$@"; do
     user-v1)    time python run_local.py --results "$RESULTS" --no-progress --algo all ;;
     user-v2)    time python run_local.py --results "$RESULTS" --no-progress --algo all --workloads contest-v2 ;;
     idle-probe) python scripts/clock_idle_probe.py "$RESULTS" ;;
+    contest-check) run --algo cuda-v4,fi-baseline --workloads sweep --tiers cupti,contest ;;
     *)          echo "unknown step $step" ;;
   esac
 done
