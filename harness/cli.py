@@ -16,7 +16,7 @@ from harness.errors import HarnessInputError
 from harness.facts import CONTEST_TIER, GPU_TIERS, TIERS, Tolerance
 from harness.judge.isolation import Timeouts
 from harness.judge.run import RunConfig, run_benchmark
-from harness.judge.timing import TimingConfig
+from harness.judge.timing import IDLE_S, TimingConfig
 from harness.paths import LOCAL_RESULTS_DIR
 from harness.records.report import print_summary, print_table, solution_summary
 from harness.records.store import RunWriter
@@ -143,9 +143,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="correctness trials per workload, each with fresh random inputs (default: 3)")
     p.add_argument("--warmup", type=NON_NEGATIVE_COUNT, default=10, help="untimed calls before each tier (default: 10)")
     p.add_argument("--warm-seconds", type=NON_NEGATIVE, default=0.2,
-                   help="seconds of back-to-back calls before each GPU tier, so the clocks ramp up (default: 0.2)")
+                   help=f"seconds of back-to-back calls before a GPU tier after the GPU idled for {IDLE_S:g} s, so "
+                        "the clocks ramp up (default: 0.2)")
+    p.add_argument("--keep-warm-seconds", type=NON_NEGATIVE, default=0.03,
+                   help="the same before a GPU tier that follows busy work, to top the clocks up (default: 0.03)")
     p.add_argument("--iters", type=COUNT, default=100,
-                   help="timed calls per tier, cut for slow solutions by --budget (default: 100)")
+                   help="most timed calls per tier; the cupti, events and wallclock tiers stop sooner once the "
+                        "median is stable (--max-noise), and slow solutions are cut by --budget (default: 100)")
+    p.add_argument("--max-noise", type=NON_NEGATIVE, default=0.005,
+                   help="stop a cupti/events/wallclock tier once the half-width of its median's 95%% confidence "
+                        "interval is this fraction of the median, checked from 20 calls on; 0: always --iters "
+                        "(default: 0.005)")
     p.add_argument("--sync-trials", type=COUNT, default=3, help="trials of the sync tier (default: 3, as the contest)")
     p.add_argument("--budget", type=POSITIVE, default=2.0,
                    help="seconds one tier may take on one workload before its timed calls are cut (default: 2)")
@@ -195,7 +203,8 @@ def config_from_args(args) -> RunConfig:
     checked_folders(args)
     tiers = parse_tiers(args.tiers or (",".join(GPU_TIERS) if device.startswith("cuda") else "wallclock"), device)
     timing = TimingConfig(warmup=args.warmup, iters=args.iters, trials=args.sync_trials, budget_s=args.budget,
-                          min_iters=args.min_iters, warm_s=args.warm_seconds)
+                          min_iters=args.min_iters, warm_s=args.warm_seconds, keep_warm_s=args.keep_warm_seconds,
+                          max_noise=args.max_noise)
     return RunConfig(device=device, tiers=tiers, trials=args.trials, tolerance=Tolerance(args.atol, args.rtol),
                      timing=timing)
 

@@ -7,12 +7,17 @@
 #   v2-ref      pt-reference on contest-v2
 #   v2-a, v2-b  the other solutions on contest-v2, in two groups
 #   v1          every solution on contest-v1
+#   user-v1     what a newcomer runs: `python run_local.py --algo all` (contest-v1), default settings, timed
+#   user-v2     the same on contest-v2, the contest's real set (issue #17: under 3 and 8 minutes on an H100)
+#   idle-probe  scripts/clock_idle_probe.py: does the clock stay up between tiers (the warm-up rule)?
+#   contest-check  the contest tier beside cupti on the sweep (does CUPTI record again after FlashInfer's finalize?)
 # Slow baselines get fewer timed calls (--budget 0.5 --min-iters 3); recorded in run.json.
 set -uo pipefail
 RESULTS=${1:?usage: gpu_bench.sh RESULTS_DIR STEP...}
 shift
 export PYTHONUNBUFFERED=1
 KERNELS=fla-recurrent,fla-upstream,fla-upstream-kernel,cuda-v1,cuda-v4,cutedsl-bf16,fi-baseline,fi-bf16state
+TIMEFORMAT="wall %R s"  # what `time` prints for the user-* steps
 FAST="--budget 0.5 --min-iters 3 --warm-seconds 0.05"
 run() { python run_local.py --results "$RESULTS" --no-progress "$@"; }
 for step in "$@"; do
@@ -24,6 +29,10 @@ for step in "$@"; do
     v2-a)       run --algo pt-compiled,fla-recurrent,fla-upstream,fla-upstream-kernel,cuda-v1,cuda-v4 --workloads contest-v2 $FAST ;;
     v2-b)       run --algo cutedsl-bf16,fi-baseline,fi-bf16state --workloads contest-v2 $FAST ;;
     v1)         run --algo all --workloads contest-v1 $FAST ;;
+    user-v1)    time python run_local.py --results "$RESULTS" --no-progress --algo all ;;
+    user-v2)    time python run_local.py --results "$RESULTS" --no-progress --algo all --workloads contest-v2 ;;
+    idle-probe) python scripts/clock_idle_probe.py "$RESULTS" ;;
+    contest-check) run --algo cuda-v4,fi-baseline --workloads sweep --tiers cupti,contest ;;
     *)          echo "unknown step $step" ;;
   esac
 done

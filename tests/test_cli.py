@@ -118,6 +118,8 @@ def _main(argv, capsys):
     (["--min-iters", "0"], "--min-iters: 0 must be >= 1"),
     (["--sync-trials", "0"], "--sync-trials: 0 must be >= 1"),
     (["--warm-seconds", "-1"], "--warm-seconds: -1 must be >= 0"),
+    (["--keep-warm-seconds", "-0.1"], "--keep-warm-seconds: -0.1 must be >= 0"),
+    (["--max-noise", "nan"], "--max-noise: nan must be >= 0"),
     (["--workload-timeout", "0"], "--workload-timeout: 0 must be > 0"),
     (["--tiers", "cupti,fast"], "unknown tier"),
     (["--solutions", "/no/such/folder"], "--solutions /no/such/folder: no such folder"),

@@ -32,7 +32,7 @@ entry = "{entry}"
 """
 
 
-def make_judge(floor_us=None, trials=3, min_iters=5):
+def make_judge(floor_us=None, trials=3, min_iters=1):
     """A VariantJudge with just what tier_result needs: config, a floor for workload 'w'."""
     floors = {}
     if floor_us is not None:
@@ -77,6 +77,28 @@ def test_impossible_figures_are_rejected(samples, calls, wall_s, words):
     with pytest.raises(Rejected) as caught:
         make_judge(floor_us=2.0).tier_result(WORKLOAD, "cupti", end(samples), calls, 0, wall_s)
     assert caught.value.status == Status.RUNTIME_ERROR and words in caught.value.log
+
+
+def test_a_tier_with_fewer_calls_than_min_iters_is_rejected():
+    """The call the judge must verify is drawn among the first min_iters: a tier that stops before
+    them could dodge it, and no honest tier stops there (the stop rule waits for 20 calls)."""
+    with pytest.raises(Rejected, match="fewer than the 5"):
+        make_judge(floor_us=2.0, min_iters=5).tier_result(WORKLOAD, "cupti", end([2.5] * 4), 4, 0, wall_s=0.01)
+    assert make_judge(floor_us=2.0, min_iters=5).tier_result(WORKLOAD, "cupti", end([2.5] * 5), 5, 0, 0.01).available
+
+
+def test_the_judge_records_why_a_tier_stopped_from_the_samples_it_received():
+    judge = make_judge(floor_us=2.0)
+    judge.ctx.config.timing = TimingConfig(iters=100, min_iters=1)
+    steady = judge.tier_result(WORKLOAD, "cupti", end([2.5] * 20), 20, 0, wall_s=0.01)
+    assert (steady.stop, steady.noise) == ("stable", 0.0)
+    spread = [2.5 + 0.1 * (i % 7) for i in range(30)]  # a median known to about ±3%: not stable
+    cut = judge.tier_result(WORKLOAD, "events", end(spread, "events"), 30, 0, wall_s=0.01)
+    assert cut.stop == "budget" and cut.noise > judge.ctx.config.timing.max_noise
+    full = judge.tier_result(WORKLOAD, "cupti", end([2.5] * 100), 100, 0, wall_s=0.01)
+    assert full.stop == "iters"
+    sync = judge.tier_result(WORKLOAD, "sync", end([2.5] * 6, "sync"), 6, 0, wall_s=0.01)
+    assert sync.stop is None and sync.noise is None  # fixed counts: the contest's timer
 
 
 def test_sync_figure_is_the_mean_of_trial_means_computed_by_the_judge():

@@ -1,11 +1,17 @@
-"""harness.judge.timing helpers that need no GPU: the clock warm-up loop; the recorded commit."""
+"""harness.judge.timing helpers that need no GPU: the clock warm-up loop and when it is short,
+the stop rule of the cupti/events/wallclock tiers; the recorded commit."""
 
+import random
+import statistics
 import time
 
+import pytest
 import torch
 
 from harness.records.environment import git_commit
-from harness.judge.timing import WARM_MAX_CALLS, warm_gpu_clocks
+from harness.judge import timing
+from harness.judge.timing import (IDLE_S, STOP_MIN_SAMPLES, WARM_MAX_CALLS, ClockWarmth, TimingConfig,
+                                  bench_wallclock, median_noise, until_stable, warm_gpu_clocks)
 
 
 def test_warm_gpu_clocks_calls_for_the_given_time_then_synchronizes(monkeypatch):
@@ -38,3 +44,64 @@ def test_proof_measurements_run_in_a_process_of_their_own():
     from tools.timing_proof import _in_fresh_process
 
     assert _in_fresh_process(os.getpid) != os.getpid()
+
+
+def test_the_full_warm_up_comes_only_after_an_idle_spell(monkeypatch):
+    """0.2 s before each of three tiers of every workload was most of a fast solution's GPU time
+    (issue #17): a tier that follows a busy one only tops the clock up."""
+    now = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    config, clocks = TimingConfig(warm_s=0.2, keep_warm_s=0.03), ClockWarmth()
+    assert clocks.seconds(config) == 0.2  # a fresh process: the GPU may have idled for minutes
+    clocks.busy()
+    now[0] += IDLE_S / 2
+    assert clocks.seconds(config) == 0.03
+    now[0] += IDLE_S
+    assert clocks.seconds(config) == 0.2
+
+
+def test_median_noise_is_the_half_width_of_the_medians_confidence_interval():
+    assert median_noise([5.0] * 30) == 0.0
+    assert median_noise([1.0, 2.0, 3.0]) == pytest.approx((3.0 - 1.0) / (2 * 2.0))  # few samples: the whole range
+    # n = 100: ranks 41 and 61 (50 -/+ 1.96 * 10 / 2, plus one at the top)
+    assert median_noise([float(v) for v in range(1, 101)]) == pytest.approx((61 - 40) / (2 * 50.5))
+    with pytest.raises(ValueError):
+        median_noise([])
+
+
+def test_the_noise_of_the_median_shrinks_like_one_over_root_n():
+    rng = random.Random(7)
+    draws = [rng.gauss(100.0, 2.0) for _ in range(400)]
+    assert median_noise(draws[:25]) > 1.5 * median_noise(draws)
+
+
+def test_a_tier_stops_once_its_median_is_stable_and_never_before_the_minimum():
+    calls = []
+
+    def time_calls(first, count):
+        calls.append((first, count))
+        return [2.0] * count  # perfectly steady
+
+    samples = until_stable(time_calls, planned=100, config=TimingConfig(iters=100, max_noise=0.005))
+    assert len(samples) == STOP_MIN_SAMPLES and calls == [(0, STOP_MIN_SAMPLES)]
+
+
+def test_a_noisy_tier_runs_to_its_planned_count_and_max_noise_zero_never_stops_early():
+    rng = random.Random(3)
+    noisy = lambda first, count: [rng.uniform(1.0, 3.0) for _ in range(count)]  # noqa: E731
+    assert len(until_stable(noisy, planned=60, config=TimingConfig(max_noise=0.005))) == 60
+    steady = lambda first, count: [2.0] * count  # noqa: E731
+    assert len(until_stable(steady, planned=60, config=TimingConfig(max_noise=0.0))) == 60
+    assert len(until_stable(steady, planned=7, config=TimingConfig())) == 7  # a budget below the minimum
+
+
+def test_the_wallclock_tier_numbers_its_calls_across_chunks_and_records_why_it_stopped(monkeypatch):
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(time, "perf_counter", lambda: next(ticks) * 1e-3)  # every call reads 1 ms
+    seen, after = [], []
+    stats = bench_wallclock(lambda args: None, lambda index=None: seen.append(index), TimingConfig(warmup=0),
+                            after.append)
+    timed = [i for i in seen if i is not None]
+    assert timed == after == list(range(stats.iters)) and stats.iters == STOP_MIN_SAMPLES
+    assert stats.extra["stop"] == "stable" and stats.extra["noise"] == pytest.approx(0.0, abs=1e-9)
+    assert statistics.median(stats.samples_us) == pytest.approx(1000.0)

@@ -20,9 +20,11 @@ Only this process writes under ``results/``.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -124,6 +126,13 @@ def prepare(folder: Path, dataset: Dataset, config: RunConfig) -> Candidate:
     return candidate
 
 
+def prepare_all(folders: list[Path], dataset: Dataset, config: RunConfig) -> list[Candidate]:
+    """:func:`prepare` every folder, in order. The CUDA builds run side by side (each nvcc is a
+    process of its own, and nothing is timed yet), so a run waits for its longest build, not their sum."""
+    with ThreadPoolExecutor(max_workers=max(1, min(len(folders), os.cpu_count() or 1))) as pool:
+        return list(pool.map(lambda folder: prepare(folder, dataset, config), folders))
+
+
 def _placeholder(folder: Path):
     """A stand-in meta for a folder whose solution.toml could not be read (its traces carry the folder name)."""
     name = folder.name[:64] if re.fullmatch(r"[A-Za-z0-9._-]+", folder.name) else "invalid-name"
@@ -218,7 +227,7 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
     # read before any worker runs: a solution of this run cannot have touched them
     earlier_references, reference_runs = stored_references(results_dir, env.hardware, dataset.definition.name,
                                                            REFERENCE_SOLUTION, exclude=run_dir)
-    candidates = [prepare(f, dataset, config) for f in folders]
+    candidates = prepare_all(folders, dataset, config)
     variants = [v for c in candidates for v in c.variants]
     writer = RunWriter(run_dir)
     meta = {"algo": algo, "workloads": dataset_spec, "definition": dataset.definition.name,

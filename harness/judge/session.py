@@ -34,7 +34,8 @@ from harness.judge.floor import FLOOR_MARGIN, physical_limit_us, tier_figure
 from harness.judge.isolation import Timeouts, WorkerGone, WorkerProcess, write_tree
 from harness.judge.references import References
 from harness.judge.solutions import SolutionMeta, materialize
-from harness.judge.timing import CONTEST_TRIALS, contest_samples, contest_value, summarize
+from harness.judge.timing import (CONTEST_TRIALS, STOP_RULE_TIERS, contest_samples, contest_value, median_noise,
+                                  stop_reason, summarize)
 from harness.judge.worker import destination_headers, destination_layout, timed_trial
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation,
                                    FloorMeasurement, Performance, TensorErrors, TierFigure, Trace, WorkloadRecord,
@@ -405,6 +406,10 @@ class VariantJudge:
                     wall_s: float) -> TierFigure:
         """The figure of a tier from the worker's raw samples, or :class:`Rejected` when it cannot be true."""
         samples = end.samples_us
+        least = 0 if tier == CONTEST_TIER else max(1, self.ctx.config.timing.min_iters)
+        if calls < least:  # the call that must be verified is drawn among the first min_iters
+            raise Rejected(Status.RUNTIME_ERROR, f"timing rejected: {tier} tier made {calls} timed calls, fewer "
+                                                 f"than the {least} every tier makes")
         if len(samples) != self.expected_samples(tier, calls) or not samples:
             raise Rejected(Status.RUNTIME_ERROR, f"timing rejected: {tier} tier reported {len(samples)} samples "
                                                  f"for the {calls} timed calls the judge saw")
@@ -426,6 +431,8 @@ class VariantJudge:
         host = host if host is not None and math.isfinite(host) and host >= 0 else None
         extra = dict(wall_s=wall_s, verified_calls=verified, span_median_us=end.span_median_us,
                      kernels_per_call=end.kernels_per_call, kernel_names=end.kernel_names[:8], host_call_us=host)
+        if tier in STOP_RULE_TIERS:  # the judge's own account of why the tier stopped where it did
+            extra.update(stop=stop_reason(samples, self.ctx.config.timing), noise=median_noise(samples))
         stats.extra["trials"] = {"sync": self.ctx.config.timing.trials, CONTEST_TIER: CONTEST_TRIALS}.get(tier)
         return tier_figure(tier, stats, nbytes, **extra)
 

@@ -230,6 +230,13 @@ class TierFigure(Record):
     """Slowest call, µs."""
     iters: int | None = None
     """Timed calls the figures are over."""
+    stop: str | None = None
+    """``cupti``/``events``/``wallclock``: why the tier made ``iters`` calls: ``iters`` (all it
+    was asked), ``stable`` (fewer: the median met the stop rule), ``budget`` (fewer: a slow
+    solution's calls cut by the time budget); see docs/timing.md "When a tier stops"."""
+    noise: float | None = None
+    """``cupti``/``events``/``wallclock``: half-width of the median's 95% confidence interval
+    over the median (a fraction; ``harness.judge.timing.median_noise``)."""
     span_median_us: float | None = None
     """``cupti``: median µs from the first kernel's start to the last kernel's end of a call."""
     kernels_per_call: float | None = None
