@@ -176,13 +176,23 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
             module.gdn_decode_config(*args, 8, 4, 32, 8)
         with pytest.raises(ValueError, match="warps_per_block must be 8, 4, 2 or 1, not 16"):
             module.gdn_decode_config(*args, 8, 1, 32, 16)
-        # main.py reads the launch table from the module (host code: no GPU needed)
-        from tools.tune.cuda_v4 import kernel_table
+        # main.py reads the choice from the module: a GPU's table by its exact name, else the
+        # default model at its bandwidth (host code: no GPU needed)
+        from tools.tune.cuda_v4 import gpu_tables
 
-        table = kernel_table((REPO_ROOT / "solutions" / "cuda-v4" / "kernel.cu").read_text())
-        for batch in range(1, 1025):
-            expected = next(config for limit, config in table if limit is None or batch <= limit)
-            assert tuple(entry.launch_config(batch)) == expected, f"B={batch}"
+        tables = gpu_tables(REPO_ROOT / "solutions" / "cuda-v4")
+        assert set(entry.table_devices()) == set(tables)
+        for device, table in tables.items():
+            for batch in range(1, 1025):
+                expected = next(config for limit, config in table if limit is None or batch <= limit)
+                assert tuple(entry.launch_config_for(device, 3.352e12, batch)) == expected, (device, batch)
+        # a GPU without a table: rho = B x 512 KiB / (8 TB/s x 0.9 us), one rung per octave from 2
+        b200 = [entry.launch_config_for("NVIDIA B200", 8e12, b).rows_per_warp for b in (1, 27, 28, 55, 110, 4096)]
+        assert b200 == [2, 2, 4, 8, 16, 16]
+        assert entry.launch_config_for("NVIDIA H100 80GB HBM3 ", 3.352e12, 2) == (2, "noalloc", 32, 8)  # not its name
+        if not torch.cuda.is_available():
+            with pytest.raises(RuntimeError):
+                entry.launch_source()  # the current device's choice needs one
 
 
 def test_ptxas_report_is_parsed_per_kernel():

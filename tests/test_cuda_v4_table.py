@@ -1,8 +1,9 @@
-"""cuda-v4's launch table lives in one place, kernel.cu's GDN_V4_LAUNCH_TABLE: the
-contest entry point's default_config, the variants a build without
--DGDN_V4_ALL_VARIANTS compiles, and (through gdn_decode_launch_config) what
-main.py and the tuner read (tests/test_cuda_compile.py reads it back from a build;
-tests/test_tune.py checks the tuner's search space against the all-variants build)."""
+"""cuda-v4's launch tables: one header per GPU (launch_table.<device slug>.cuh), each
+table in one place, named by the index launch_tables.cuh that kernel.cu includes for
+the contest entry's choice, the variants a build without -DGDN_V4_ALL_VARIANTS compiles
+and (through the module's queries) what main.py and the tuner read
+(tests/test_cuda_compile.py reads the choice back from a build; tests/test_tune.py checks
+the tuner's search space against the all-variants build)."""
 
 import re
 
@@ -32,9 +33,12 @@ def main(tmp_path_factory):
     return import_copy(V4, workdir)
 
 
+H100 = "NVIDIA H100 80GB HBM3"
+
+
 @pytest.fixture(scope="module")
 def table():
-    return tune.kernel_table((V4 / "kernel.cu").read_text())
+    return tune.gpu_tables(V4)[H100]
 
 
 def test_every_table_entry_is_a_compiled_shape_and_the_last_covers_every_batch(main, table):
@@ -43,10 +47,28 @@ def test_every_table_entry_is_a_compiled_shape_and_the_last_covers_every_batch(m
     assert limits[-1] is None and limits[:-1] == sorted(limits[:-1])
 
 
-def test_the_tuners_table_macro_reads_back(table):
-    source = (V4 / "kernel.cu").read_text()
-    assert tune.table_macro(table) in source  # what the tuner prints is what kernel.cu holds
-    assert tune.kernel_table(tune.table_macro(table) + "\n\n") == table
+def test_the_tuners_table_header_reads_back():
+    text = (V4 / tune.table_file_name(H100)).read_text()
+    device, table, origin = tune.read_table_header(text)
+    assert device == H100 == origin["device"] and set(origin) == set(tune.PROVENANCE_FIELDS)
+    assert tune.table_header(origin, table) == text  # what the tuner writes is what the file holds
+
+
+def test_the_index_includes_every_table_file_once():
+    """C++ cannot list a folder: launch_tables.cuh names the table files kernel.cu sees."""
+    files = sorted(p.name for p in V4.glob("launch_table.*.cuh"))
+    included = tune.indexed_files((V4 / tune.INDEX).read_text())
+    assert sorted(included) == files and len(set(included)) == len(included)
+    assert all(tune.table_file_name(device) in files for device in tune.gpu_tables(V4))  # named by their device
+    index = (V4 / tune.INDEX).read_text()
+    assert tune.with_file(index, files[0]) == index  # the tuner adds a line only for a new GPU
+    assert tune.indexed_files(tune.with_file(index, "launch_table.NVIDIA-B200.cuh"))[-1] == "launch_table.NVIDIA-B200.cuh"
+
+
+def test_the_h100_table_is_the_tuned_one(table):
+    assert table == [[1, (2, "noalloc", 32, 8)], [2, (8, "nc", 8, 2)], [4, (4, "noalloc", 16, 8)],
+                     [8, (8, "noalloc", 8, 4)], [16, (4, "noalloc", 16, 8)], [32, (8, "noalloc", 16, 2)],
+                     [128, (8, "nc", 16, 2)], [None, (16, "nc", 16, 4)]]
 
 
 def test_tune_names_every_variant_once(main, table):
@@ -75,7 +97,7 @@ def test_cache_policy_indices_match_the_kernels_enum(main):
 
 
 def test_launch_table_is_what_the_recorded_tune_suggests(main, table):
-    """kernel.cu's table must follow from the tuning files it cites, by the tuner's own rule
+    """The H100 table must follow from the tuning files it cites, by the tuner's own rule
     (tools.tune.driver.chosen_table). Those files (of the earlier tools/tune_cuda_v4.py) name
     variants ``cuda-v4/<name>`` and hold both reduction forms; the ``.../rs`` names are the one kept."""
     import json

@@ -324,22 +324,47 @@ def test_compile_refuses_invalid_tile_parts_or_stage(build, tile, stage_rows, pa
 
 
 @needs_cutlass
-def test_launch_table_wins_over_the_heuristic_for_the_tuned_shape(build, monkeypatch):
+def test_the_gpus_table_wins_over_the_heuristic_for_the_tuned_shape(build, monkeypatch):
     table = ((4, build.LaunchConfig(8, 1)), (None, build.LaunchConfig(32, 2, "regs", True)))
-    monkeypatch.setattr(build, "LAUNCH_TABLE", {torch.float32: table})
-    choose = lambda batch, shape=(4, 8, 128, 128): build.choose_config(batch, *shape, torch.float32, 132)  # noqa: E731
+    monkeypatch.setattr(build, "LAUNCH_TABLES", {"GPU A": {torch.float32: table}})
+    gpu_a = build.select("GPU A", 3.352e12)
+    choose = lambda batch, shape=(4, 8, 128, 128): build.choose_config(batch, *shape, torch.float32, 132, gpu_a)  # noqa: E731
     assert choose(1) == choose(4) == (8, 1, "smem", False, 1, 0) and choose(512) == (32, 2, "regs", True, 1, 0)
-    # another shape, or a dtype the table lacks, falls back to the heuristic
+    assert gpu_a.source(torch.float32) == "table GPU A"
+    # another shape falls back to the heuristic; a dtype the table lacks to the default model
     tile = build.choose_tile_v(512, 16, 128, 128, torch.float32, 132)
     assert choose(512, (4, 16, 128, 128)) == (tile, build.rows_per_stage(tile, 128, torch.float32), "smem", False, 1,
                                               0)
-    assert build.choose_config(1, 4, 8, 128, 128, torch.bfloat16, 132)[0] == 8
+    assert build.choose_config(1, 4, 8, 128, 128, torch.bfloat16, 132, gpu_a) == build.LaunchConfig(8, 1)
+    assert gpu_a.source(torch.bfloat16) == "default model (3352 GB/s)"
 
 
 @needs_cutlass
-def test_every_launch_table_entry_is_a_valid_config(build):
-    """A pasted table entry that compile_kernel would refuse fails here, not at the first run."""
-    for dtype, table in build.LAUNCH_TABLE.items():
-        valid = build.valid_configs(128, 128, dtype)
-        assert all(config in valid for _, config in table), dtype
-        assert table[-1][0] is None  # the last entry serves every larger batch
+def test_a_gpu_without_a_table_gets_the_default_model(build):
+    b200 = build.select("NVIDIA B200", 8e12)
+    assert b200.tables == {} and b200.source(torch.float32) == "default model (8000 GB/s)"
+    # rho = B x 512 KiB / (8 TB/s x 0.9 us) (fp32), half that for bf16
+    assert [b200.config(b, torch.float32).tile_v for b in (1, 54, 55, 110, 1000)] == [8, 8, 16, 64, 32]
+    assert [b200.config(b, torch.bfloat16).tile_v for b in (1, 14, 55, 110, 220)] == [8, 16, 32, 64, 128]
+
+
+@needs_cutlass
+def test_the_h100_tables_are_the_tuned_ones(build):
+    tables = build.LAUNCH_TABLES["NVIDIA H100 80GB HBM3"]
+    assert [(limit, config.name) for limit, config in tables[torch.float32]] == [
+        (16, "t8/s1"), (32, "t16/s2"), (64, "t64/s1/mix2/cs/p2"), (128, "t64/s1/mix1/p2"), (None, "t32/s4/regs/p2")]
+    assert [(limit, config.name) for limit, config in tables[torch.bfloat16]] == [
+        (4, "t8/s1"), (8, "t16/s1/mix1/cs"), (16, "t16/s1/mix1"), (32, "t32/s4/regs/cs"), (64, "t64/s2/mix2/cs/p2"),
+        (128, "t128/s4/mix4/cs"), (None, "t128/s4/mix4")]
+
+
+@needs_cutlass
+def test_every_launch_table_and_model_entry_is_a_valid_config(build):
+    """A table entry that compile_kernel would refuse fails here (and at import), not at the first run."""
+    for device, tables in build.LAUNCH_TABLES.items():
+        for dtype, table in tables.items():
+            valid = build.valid_configs(128, 128, dtype)
+            assert all(config in valid for _, config in table), (device, dtype)
+            assert table[-1][0] is None  # the last entry serves every larger batch
+    for dtype, ladder in build.DEFAULT_LADDER.items():
+        assert all(config in build.valid_configs(128, 128, dtype) for _, config in ladder), dtype

@@ -77,10 +77,12 @@ def test_passes_the_harness_check(solution, dataset):
 
 
 def test_every_table_config_passes_the_harness_check(solution, dataset):
-    """Each distinct config of the launch table, forced on every workload."""
+    """Each distinct config of the launch tables and of the default model, forced on every workload."""
     from harness.judge.check import Status
 
-    for cfg in sorted({cfg for _, cfg in solution.configs.LAUNCH_TABLE}):
+    configs = solution.configs
+    chosen = {cfg for table in configs.LAUNCH_TABLES.values() for _, cfg in table}
+    for cfg in sorted(chosen | {cfg for _, cfg in configs.DEFAULT_LADDER}):
         results = _harness_check(lambda inputs, cfg=cfg: solution.run_with_config(inputs, cfg), dataset, trials=1)
         assert all(r.status == Status.PASSED for r in results), (cfg, [r.message for r in results])
 
@@ -135,12 +137,18 @@ def test_state_may_alias_new_state(solution, dataset):
     torch.testing.assert_close(output.float(), expected["output"].float(), atol=1e-2, rtol=1e-2)
 
 
+H100 = "NVIDIA H100 80GB HBM3"
+
+
 def test_pick_covers_every_batch(solution):
     configs = solution.configs
-    assert configs.pick(1) == configs.LAUNCH_TABLE[0][1]
-    assert configs.pick(10**6) == configs.LAUNCH_TABLE[-1][1]
-    assert configs.LAUNCH_TABLE[-1][0] is None  # the last entry serves every larger batch
-    assert all(configs.is_valid(cfg) for _, cfg in configs.LAUNCH_TABLE)
+    table = configs.LAUNCH_TABLES[H100]
+    h100 = configs.select(H100, configs.REFERENCE_BANDWIDTH)
+    assert h100.source == f"table {H100}"
+    assert h100.config(1) == table[0][1] and h100.config(10**6) == table[-1][1]
+    assert table[-1][0] is None  # the last entry serves every larger batch
+    assert all(configs.is_valid(cfg) for t in configs.LAUNCH_TABLES.values() for _, cfg in t)
+    assert all(configs.is_valid(cfg) for _, cfg in configs.DEFAULT_LADDER)
     assert not configs.is_valid(configs.LaunchConfig(bv=24, num_warps=1))
     assert not configs.is_valid(configs.LaunchConfig(bv=128, num_warps=1))  # 512 fp32 per thread: spills
 
@@ -150,7 +158,19 @@ def test_tuner_search_space_is_valid_and_named_once(solution):
 
     space = FlaRecurrent(solution).configs("float32")
     assert space and all(solution.configs.is_valid(cfg) and config_name(cfg) == name for name, cfg in space.items())
-    assert all(cfg in space.values() for _, cfg in solution.configs.LAUNCH_TABLE)  # the table in use is measured
+    in_use = [cfg for table in solution.configs.LAUNCH_TABLES.values() for _, cfg in table]
+    assert all(cfg in space.values() for cfg in in_use + [cfg for _, cfg in solution.configs.DEFAULT_LADDER])
+
+
+def test_the_h100_table_is_the_tuned_one_and_other_gpus_get_the_default_model(solution):
+    configs = solution.configs
+    assert configs.LAUNCH_TABLES[H100] == ((8, configs.LaunchConfig(4, 1)), (None, configs.LaunchConfig(8, 1)))
+    b200 = configs.select("NVIDIA B200", 8e12)
+    assert b200.source == "default model (8000 GB/s)" and b200.table is None
+    # rho = B x 512 KiB / (8 TB/s x 0.9 us): below 2 up to B = 27, so bv4 there, bv8 from B = 28
+    assert [b200.config(b).bv for b in (1, 27, 28, 512)] == [4, 4, 8, 8]
+    assert configs.launch_source("cpu") == "default model (3352 GB/s)"  # the interpreter: an H100's bandwidth
+    assert configs.pick(16, "cpu") == configs.LaunchConfig(8, 1)
 
 
 @pytest.mark.parametrize("name", ["fla-upstream", "fla-upstream-kernel"])

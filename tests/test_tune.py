@@ -6,7 +6,6 @@ command line's refusals."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 
@@ -44,12 +43,21 @@ class Tagged:
 
 
 @pytest.fixture
-def tiny_fla(monkeypatch):
+def tiny_fla(monkeypatch, tmp_path):
     """fla-recurrent's adapter with a tiny search space (bv16/w1, bv32/w1 and bv0/w1,
-    which raises in the launch) whose calls carry a tag, and bv16/w1 as the table in
-    use: the interpreter runs a kernel's programs one by one, and bv16 has a quarter of
-    the shipped bv4's (this test took 16 s with it)."""
+    which raises in the launch) whose calls carry a tag, and bv16/w1 in use (the CPU
+    has no table: the default model, here of one rung): the interpreter runs a kernel's
+    programs one by one, and bv16 has a quarter of the shipped bv4's (this test took 16 s
+    with it). Table files go to a copy of the solution folder, returned."""
     pytest.importorskip("triton", reason="triton is not installed")
+    import shutil
+
+    from tools.tune import protocol
+
+    solutions = tmp_path / "solutions"
+    shutil.copytree(SOLUTIONS_DIR / "fla-recurrent", solutions / "fla-recurrent",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(protocol, "SOLUTIONS_DIR", solutions)
     full, call, load = FlaRecurrent.configs, FlaRecurrent.call, FlaRecurrent.load
 
     def configs(self, state_dtype):
@@ -57,17 +65,17 @@ def tiny_fla(monkeypatch):
         return {"bv16/w1": space["bv16/w1"], "bv32/w1": space["bv32/w1"],
                 "bv0/w1": self.solution.configs.LaunchConfig(0, 1)}
 
-    def loaded_with_a_small_table(self):
+    def loaded_with_a_small_model(self):
         load(self)
-        monkeypatch.setattr(self.solution.configs, "LAUNCH_TABLE",
-                            ((None, self.solution.configs.LaunchConfig(16, 1)),))
+        monkeypatch.setattr(self.solution.configs, "DEFAULT_LADDER", ((0.0, self.solution.configs.LaunchConfig(16, 1)),))
 
     def tagged(self, config, inputs):
         return Tagged((inputs["q"].shape[0], config_name(config)), call(self, config, inputs))
 
     monkeypatch.setattr(FlaRecurrent, "configs", configs)
     monkeypatch.setattr(FlaRecurrent, "call", tagged)
-    monkeypatch.setattr(FlaRecurrent, "load", loaded_with_a_small_table)
+    monkeypatch.setattr(FlaRecurrent, "load", loaded_with_a_small_model)
+    return solutions / "fla-recurrent"
 
 
 def test_fla_recurrent_end_to_end(tiny_fla, tmp_path, capsys):
@@ -98,12 +106,34 @@ def test_fla_recurrent_end_to_end(tiny_fla, tmp_path, capsys):
     assert part["table"] == compress_table(steady_choice(times)) == [[None, "bv16/w1"]]
     assert [min(t, key=t.get) for _, t in times] == ["bv16/w1", "bv32/w1"]
     out = capsys.readouterr().out
-    assert part["native"] in out and "(None, LaunchConfig(bv=16, num_warps=1))" in part["native"]
+    assert part["native"] in out and json.loads(part["native"]) == [[None, {"bv": 16, "num_warps": 1}]]
     assert "INCORRECT or FAILED: B=1 bv0/w1, B=2 bv0/w1" in out
+    # this GPU's table file, in the solution folder (a copy here), with where it came from ...
+    table_file = tiny_fla / "launch_tables" / f"{slug(hardware_name('cpu'))}.json"
+    assert f"wrote {table_file}" in out
+    written = json.loads(table_file.read_text())
+    assert {k: written[k] for k in ("solution", "device", "command", "commit", "date_utc", "tier")} == {
+        k: report[k] if k != "tier" else "fake" for k in ("solution", "device", "command", "commit", "date_utc", "tier")}
+    assert written["report"] == str(path.resolve()) and written["tables"] == {"float32": json.loads(part["native"])}
+    # ... which the solution then selects on this device (by its name), the H100's file untouched
+    configs = import_copy(tiny_fla, tmp_path / "import").configs
+    assert configs.select(hardware_name("cpu"), 1.0).source == f"table {hardware_name('cpu')}"
+    assert configs.select(hardware_name("cpu"), 1.0).config(10**6) == configs.LaunchConfig(16, 1)
+    h100 = "NVIDIA-H100-80GB-HBM3.json"
+    assert (tiny_fla / "launch_tables" / h100).read_text() == (SOLUTIONS_DIR / "fla-recurrent" / "launch_tables" / h100
+                                                               ).read_text()
     # a second run into the same folder refuses before measuring anything
     with pytest.raises(SystemExit) as exit_info:
         cli.main(argv, timer=FakeTimer(), device="cpu")
     assert exit_info.value.code == 2 and "never rewrites" in capsys.readouterr().err
+
+
+def test_a_tune_of_part_of_the_search_space_writes_no_table_file(tiny_fla, tmp_path, capsys):
+    before = sorted(p.name for p in (tiny_fla / "launch_tables").iterdir())
+    argv = ["--algo", "fla-recurrent", "--batches", "1", "--only", "bv32", "--out", str(tmp_path / "out")]
+    assert cli.main(argv, timer=FakeTimer(), device="cpu") == 0
+    assert "no table file written for fla-recurrent: --only" in capsys.readouterr().out
+    assert sorted(p.name for p in (tiny_fla / "launch_tables").iterdir()) == before
 
 
 class Reference:
@@ -198,14 +228,14 @@ def test_cutedsl_adapter_offers_configs_its_kernel_compiles(tmp_path):
         assert space and all(build.LaunchConfig.from_name(name) == config for name, config in space.items())
         for config in space.values():
             build.validate_config(config, 128, 128, TORCH_DTYPES[dtype])  # raises for an invalid one
-        table = build.LAUNCH_TABLE[TORCH_DTYPES[dtype]]
-        assert all(config.name in space for _, config in table)  # the table in use is always measured
+        table = build.LAUNCH_TABLES["NVIDIA H100 80GB HBM3"][TORCH_DTYPES[dtype]]
+        assert all(config.name in space for _, config in table)  # the tables and the model are measured
+        assert all(config.name in space for _, config in build.DEFAULT_LADDER[TORCH_DTYPES[dtype]])
         inputs, _ = tune_inputs(1, dtype, "cpu")
         assert callable(adapter.call(table[0][1], inputs))  # compiled for sm_90a (no launch)
         with pytest.raises(ValueError, match="tile_v"):  # what the driver records as a failed config
             adapter.call(build.LaunchConfig(24, 1), inputs)
-        assert re.search(r"LAUNCH_TABLE\[torch\.\w+\] = \(\n    \(None, LaunchConfig\(tile_v=",
-                         adapter.format_table([[None, table[0][1].name]], dtype))
+        assert json.loads(adapter.format_table([[None, table[0][1].name]], dtype)) == [[None, table[0][1]._asdict()]]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,13 +1,13 @@
 """The measuring pieces of the launch-table tuner (``python -m tools.tune``).
 
 The tuner checks every launch configuration of a kernel against the
-reference and times it per batch size, then prints a table to paste into the
-solution. The timing is the harness's own CUPTI tier (pure kernel time, cold
+reference and times it per batch size, then writes the GPU's table file into
+the solution. The timing is the harness's own CUPTI tier (pure kernel time, cold
 L2) where cupti-python is installed, else its CUDA-events tier; the tier used
 is recorded next to every number, so a tuning file never passes events
 figures off as CUPTI ones. The choice of one config per batch size
-(:func:`steady_choice`) and the table's compressed form (:func:`compress_table`,
-:func:`lookup_launch_config`) live here too.
+(:func:`steady_choice`) and the table's compressed form (:func:`compress_table`;
+:func:`lookup_launch_config` reads one, for :mod:`tools.tune.model_check`) live here too.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ dict (docs/solutions.md), so packing adds one generated file,
 :data:`DPS_ENTRY`, whose ``run`` takes the positional arguments and calls the
 solution's own ``run``: one mechanism for every Python, Triton and CuTe DSL
 solution. A CUDA solution is packed without its Python entry: the contest
-builds its ``sources`` with TVM-FFI and calls the exported ``ffi_function``
+builds its ``sources`` (with the headers beside them, which they may include,
+e.g. cuda-v4's launch tables) with TVM-FFI and calls the exported ``ffi_function``
 directly (the harness's own build does the same, :mod:`harness.judge.build`).
 """
 
@@ -28,6 +29,7 @@ from pathlib import Path
 from harness.data.definition import Definition
 from harness.errors import HarnessInputError
 from harness.interop.fib import import_fib
+from harness.judge.build import local_headers
 from harness.judge.solutions import SolutionMeta, snapshot_files
 
 #: The generated positional entry of a Python-family solution.
@@ -92,7 +94,8 @@ def submission_sources(meta: SolutionMeta, definition: Definition) -> tuple[dict
             raise HarnessInputError(meta.directory / "solution.toml", "solution.ffi_function",
                                     "is required to pack a CUDA solution: the exported TVM-FFI function "
                                     "with the definition's positional DPS signature")
-        return {s: files[s].decode() for s in meta.sources}, f"{meta.sources[0]}::{meta.ffi_function}"
+        names = dict.fromkeys((*meta.sources, *local_headers(meta.directory)))  # what the sources may #include
+        return {s: files[s].decode() for s in names}, f"{meta.sources[0]}::{meta.ffi_function}"
     if DPS_ENTRY in files:
         raise HarnessInputError(meta.directory / DPS_ENTRY, None, "is the name of the file packing generates; "
                                 "rename it")

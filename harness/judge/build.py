@@ -366,10 +366,19 @@ def kernel_resources(source: str | os.PathLike, target: tuple[str, str] = ("comp
     return parse_ptxas_report(log)
 
 
+#: Suffixes of the headers a CUDA solution's sources may include from their own folder.
+HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
+
+
+def local_headers(solution_dir: Path) -> list[str]:
+    """Names of the headers directly in ``solution_dir`` (sorted): what its sources may
+    ``#include "..."``, so part of the build's cache key and of a packed submission."""
+    return sorted(p.name for p in Path(solution_dir).iterdir() if p.suffix in HEADER_SUFFIXES and p.is_file())
+
+
 def _source_texts(solution_dir: Path, sources: Sequence[str]) -> dict[str, str]:
     """Texts of the listed sources plus every local header they may include."""
-    names = set(sources)
-    names |= {p.name for p in solution_dir.iterdir() if p.suffix in (".cuh", ".h", ".hpp")}
+    names = set(sources) | set(local_headers(solution_dir))
     texts = {}
     for name in sorted(names):
         path = solution_dir / name

@@ -21,7 +21,7 @@
 // warps have finished, so in a long grid (large B, many waves) the fast warps
 // of an 8-warp block idle until its slowest one is done; smaller blocks are
 // refilled sooner, but an SM holds at most 32 blocks. Which size wins is a
-// measurement (tools/tune_cuda_v4.py): 2 or 4 warps from B = 32 up on an H100.
+// measurement (python -m tools.tune --algo cuda-v4): 2 or 4 warps from B = 32 up on an H100.
 //
 // Row reductions: both sums of a row are taken on the loaded rows S0 (see
 // Math), so a lane's 2 * R partial sums (R rows per lane) go through one
@@ -40,9 +40,10 @@
 // lines), and each of its two row reductions has log2(32 / LANES) butterfly
 // steps fewer while serving as many elements.
 //
-// The host picks WARPS, ROWS, LANES and the cache policy from the batch size
-// (main.py's table, measured by tools/tune_cuda_v4.py); `gdn_decode` uses a
-// built-in default for callers without one.
+// The host picks WARPS, ROWS, LANES and the cache policy from the batch size:
+// `gdn_decode` from the current GPU's launch table (launch_tables.cuh, one file
+// per GPU, measured by `python -m tools.tune --algo cuda-v4`), else from the
+// default model (see "launch tables and the default model" below).
 //
 // Cache policy of the state traffic (template parameter POLICY, CachePolicy):
 //   * stream:  ld.global.cs / st.global.cs (evict-first: the state is touched
@@ -51,7 +52,7 @@
 //   * plain:   ld.global / st.global, what Triton emits for fla-recurrent;
 //   * noalloc: ld.global.nc.L1::no_allocate / st.global (the rows are read
 //     once: do not allocate them in L1).
-// Which one is faster is a measurement, not a principle: tools/tune_cuda_v4.py
+// Which one is faster is a measurement, not a principle: python -m tools.tune --algo cuda-v4
 // times them all at every batch size and the table records the winner.
 //
 // Grid: one block per chunk of WARPS * ROWS rows, grid (V / (WARPS * ROWS), HV, B).
@@ -83,9 +84,13 @@
 #include <tvm/ffi/extra/cuda/base.h>
 #include <tvm/ffi/extra/cuda/device_guard.h>
 #include <tvm/ffi/function.h>
+#include <tvm/ffi/string.h>
 
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
+#include <mutex>
+#include <string>
 
 namespace {
 
@@ -384,7 +389,7 @@ void check_tensor(const ffi::TensorView& t, const char* name, DLDataTypeCode cod
       << name << " must be " << align << "-byte aligned";
 }
 
-// Launch configuration when the caller does not choose (the contest entry point).
+// One kernel variant (the template parameters), as gdn_decode_config takes it.
 struct LaunchConfig {
   int64_t rows_per_warp;
   int64_t cache_policy;  // a CachePolicy
@@ -392,31 +397,118 @@ struct LaunchConfig {
   int64_t warps_per_block;
 };
 
-// The launch table, the one place it lives: X(largest batch, rows per warp, cache
-// policy, lanes per row, warps per block), the first entry whose batch limit is
-// >= batch wins; the last entry covers every batch. Measured on an NVIDIA H100
-// 80GB HBM3 by tools/tune_cuda_v4.py (cold L2, CUPTI tier, median of 100),
-// 2026-11-23: results/tuning/cuda_tune_scatter_small.json (B <= 32) and
-// cuda_tune_scatter_large.json (B >= 64), the ".../rs" variants there (the
-// reduce-scatter form, now the only one), chosen per batch size by
-// tools.tuning.steady_choice; the tuner prints a replacement in this form.
-// Below B = 16 many variants are within one 32-ns timer step of each other.
-#define GDN_V4_LAUNCH_TABLE(X) \
-  X(1, 2, kNoAlloc, 32, 8) \
-  X(2, 8, kNc, 8, 2) \
-  X(4, 4, kNoAlloc, 16, 8) \
-  X(8, 8, kNoAlloc, 8, 4) \
-  X(16, 4, kNoAlloc, 16, 8) \
-  X(32, 8, kNoAlloc, 16, 2) \
-  X(128, 8, kNc, 16, 2) \
-  X(INT64_MAX, 16, kNc, 16, 4)
+// ---------------------------------------------------------------- launch tables and the default model
 
-LaunchConfig default_config(int64_t batch) {
-#define GDN_V4_PICK(LIMIT, ROWS, POLICY, LANES, WARPS) \
+// The launch configuration of gdn_decode (the contest entry) comes from the current GPU's launch
+// table, found by its exact device name (cudaDeviceProp::name, what the harness records) among
+// launch_tables.cuh's tables: one file per GPU, launch_table.<device slug>.cuh, each written by
+// `python -m tools.tune --algo cuda-v4` on that GPU, with the commit and command that produced it.
+// A GPU without a table gets the default model's configuration.
+//
+// The default model (docs/tuning.md derives it): a GPU hides its memory latency L only with
+// bandwidth x L bytes in flight (Little's law). rho = (state bytes of the batch) / (bandwidth x L)
+// says how many times over a batch's state fills that; per SM both terms divide by the SM count,
+// which therefore cancels. At rho < 2 the whole state is in flight at once and the kernel is
+// latency bound: thin warps (few rows each) spread it widest. Each doubling of rho lets a warp
+// take twice the rows (amortizing its fixed work over more of them) while the SMs still hold
+// enough bytes in flight. GDN_V4_DEFAULT_LADDER lists one variant per octave of rho,
+// X(smallest rho, rows per warp, cache policy, lanes per row, warps per block): the last entry
+// whose rho is <= the batch's wins. L and the octaves are fitted to the H100 table
+// (tools/tune/model_check.py compares the model with every GPU's table).
+#define GDN_V4_DEFAULT_LADDER(X) \
+  X(0.0, 2, kNoAlloc, 32, 8) \
+  X(2.0, 4, kNoAlloc, 16, 8) \
+  X(4.0, 8, kNc, 16, 2) \
+  X(8.0, 16, kNc, 16, 4)
+
+constexpr double kMemoryLatencySeconds = 0.9e-6;  // L of the default model, fitted to the H100 table
+constexpr double kStateBytesPerBatch = 4.0 * kNumVHeads * kHeadV * kHeadK;  // fp32 state: 512 KiB
+
+// Peak DRAM bandwidth in bytes/s from the memory clock (kHz) and bus width (bits): double data rate.
+double peak_bandwidth(int64_t memory_clock_khz, int64_t bus_width_bits) {
+  return 2.0 * memory_clock_khz * 1e3 * bus_width_bits / 8.0;
+}
+
+// The default model's configuration for `batch` on a GPU of `bandwidth` bytes/s.
+LaunchConfig model_config(int64_t batch, double bandwidth) {
+  const double rho = batch * kStateBytesPerBatch / (bandwidth * kMemoryLatencySeconds);
+  LaunchConfig config{};
+#define GDN_V4_RUNG(RHO, ROWS, POLICY, LANES, WARPS) \
+  if (rho >= (RHO)) config = {ROWS, POLICY, LANES, WARPS};
+  GDN_V4_DEFAULT_LADDER(GDN_V4_RUNG)
+#undef GDN_V4_RUNG
+  return config;
+}
+
+// Position of the GPU called `name` among launch_tables.cuh's tables, or -1 (no table).
+int table_index(const char* name) {
+  int index = 0;
+#define GDN_V4_GPU(NAME, ENTRIES) \
+  if (std::strcmp(name, NAME) == 0) return index; \
+  ++index;
+#include "launch_tables.cuh"
+#undef GDN_V4_GPU
+  return -1;
+}
+
+// Entry of table `index` (>= 0) for `batch`: the first whose batch limit is >= batch.
+LaunchConfig table_config(int index, int64_t batch) {
+  int position = 0;
+#define X(LIMIT, ROWS, POLICY, LANES, WARPS) \
   if (batch <= (LIMIT)) return {ROWS, POLICY, LANES, WARPS};
-  GDN_V4_LAUNCH_TABLE(GDN_V4_PICK)
-#undef GDN_V4_PICK
-  return {16, kNc, 16, 4};  // unreachable: the table's last entry covers every batch
+#define GDN_V4_GPU(NAME, ENTRIES) \
+  if (index == position++) { ENTRIES }
+#include "launch_tables.cuh"
+#undef GDN_V4_GPU
+#undef X
+  TVM_FFI_THROW(ValueError) << "launch table " << index << " does not cover batch " << batch
+                            << " (its last entry must be INT64_MAX)";
+}
+
+// What a GPU gets: its table (table >= 0), else the default model at its bandwidth.
+struct Selection {
+  int table;
+  double bandwidth;  // bytes/s
+  std::string device;
+};
+
+Selection select_for(const std::string& device, double bandwidth) {
+  return {table_index(device.c_str()), bandwidth, device};
+}
+
+LaunchConfig selected_config(const Selection& selection, int64_t batch) {
+  return selection.table >= 0 ? table_config(selection.table, batch) : model_config(batch, selection.bandwidth);
+}
+
+// "table <device name>" or "default model (<bandwidth> GB/s)": which one a GPU uses.
+std::string selection_source(const Selection& selection) {
+  if (selection.table >= 0) return "table " + selection.device;
+  return "default model (" + std::to_string(static_cast<int64_t>(selection.bandwidth / 1e9)) + " GB/s)";
+}
+
+// The selection of CUDA device `device_id`, made once per device (the name and the memory
+// attributes are queried once: cudaGetDeviceProperties takes far longer than a launch).
+const Selection& device_selection(int device_id) {
+  constexpr int kMaxDevices = 64;
+  static std::once_flag once[kMaxDevices];
+  static Selection selections[kMaxDevices];
+  TVM_FFI_CHECK(device_id >= 0 && device_id < kMaxDevices, ValueError)
+      << "CUDA device " << device_id << " is beyond the " << kMaxDevices << " this module serves";
+  std::call_once(once[device_id], [device_id] {
+    cudaDeviceProp prop;
+    int clock_khz = 0, bus_bits = 0;
+    TVM_FFI_CHECK_CUDA_ERROR(cudaGetDeviceProperties(&prop, device_id));
+    TVM_FFI_CHECK_CUDA_ERROR(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device_id));
+    TVM_FFI_CHECK_CUDA_ERROR(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device_id));
+    selections[device_id] = select_for(prop.name, peak_bandwidth(clock_khz, bus_bits));
+  });
+  return selections[device_id];
+}
+
+int current_device() {
+  int device_id = 0;
+  TVM_FFI_CHECK_CUDA_ERROR(cudaGetDevice(&device_id));
+  return device_id;
 }
 
 template <int WARPS, int ROWS, int POLICY, int LANES>
@@ -463,8 +555,9 @@ void launch(const Params& params, int64_t batch, const LaunchConfig& config, cud
 
 // Launches the kernel variant ``config`` names. The tuner builds with
 // -DGDN_V4_ALL_VARIANTS, which instantiates every valid shape (~240 kernels,
-// ~30 s of nvcc); otherwise only the launch table's variants are compiled
-// (~8 kernels, a few seconds) and any other config is a ValueError.
+// ~30 s of nvcc); otherwise only the variants of the launch tables (every GPU's)
+// and of the default model are compiled (~10 kernels, a few seconds) and any
+// other config is a ValueError.
 void launch_variant(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
 #ifdef GDN_V4_ALL_VARIANTS
   switch (config.rows_per_warp) {
@@ -480,12 +573,17 @@ void launch_variant(const Params& params, int64_t batch, const LaunchConfig& con
       config.lanes_per_row == (LANES) && config.warps_per_block == (WARPS)) {                \
     return launch_kernel<WARPS, ROWS, POLICY, LANES>(params, batch, stream);                 \
   }
-  GDN_V4_LAUNCH_TABLE(GDN_V4_LAUNCH_NAMED)
+#define X GDN_V4_LAUNCH_NAMED
+#define GDN_V4_GPU(NAME, ENTRIES) ENTRIES
+#include "launch_tables.cuh"
+#undef GDN_V4_GPU
+#undef X
+  GDN_V4_DEFAULT_LADDER(GDN_V4_LAUNCH_NAMED)
 #undef GDN_V4_LAUNCH_NAMED
   TVM_FFI_THROW(ValueError) << "launch config (rows " << config.rows_per_warp << ", policy "
                             << config.cache_policy << ", lanes " << config.lanes_per_row << ", warps "
-                            << config.warps_per_block << ") is not in the launch table, and this "
-                            << "build has only the table's variants (build with -DGDN_V4_ALL_VARIANTS)";
+                            << config.warps_per_block << ") is in no launch table nor the default model, "
+                            << "and this build has only theirs (build with -DGDN_V4_ALL_VARIANTS)";
 #endif
 }
 
@@ -550,11 +648,33 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
   TVM_FFI_CHECK_CUDA_ERROR(cudaGetLastError());
 }
 
-// The launch table's choice for ``batch``: (rows per warp, cache policy, lanes per row,
-// warps per block), what gdn_decode launches (main.py and the tuner read it from here).
-ffi::Shape gdn_decode_launch_config(int64_t batch) {
-  const LaunchConfig config = default_config(batch);
+// (rows per warp, cache policy, lanes per row, warps per block) of ``config``.
+ffi::Shape config_shape(const LaunchConfig& config) {
   return ffi::Shape({config.rows_per_warp, config.cache_policy, config.lanes_per_row, config.warps_per_block});
+}
+
+// What gdn_decode launches for ``batch`` on the current CUDA device (main.py and the tuner read it).
+ffi::Shape gdn_decode_launch_config(int64_t batch) {
+  return config_shape(selected_config(device_selection(current_device()), batch));
+}
+
+// Where the current device's configurations come from: "table <device name>" or "default model (... GB/s)".
+ffi::String gdn_decode_launch_source() { return selection_source(device_selection(current_device())); }
+
+// What a GPU called ``device`` with ``bandwidth`` bytes/s of DRAM bandwidth gets for ``batch``:
+// its table where one has that exact name, else the default model (host code: tests and
+// tools/tune/model_check.py ask it on a machine without that GPU).
+ffi::Shape gdn_decode_config_for(ffi::String device, double bandwidth, int64_t batch) {
+  return config_shape(selected_config(select_for(std::string(device), bandwidth), batch));
+}
+
+// The device names of the launch tables compiled in, one per line.
+ffi::String gdn_decode_table_devices() {
+  std::string names;
+#define GDN_V4_GPU(NAME, ENTRIES) names += std::string(NAME) + "\n";
+#include "launch_tables.cuh"
+#undef GDN_V4_GPU
+  return names;
 }
 
 void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::TensorView state,
@@ -562,7 +682,9 @@ void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::Te
                 ffi::TensorView b, double scale, ffi::TensorView output,
                 ffi::TensorView new_state) {
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
-  const LaunchConfig config = default_config(q.size(0));
+  // The choice queries the device, so refuse a host tensor first (gdn_decode_config checks the rest).
+  TVM_FFI_CHECK(q.device().device_type == kDLCUDA, ValueError) << "q must be on cuda:" << q.device().device_id;
+  const LaunchConfig config = selected_config(device_selection(q.device().device_id), q.size(0));
   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
                     config.rows_per_warp, config.cache_policy, config.lanes_per_row,
                     config.warps_per_block);
@@ -573,3 +695,6 @@ void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::Te
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gdn_decode, gdn_decode);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gdn_decode_config, gdn_decode_config);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gdn_decode_launch_config, gdn_decode_launch_config);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gdn_decode_launch_source, gdn_decode_launch_source);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gdn_decode_config_for, gdn_decode_config_for);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gdn_decode_table_devices, gdn_decode_table_devices);

@@ -3,11 +3,15 @@
 The kernel has four template parameters: "rows per warp", warps per block
 (8, the latency design, or 4, 2, 1; a block covers ``warps * rows`` V rows),
 the cache policy of the state traffic (:data:`CACHE_POLICIES`) and the lanes
-that share one row (32, 16 or 8); the launch table in kernel.cu
-(``GDN_V4_LAUNCH_TABLE``) picks all four from the batch size, in the contest
-entry ``gdn_decode`` that :func:`run` calls, so the harness times what a packed
-submission runs. ``python -m tools.tune --algo cuda-v4`` measures every variant on a
-GPU and prints a replacement table.
+that share one row (32, 16 or 8). The contest entry ``gdn_decode`` that
+:func:`run` calls picks all four from the batch size in C++, so the harness
+times what a packed submission runs: from the current GPU's launch table
+(``launch_table.<device slug>.cuh``, one per GPU, listed by
+``launch_tables.cuh``), chosen by the device's name, or, on a GPU without a
+table, from the default model in kernel.cu (bytes in flight:
+docs/tuning.md). :func:`launch_source` says which.
+``python -m tools.tune --algo cuda-v4`` measures every variant on a GPU and
+writes that GPU's table file.
 
 The harness compiles ``kernel.cu`` (``sources`` in solution.toml) into
 ``kernel.so`` beside this file when it loads the solution; this module loads
@@ -66,7 +70,7 @@ class LaunchConfig(NamedTuple):
     def is_compiled(self) -> bool:
         """Whether kernel.cu can instantiate this variant (it raises ValueError otherwise). A build
         instantiates all of them only with -DGDN_V4_ALL_VARIANTS (the tuner's); the harness's
-        build has just those of kernel.cu's launch table."""
+        build has just those of the launch tables and of the default model."""
         return (self.rows_per_warp in ROWS_PER_WARP_CHOICES and self.lanes_per_row in LANES_PER_ROW_CHOICES
                 and self.rows_per_warp % (32 // self.lanes_per_row) == 0 and self.cache_policy in CACHE_POLICIES
                 and self.warps_per_block in WARPS_PER_BLOCK_CHOICES)
@@ -75,7 +79,7 @@ class LaunchConfig(NamedTuple):
 _POLICY_INDEX = {name: index for index, name in enumerate(CACHE_POLICIES)}
 _module = None  # the loaded tvm-ffi module
 _kernel = None  # its gdn_decode_config
-_default = None  # its gdn_decode: kernel.cu's launch table picks the variant
+_default = None  # its gdn_decode: the launch table (or the default model) picks the variant
 
 
 def load():
@@ -86,7 +90,8 @@ def load():
         scale, output, new_state, rows_per_warp, cache_policy, lanes_per_row,
         warps_per_block)`` function. (The module also exports ``gdn_decode``
         without the last four arguments, the contest entry that :func:`run`
-        calls, and ``gdn_decode_launch_config(batch)``.)
+        calls, and the launch-table queries behind :func:`launch_config`,
+        :func:`launch_source`, :func:`launch_config_for` and :func:`table_devices`.)
 
     Raises:
         FileNotFoundError: no ``kernel.so`` beside this file (the folder was
@@ -105,16 +110,42 @@ def load():
 
 
 def load_module():
-    """The whole tvm-ffi module (both exported functions); see :func:`load`."""
+    """The whole tvm-ffi module (every exported function); see :func:`load`."""
     load()
     return _module
 
 
-def launch_config(batch: int) -> LaunchConfig:
-    """The variant :func:`run` launches for a batch size: kernel.cu's launch table
-    (``GDN_V4_LAUNCH_TABLE``, the one place it lives), read from the compiled module."""
-    rows, policy, lanes, warps = load_module().gdn_decode_launch_config(batch)
+def _config(shape) -> LaunchConfig:
+    rows, policy, lanes, warps = shape
     return LaunchConfig(int(rows), CACHE_POLICIES[int(policy)], int(lanes), int(warps))
+
+
+def launch_config(batch: int) -> LaunchConfig:
+    """The variant :func:`run` launches for a batch size on the current CUDA device, as the
+    compiled module chooses it (that GPU's launch table, else the default model).
+
+    Raises:
+        RuntimeError: no CUDA device (the choice depends on the device).
+    """
+    return _config(load_module().gdn_decode_launch_config(batch))
+
+
+def launch_source() -> str:
+    """Where the current device's launch configurations come from: ``"table <device name>"``
+    or ``"default model (<bandwidth> GB/s)"``."""
+    return str(load_module().gdn_decode_launch_source())
+
+
+def launch_config_for(device: str, bandwidth: float, batch: int) -> LaunchConfig:
+    """The variant a GPU named ``device`` (as ``torch.cuda.get_device_name`` gives it) with
+    ``bandwidth`` bytes/s of peak DRAM bandwidth gets for ``batch``: its launch table where
+    one has that exact name, else the default model. Host code: needs no GPU."""
+    return _config(load_module().gdn_decode_config_for(device, float(bandwidth), batch))
+
+
+def table_devices() -> tuple[str, ...]:
+    """The device names of the launch tables compiled into the module."""
+    return tuple(str(load_module().gdn_decode_table_devices()).splitlines())
 
 
 def resolve_scale(scale) -> float:

@@ -19,9 +19,11 @@ key. There is no q/k L2-normalization option: this definition has none.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import NamedTuple
 
 import cutlass
@@ -231,34 +233,109 @@ def valid_configs(head_v: int, head_k: int, state_dtype: torch.dtype) -> list[La
     return configs
 
 
-#: Measured launch table for this definition's shape (H=4, HV=8, K=V=128):
-#: state dtype -> ``(largest batch | None, LaunchConfig)`` pairs, first match
-#: wins. Written from the tuner's output (tools/tune_cutedsl.py, formerly tune.py in
-#: this folder; now ``python -m tools.tune --algo cutedsl-bf16``); see LAUNCH_TABLE_SOURCE.
-LAUNCH_TABLE: dict[torch.dtype, tuple[tuple[int | None, LaunchConfig], ...]] = {
-    torch.float32: ((16, LaunchConfig(8, 1)), (32, LaunchConfig(16, 2)),
-                    (64, LaunchConfig(64, 1, "mixed", True, 2, 2)), (128, LaunchConfig(64, 1, "mixed", False, 2, 1)),
-                    (None, LaunchConfig(32, 4, "regs", False, 2))),
-    torch.bfloat16: ((4, LaunchConfig(8, 1)), (8, LaunchConfig(16, 1, "mixed", True, 1, 1)),
-                     (16, LaunchConfig(16, 1, "mixed", False, 1, 1)), (32, LaunchConfig(32, 4, "regs", True)),
-                     (64, LaunchConfig(64, 2, "mixed", True, 2, 2)), (128, LaunchConfig(128, 4, "mixed", True, 1, 4)),
-                     (None, LaunchConfig(128, 4, "mixed", False, 1, 4))),
+#: Measured launch tables for this definition's shape (H=4, HV=8, K=V=128), one file per GPU:
+#: ``launch_tables/<device slug>.json``, written by ``python -m tools.tune --algo cutedsl-bf16``
+#: on that GPU, with its device name (``torch.cuda.get_device_name``), the commit, command,
+#: date, timing tier and report that produced it, and ``tables[state dtype]`` =
+#: ``[[largest batch | null, {LaunchConfig fields}], ...]`` (first match wins, null: any batch).
+TABLES_DIR = Path(__file__).with_name("launch_tables")
+TUNED_SHAPE = (4, 8, 128, 128)  # (H, HV, K, V) the tables and the default model are for
+
+#: ``(largest batch | None, config)`` pairs, first match wins.
+Table = tuple[tuple[int | None, LaunchConfig], ...]
+
+#: The default model of a GPU without a table, or of a state dtype its table lacks
+#: (docs/tuning.md): rho = state bytes of the batch / (bandwidth x L); the last
+#: ``(smallest rho, config)`` rung with rho >= its smallest rho wins. Fitted to the H100
+#: tables (tools/tune/model_check.py compares it with every GPU's).
+DEFAULT_LADDER: dict[torch.dtype, tuple[tuple[float, LaunchConfig], ...]] = {
+    torch.float32: ((0.0, LaunchConfig(8, 1)), (4.0, LaunchConfig(16, 2)),
+                    (8.0, LaunchConfig(64, 1, "mixed", False, 2, 1)), (64.0, LaunchConfig(32, 4, "regs", False, 2))),
+    torch.bfloat16: ((0.0, LaunchConfig(8, 1)), (0.5, LaunchConfig(16, 1, "mixed", True, 1, 1)),
+                     (2.0, LaunchConfig(32, 4, "regs", True)), (4.0, LaunchConfig(64, 2, "mixed", True, 2, 2)),
+                     (8.0, LaunchConfig(128, 4, "mixed", True, 1, 4))),
 }
-LAUNCH_TABLE_SOURCE = ("tune.py (now tools/tune_cutedsl.py) on an NVIDIA H100 80GB HBM3, CUPTI tier, cold L2, "
-                       "median of 100, 2026-11-22/23: results/tuning/cutedsl_tune.json (fp32 B <= 32, bf16 B <= 4), "
-                       "cutedsl_tune_regs_bf16.json (bf16 B = 32), cutedsl_tune_parts_f32.json (fp32 B >= 256), "
-                       "cutedsl_tune_mixed_{f32,bf16,bf16_small}.json (the mixed path: fp32 B = 64, 128; "
-                       "bf16 B = 8, 16 and B >= 64)")
-TUNED_SHAPE = (4, 8, 128, 128)  # (H, HV, K, V) the table was measured for
+MEMORY_LATENCY_S = 0.9e-6  # L: DRAM latency the bytes in flight must cover, fitted
+#: Bandwidth the model assumes off a CUDA device (compiling without a GPU): an H100's.
+REFERENCE_BANDWIDTH = 3.352e12
+
+
+def read_table_file(path: Path) -> tuple[str, dict[torch.dtype, Table]]:
+    """``(device name, {state dtype: table})`` of one ``launch_tables/*.json`` file.
+
+    Raises:
+        ValueError: an invalid config or a table whose last entry does not cover every batch
+            (at import: a bad file fails there, not at launch); KeyError: an unknown dtype name.
+    """
+    data = json.loads(path.read_text())
+    tables = {}
+    for name, entries in data["tables"].items():
+        dtype = {str(d).removeprefix("torch."): d for d in SUPPORTED_STATE_DTYPES}[name]
+        tables[dtype] = tuple((limit, LaunchConfig(**fields)) for limit, fields in entries)
+        for _, config in tables[dtype]:
+            validate_config(config, TUNED_SHAPE[3], TUNED_SHAPE[2], dtype)
+        if not tables[dtype] or tables[dtype][-1][0] is not None:
+            raise ValueError(f"{path}: the {name} table's last limit must be null (every batch)")
+    return data["device"], tables
+
+
+def read_tables(folder: Path = TABLES_DIR) -> dict[str, dict[torch.dtype, Table]]:
+    """Device name -> its tables, from every ``*.json`` in ``folder``."""
+    return dict(read_table_file(path) for path in sorted(folder.glob("*.json")))
+
+
+def model_config(batch: int, state_dtype: torch.dtype, bandwidth: float) -> LaunchConfig:
+    """The default model's config for ``batch`` on a GPU of ``bandwidth`` bytes/s (docs/tuning.md)."""
+    _, num_v_heads, head_k, head_v = TUNED_SHAPE
+    state_bytes = batch * num_v_heads * head_v * head_k * _state_bits(state_dtype) // 8
+    rho = state_bytes / (bandwidth * MEMORY_LATENCY_S)
+    return [config for smallest, config in DEFAULT_LADDER[state_dtype] if rho >= smallest][-1]
+
+
+class Selection(NamedTuple):
+    """What one GPU uses: its tables by state dtype (maybe none), else the default model at
+    ``bandwidth`` bytes/s."""
+
+    device: str
+    tables: dict
+    bandwidth: float
+
+    def config(self, batch: int, state_dtype: torch.dtype) -> LaunchConfig:
+        """The table's first entry whose limit covers ``batch``, else the model's config."""
+        table = self.tables.get(state_dtype)
+        if table is None:
+            return model_config(batch, state_dtype, self.bandwidth)
+        return next(config for limit, config in table if limit is None or batch <= limit)
+
+    def source(self, state_dtype: torch.dtype) -> str:
+        """``"table <device name>"`` or ``"default model (<bandwidth> GB/s)"``."""
+        if state_dtype in self.tables:
+            return f"table {self.device}"
+        return f"default model ({self.bandwidth / 1e9:.0f} GB/s)"
+
+
+def select(device: str, bandwidth: float) -> Selection:
+    """What a GPU named ``device`` with ``bandwidth`` bytes/s of peak DRAM bandwidth uses:
+    the tables of that exact device name, else (per state dtype) the default model."""
+    return Selection(device, LAUNCH_TABLES.get(device, {}), bandwidth)
+
+
+def device_selection(device: torch.device) -> Selection:
+    """:func:`select` for a torch device, from its name and its memory clock and bus width
+    (peak bandwidth = 2 x clock x bus width: double data rate). A non-CUDA device gets the
+    model at :data:`REFERENCE_BANDWIDTH`."""
+    if device.type != "cuda":
+        return select(f"{device.type} (no GPU)", REFERENCE_BANDWIDTH)
+    props = torch.cuda.get_device_properties(device)
+    return select(props.name, 2.0 * props.memory_clock_rate * 1e3 * props.memory_bus_width / 8)
 
 
 def choose_config(batch: int, num_q_heads: int, num_v_heads: int, head_k: int, head_v: int,
-                  state_dtype: torch.dtype, num_sms: int) -> LaunchConfig:
-    """The measured table's config where it covers this shape and dtype,
-    else the heuristic (:func:`choose_tile_v`, shared-memory path)."""
-    if (num_q_heads, num_v_heads, head_k, head_v) == TUNED_SHAPE and state_dtype in LAUNCH_TABLE:
-        table = LAUNCH_TABLE[state_dtype]  # first entry whose limit covers the batch (None: any)
-        return LaunchConfig(*next(config for limit, config in table if limit is None or batch <= limit))
+                  state_dtype: torch.dtype, num_sms: int, selection: Selection) -> LaunchConfig:
+    """For the tuned shape, ``selection``'s config (the GPU's table, else the default model);
+    for any other shape the heuristic (:func:`choose_tile_v`, shared-memory path)."""
+    if (num_q_heads, num_v_heads, head_k, head_v) == TUNED_SHAPE:
+        return selection.config(batch, state_dtype)
     tile = choose_tile_v(batch, num_v_heads, head_k, head_v, state_dtype, num_sms)
     return LaunchConfig(tile, rows_per_stage(tile, head_k, state_dtype))
 
@@ -348,3 +425,7 @@ def compile_kernel(key: KernelKey):
                         config.tile_v, config.rows_per_stage, register_rows(config, key.head_k, key.state_dtype),
                         config.streaming, config.parts, min_ctas_per_sm(config, key.head_k, key.state_dtype),
                         options=f"--gpu-arch {key.arch} --enable-tvm-ffi")
+
+
+#: Every GPU's tables, by device name (read last: reading validates with :func:`validate_config`).
+LAUNCH_TABLES: dict[str, dict[torch.dtype, Table]] = read_tables()

@@ -34,13 +34,21 @@ from . import gdn_cute_build as build
 
 #: (state dtype, state shape, q shape, v shape, device) -> compiled callable
 _launchers: dict[tuple, Callable] = {}
-_sm_counts: dict[torch.device, int] = {}
+_devices: dict[torch.device, tuple[int, build.Selection]] = {}
 
 
-def _num_sms(device: torch.device) -> int:
-    if device not in _sm_counts:
-        _sm_counts[device] = torch.cuda.get_device_properties(device).multi_processor_count
-    return _sm_counts[device]
+def _device(device: torch.device) -> tuple[int, build.Selection]:
+    """``(SM count, launch-table selection)`` of a device, queried once."""
+    if device not in _devices:
+        sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
+        _devices[device] = (sms, build.device_selection(device))
+    return _devices[device]
+
+
+def launch_source(device: torch.device, state_dtype: torch.dtype) -> str:
+    """``"table <device name>"`` (the GPU's launch table) or ``"default model (<bandwidth> GB/s)"``:
+    where ``run``'s configs for this state dtype on ``device`` come from (for the tuned shape)."""
+    return _device(torch.device(device))[1].source(state_dtype)
 
 
 def _launch_key(inputs: dict[str, Any]) -> tuple:
@@ -50,7 +58,8 @@ def _launch_key(inputs: dict[str, Any]) -> tuple:
 
 def kernel_key(inputs: dict[str, Any], config: tuple | None = None) -> build.KernelKey:
     """The compile key for these inputs; ``config`` (a ``build.LaunchConfig``
-    or a tuple of its leading fields) overrides the launch table
+    or a tuple of its leading fields) overrides the launch table (the device's, else the
+    default model)
     (``python -m tools.tune`` measures every valid one).
 
     Raises:
@@ -68,8 +77,8 @@ def kernel_key(inputs: dict[str, Any], config: tuple | None = None) -> build.Ker
         raise ValueError("state has 2**31 elements or more; the kernel indexes with 32 bits")
     build.validate_shapes(num_q_heads, num_v_heads, head_k, head_v, new_state.dtype)
     if config is None:
-        config = build.choose_config(batch, num_q_heads, num_v_heads, head_k, head_v, new_state.dtype,
-                                     _num_sms(q.device))
+        sms, selection = _device(q.device)
+        config = build.choose_config(batch, num_q_heads, num_v_heads, head_k, head_v, new_state.dtype, sms, selection)
     return build.KernelKey(new_state.dtype, num_q_heads, num_v_heads, head_k, head_v, build.LaunchConfig(*config),
                            build.target_arch())
 

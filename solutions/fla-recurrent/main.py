@@ -1,7 +1,8 @@
 """fla-recurrent: our own Triton GDN decode kernel (entry module).
 
-``run(inputs)`` picks a launch config by batch size from ``configs.LAUNCH_TABLE``
-and launches ``kernel.gdn_decode_kernel`` once, writing straight into
+``run(inputs)`` picks a launch config by batch size from the current GPU's
+launch table (``launch_tables/``, or the default model on a GPU without one:
+:mod:`.configs`) and launches ``kernel.gdn_decode_kernel`` once, writing straight into
 ``inputs["output"]`` and ``inputs["new_state"]``. The hot path creates no
 tensor, copies nothing, never synchronizes and never autotunes.
 """
@@ -41,4 +42,5 @@ def run(inputs: dict) -> dict:
     Returns:
         ``{"output": output, "new_state": new_state}`` (the same tensors).
     """
-    return run_with_config(inputs, configs.pick(inputs["q"].shape[0]))
+    q = inputs["q"]
+    return run_with_config(inputs, configs.pick(q.shape[0], q.device))

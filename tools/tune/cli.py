@@ -10,11 +10,14 @@ Per solution, state dtype and batch size it checks every configuration of the
 solution's search space against the reference and times it (the harness's
 CUPTI tier, else CUDA events; the tier is recorded), beside the copy floor
 and the baselines, then chooses one config per batch size
-(:func:`tools.tuning.steady_choice`). It writes
+(:func:`tools.tuning.steady_choice`). It writes the full report
 ``<out>/<solution>/<GPU>.json`` (default ``<out>``: a new
-``results/tuning/<UTC time>/``) and prints each table in the solution's own
-form, to paste. A bad option exits with status 2 and a message; a solution
-that cannot run here is skipped with its reason (status 0).
+``results/tuning/<UTC time>/``) and this GPU's table file in the solution
+folder (:meth:`tools.tune.protocol.Adapter.table_files`; replacing this GPU's
+file if there is one: that is the command's purpose), which the solution
+picks at run time on this GPU. With ``--only`` (part of the search space) it
+writes no table file. A bad option exits with status 2 and a message; a
+solution that cannot run here is skipped with its reason (status 0).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from harness.facts import STATE_DTYPES
 from tools.tune import ADAPTERS
 from tools.tune.driver import tune_solution, unavailable_reason
 from tools.tune.report import build_report, default_out_dir, format_report, report_path, write_report
+from tools.tune.table_files import provenance
 from tools.tuning import KernelTimer
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -94,7 +98,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batches", type=batches, default=list(DEFAULT_BATCHES), help="comma-separated batch sizes")
     p.add_argument("--iters", type=positive_int, default=100, help="timed calls per config (median)")
     p.add_argument("--only", type=regex, default="",
-                   help="regular expression: measure only the matching config names (plus the one in use)")
+                   help="regular expression: measure only the matching config names (plus the one in use); "
+                        "writes no table file")
     p.add_argument("--dtypes", type=dtypes, default=None, help="state dtypes to tune (default: each solution's)")
     p.add_argument("--out", type=Path, default=None, help="folder for <solution>/<GPU>.json (default: a new "
                                                           "results/tuning/<UTC time>/)")
@@ -108,6 +113,22 @@ def load(adapter) -> str | None:
     except Exception as exc:  # a build or import failure skips this solution, not the others
         return f"cannot be loaded: {type(exc).__name__}: {str(exc)[:500]}"
     return None
+
+
+def write_tables(adapter, results: dict[str, dict], report: dict, path: Path) -> list[Path]:
+    """Write this GPU's table files into the solution folder (``adapter.source_dir``); the paths.
+    State dtypes without a table (no correct config at any batch size) are left out; none at
+    all writes nothing."""
+    tables = {dtype: part["table"] for dtype, part in results.items() if part["table"]}
+    if not tables:
+        return []
+    written = []
+    for relative, text in adapter.table_files(tables, provenance(report, path)).items():
+        target = Path(adapter.source_dir) / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        written.append(target)
+    return written
 
 
 def main(argv: list[str] | None = None, *, timer=None, device=None) -> int:
@@ -149,4 +170,9 @@ def main(argv: list[str] | None = None, *, timer=None, device=None) -> int:
         report = build_report(name, device, command, timer, args.only, results)
         print(format_report(report))
         print(f"wrote {write_report(paths[name], report)}")
+        if args.only:
+            print(f"no table file written for {name}: --only measured part of the search space")
+            continue
+        for path in write_tables(adapter, results, report, paths[name]):
+            print(f"wrote {path}")
     return 0

@@ -3,29 +3,106 @@
 Search space: every variant kernel.cu's all-variants build
 (``-DGDN_V4_ALL_VARIANTS``) instantiates, i.e. ``main.LaunchConfig(rows per
 warp, cache policy, lanes per row, warps per block)`` over main.py's choices
-that ``LaunchConfig.is_compiled`` accepts (tests/test_tuning_driver.py checks
-this against the build's own kernels). A variant runs through
-``main.run_with_config`` (kernel.cu's ``gdn_decode_config``). The table is
-kernel.cu's ``GDN_V4_LAUNCH_TABLE``, the one place it lives, read back from the
-build (``gdn_decode_launch_config``) and printed in its macro form.
+that ``LaunchConfig.is_compiled`` accepts (tests/test_tune.py checks this
+against the build's own kernels). A variant runs through
+``main.run_with_config`` (kernel.cu's ``gdn_decode_config``).
+
+A GPU's table is the C++ header ``launch_table.<device slug>.cuh`` in the
+solution folder, one ``GDN_V4_GPU("<device name>", X(...) ...)`` entry after
+``// key: value`` provenance lines; ``launch_tables.cuh`` includes every such
+file (C++ cannot list a folder), and kernel.cu includes that index both to
+choose a GPU's table at run time and to compile the variants the tables name.
+The tune writes the header and adds its line to the index.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
+from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
 from harness.judge.solutions import load_meta, load_solution
 from harness.paths import SOLUTIONS_DIR
+from tools.tune.table_files import PROVENANCE_FIELDS, table_stem
 
-#: cuda-v4's kernel.cu compiles only its launch table's variants unless this macro is defined.
+#: cuda-v4's kernel.cu compiles only its launch tables' (and default model's) variants unless this macro is defined.
 ALL_VARIANTS = "GDN_V4_ALL_VARIANTS"
-#: one entry of kernel.cu's GDN_V4_LAUNCH_TABLE: X(largest batch, rows, CachePolicy, lanes, warps)
+#: The header that includes every GPU's table file.
+INDEX = "launch_tables.cuh"
+#: one entry of a table: X(largest batch, rows, CachePolicy, lanes, warps)
 _TABLE_ENTRY = re.compile(r"X\((\w+), (\d+), k(\w+), (\d+), (\d+)\)")
+_GPU = re.compile(r'^GDN_V4_GPU\("([^"]+)",', re.MULTILINE)
+_INCLUDE = re.compile(r'^#include "([^"]+)"', re.MULTILINE)
 #: kernel.cu's CachePolicy enumerators, by cache policy name
 _ENUMERATORS = {"stream": "Stream", "nc": "Nc", "plain": "Plain", "noalloc": "NoAlloc"}
+
+
+def table_file_name(device: str) -> str:
+    """``launch_table.<device slug>.cuh``: the file of a GPU's table."""
+    return f"launch_table.{table_stem(device)}.cuh"
+
+
+def read_table_header(text: str) -> tuple[str, list[list], dict]:
+    """``(device name, [[largest batch | None, (rows, policy, lanes, warps)]], provenance)`` of a
+    table header (the last entry, ``INT64_MAX``, as None).
+
+    Raises:
+        ValueError: no ``GDN_V4_GPU`` entry, or a table whose last entry does not cover every batch.
+    """
+    gpu = _GPU.search(text)
+    if gpu is None:
+        raise ValueError('no GDN_V4_GPU("<device name>", ...) entry')
+    names = {enumerator: name for name, enumerator in _ENUMERATORS.items()}
+    table = [[None if limit == "INT64_MAX" else int(limit), (int(rows), names[policy], int(lanes), int(warps))]
+             for limit, rows, policy, lanes, warps in _TABLE_ENTRY.findall(text[gpu.end():])]
+    if not table or table[-1][0] is not None:
+        raise ValueError(f"the table of {gpu.group(1)} must end with INT64_MAX (every batch)")
+    origin = dict(re.findall(rf"^// ({'|'.join(PROVENANCE_FIELDS)}): (.*)$", text, re.MULTILINE))
+    return gpu.group(1), table, origin
+
+
+def _table_headers(folder: Path) -> list[tuple[str, list[list], dict]]:
+    """:func:`read_table_header` of every file the index (``launch_tables.cuh``) includes."""
+    return [read_table_header((Path(folder) / name).read_text())
+            for name in indexed_files((Path(folder) / INDEX).read_text())]
+
+
+def gpu_tables(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, list[list]]:
+    """Device name -> table, of every file the index includes."""
+    return {device: table for device, table, _ in _table_headers(folder)}
+
+
+def gpu_table_origins(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, dict]:
+    """Device name -> provenance (``// key: value`` lines) of every file the index includes."""
+    return {device: origin for device, _, origin in _table_headers(folder)}
+
+
+def indexed_files(index: str) -> list[str]:
+    """The files an index includes, in order."""
+    return _INCLUDE.findall(index)
+
+
+def with_file(index: str, name: str) -> str:
+    """``index`` with an ``#include`` of ``name`` at its end, unless it has one."""
+    return index if name in indexed_files(index) else index.rstrip("\n") + f'\n#include "{name}"\n'
+
+
+def table_entries(table: list[list]) -> str:
+    """``[[largest batch | None, (rows, policy, lanes, warps)]]`` as X(...) lines (:func:`read_table_header` reads them)."""
+    return "\n".join(f"  X({'INT64_MAX' if limit is None else limit}, {rows}, k{_ENUMERATORS[policy]}, {lanes}, {warps})"
+                     for limit, (rows, policy, lanes, warps) in table)
+
+
+def table_header(origin: dict, table: list[list]) -> str:
+    """The text of a GPU's table header: provenance (:func:`tools.tune.table_files.provenance`), then the entry."""
+    lines = ["// cuda-v4's launch table on one GPU (included by launch_tables.cuh; no include guard)."]
+    lines += [f"// {field}: {origin[field]}" for field in PROVENANCE_FIELDS]
+    lines += ["// X(largest batch, rows per warp, cache policy, lanes per row, warps per block); the first entry",
+              "// whose limit is >= batch wins, the last (INT64_MAX) covers every batch.",
+              f'GDN_V4_GPU("{origin["device"]}",', table_entries(table) + ")"]
+    return "\n".join(lines) + "\n"
 
 
 def config_name(config) -> str:
@@ -40,42 +117,17 @@ def config_name(config) -> str:
     return name if config.warps_per_block == 8 else f"{name}/w{config.warps_per_block}"
 
 
-def kernel_table(source: str) -> list[list]:
-    """kernel.cu's ``GDN_V4_LAUNCH_TABLE`` as ``[[largest batch | None, (rows, policy, lanes, warps)]]``
-    (the last entry, ``INT64_MAX``, as None).
-
-    Raises:
-        ValueError: no table, or one whose last entry does not cover every batch.
-    """
-    start = source.find("#define GDN_V4_LAUNCH_TABLE(X)")
-    if start < 0:
-        raise ValueError("kernel.cu defines no GDN_V4_LAUNCH_TABLE")
-    body = source[start:source.index("\n\n", start)]
-    names = {enumerator: name for name, enumerator in _ENUMERATORS.items()}
-    table = [[None if limit == "INT64_MAX" else int(limit), (int(rows), names[policy], int(lanes), int(warps))]
-             for limit, rows, policy, lanes, warps in _TABLE_ENTRY.findall(body)]
-    if not table or table[-1][0] is not None:
-        raise ValueError("GDN_V4_LAUNCH_TABLE's last entry must be INT64_MAX (every batch)")
-    return table
-
-
-def table_macro(table: list[list]) -> str:
-    """``[[largest batch | None, (rows, policy, lanes, warps)]]`` as kernel.cu's
-    ``GDN_V4_LAUNCH_TABLE``, to paste (:func:`kernel_table` reads it back)."""
-    entries = [f"  X({'INT64_MAX' if limit is None else limit}, {rows}, k{_ENUMERATORS[policy]}, {lanes}, {warps})"
-               for limit, (rows, policy, lanes, warps) in table]
-    return "#define GDN_V4_LAUNCH_TABLE(X) \\\n" + " \\\n".join(entries)
-
-
 class CudaV4:
     """The :class:`tools.tune.protocol.Adapter` of cuda-v4."""
 
     name = "cuda-v4"
     baselines = ("cuda-v1",)  # its predecessor, as the earlier tunes recorded it
 
-    def __init__(self, solution: ModuleType | None = None):
-        """``solution``: its entry module, already loaded (tests); else :meth:`load` builds it."""
+    def __init__(self, solution: ModuleType | None = None, source_dir: Path | None = None):
+        """``solution``: its entry module, already loaded (tests); else :meth:`load` builds it.
+        ``source_dir``: the folder its table files are written to (default ``solutions/cuda-v4``)."""
         self.solution = solution
+        self.source_dir = Path(source_dir) if source_dir else SOLUTIONS_DIR / self.name
 
     def load(self) -> None:
         """Build kernel.cu with every variant (the harness's builder, cached) and load it."""
@@ -104,10 +156,29 @@ class CudaV4:
         return self.solution.run(inputs)
 
     def in_use(self, inputs: dict) -> str:
-        """The launch table's variant for B, read from the build."""
+        """The variant ``run`` launches for B on this GPU (its table or the default model), read from the build."""
         return config_name(self.solution.launch_config(inputs["q"].shape[0]))
 
+    def gpu_tables(self) -> dict[str, dict[str, list[list]]]:
+        """The table headers' tables by config name (fp32 only)."""
+        v4 = self.solution
+        return {device: {"float32": [[limit, config_name(v4.LaunchConfig(*config))] for limit, config in table]}
+                for device, table in gpu_tables(self.source_dir).items()}
+
+    def model_config_name(self, batch: int, state_dtype: str, bandwidth: float) -> str:
+        """The build's default-model choice (asked for a device name no table has: "")."""
+        return config_name(self.solution.launch_config_for("", bandwidth, batch))
+
+    def _entries(self, table: list[list]) -> list[list]:
+        configs = self.configs("float32")
+        return [[limit, tuple(configs[name])] for limit, name in table]
+
     def format_table(self, table: list[list], state_dtype: str) -> str:
-        """``table`` as kernel.cu's ``GDN_V4_LAUNCH_TABLE`` macro."""
-        configs = self.configs(state_dtype)
-        return table_macro([[limit, tuple(configs[name])] for limit, name in table])
+        """``table`` as the X(...) lines of its table header."""
+        return table_entries(self._entries(table))
+
+    def table_files(self, tables: dict[str, list[list]], origin: dict) -> dict[str, str]:
+        """``launch_table.<device slug>.cuh`` and the index with its ``#include``."""
+        name = table_file_name(origin["device"])
+        index = (self.source_dir / INDEX).read_text()
+        return {name: table_header(origin, self._entries(tables["float32"])), INDEX: with_file(index, name)}

@@ -4,18 +4,21 @@ Search space: ``gdn_cute_build.valid_configs`` for the definition's shape and
 each state dtype (tile height, rows per stage, load path and its register
 rows, cache policy, parts per lane). A config is compiled through the
 solution's launch-table override (``main.kernel_key(inputs, config)``, then
-``gdn_cute_build.compile_kernel``) and called with ``main.launch``. The table
-is ``gdn_cute_build.LAUNCH_TABLE[torch.<dtype>]``.
+``gdn_cute_build.compile_kernel``) and called with ``main.launch``. A GPU's
+tables (one per state dtype) are its file ``launch_tables/<device slug>.json``
+in the solution folder (``gdn_cute_build.LAUNCH_TABLES``), which the tune writes.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 from harness.data.definition import TORCH_DTYPES
 from harness.judge.solutions import load_meta
 from harness.paths import SOLUTIONS_DIR
 from tools.tune.protocol import LoadedByTheHarness
+from tools.tune.table_files import json_entries, json_table_file
 from tools.tuning import HEAD_K, HEAD_V
 
 
@@ -51,8 +54,22 @@ class CuteDslBf16(LoadedByTheHarness):
         """The name of the config ``run`` compiles for these inputs (the launch table's)."""
         return self.solution.kernel_key(inputs).config.name
 
+    def gpu_tables(self) -> dict[str, dict[str, list[list]]]:
+        """``gdn_cute_build.LAUNCH_TABLES`` by config name."""
+        names = {dtype: name for name, dtype in TORCH_DTYPES.items()}
+        return {device: {names[dtype]: [[limit, config.name] for limit, config in table]
+                         for dtype, table in tables.items()}
+                for device, tables in self.solution.build.LAUNCH_TABLES.items()}
+
+    def model_config_name(self, batch: int, state_dtype: str, bandwidth: float) -> str:
+        """``gdn_cute_build.model_config``'s name."""
+        return self.solution.build.model_config(batch, TORCH_DTYPES[state_dtype], bandwidth).name
+
     def format_table(self, table: list[list], state_dtype: str) -> str:
-        """``table`` as the ``LAUNCH_TABLE`` dict's entry for this state dtype."""
-        configs = self.configs(state_dtype)
-        entries = "".join(f"    ({limit}, {configs[name]!r}),\n" for limit, name in table)
-        return f"LAUNCH_TABLE[torch.{state_dtype}] = (\n{entries})"
+        """``table`` as its table file's entries for this state dtype (JSON)."""
+        return json.dumps(json_entries(table, self.configs(state_dtype)))
+
+    def table_files(self, tables: dict[str, list[list]], origin: dict) -> dict[str, str]:
+        """``launch_tables/<device slug>.json``, one table per state dtype tuned."""
+        entries = {dtype: json_entries(table, self.configs(dtype)) for dtype, table in tables.items()}
+        return dict([json_table_file(self.name, origin, entries)])

@@ -3,15 +3,18 @@
 Search space: every ``configs.LaunchConfig(bv, num_warps)`` of
 :data:`BV_CHOICES` x :data:`WARP_CHOICES` that the solution's own
 ``configs.is_valid`` accepts; a config runs through ``main.run_with_config``.
-The table is ``configs.LAUNCH_TABLE``.
+A GPU's table is its file ``launch_tables/<device slug>.json`` in the solution
+folder (``configs.LAUNCH_TABLES``), which the tune writes.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Callable
 
 from tools.tune.protocol import LoadedByTheHarness
+from tools.tune.table_files import json_entries, json_table_file
 
 BV_CHOICES = (4, 8, 16, 32, 64, 128)
 WARP_CHOICES = (1, 2, 4, 8)
@@ -47,11 +50,24 @@ class FlaRecurrent(LoadedByTheHarness):
         return self.solution.run(inputs)
 
     def in_use(self, inputs: dict) -> str:
-        """``configs.pick(B)``'s name."""
-        return config_name(self.solution.configs.pick(inputs["q"].shape[0]))
+        """The name of ``configs.pick(B, device)``: the device's table, else the default model."""
+        q = inputs["q"]
+        return config_name(self.solution.configs.pick(q.shape[0], q.device))
+
+    def gpu_tables(self) -> dict[str, dict[str, list[list]]]:
+        """``configs.LAUNCH_TABLES`` by config name (fp32 only)."""
+        return {device: {"float32": [[limit, config_name(cfg)] for limit, cfg in table]}
+                for device, table in self.solution.configs.LAUNCH_TABLES.items()}
+
+    def model_config_name(self, batch: int, state_dtype: str, bandwidth: float) -> str:
+        """``configs.model_config``'s name."""
+        return config_name(self.solution.configs.model_config(batch, bandwidth))
 
     def format_table(self, table: list[list], state_dtype: str) -> str:
-        """``table`` as ``configs.LAUNCH_TABLE``'s assignment."""
-        configs = self.configs(state_dtype)
-        entries = "".join(f"    ({limit}, {configs[name]!r}),\n" for limit, name in table)
-        return f"LAUNCH_TABLE: tuple[tuple[int | None, LaunchConfig], ...] = (\n{entries})"
+        """``table`` as its table file's entries (JSON)."""
+        return json.dumps(json_entries(table, self.configs(state_dtype)))
+
+    def table_files(self, tables: dict[str, list[list]], origin: dict) -> dict[str, str]:
+        """``launch_tables/<device slug>.json``."""
+        entries = {dtype: json_entries(table, self.configs(dtype)) for dtype, table in tables.items()}
+        return dict([json_table_file(self.name, origin, entries)])

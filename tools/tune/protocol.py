@@ -10,6 +10,7 @@ config per batch size and the report.
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import ModuleType
 from typing import Callable, Protocol
 
@@ -22,12 +23,14 @@ class Adapter(Protocol):
 
     Attributes:
         name: the solution's folder under ``solutions/`` (``--algo`` name).
+        source_dir: the folder :meth:`table_files` are written to (``solutions/<name>``).
         baselines: other solutions timed beside it at every batch size, besides
             the ones every tune times (:data:`tools.tune.driver.COMMON_BASELINES`).
     """
 
     name: str
     baselines: tuple[str, ...]
+    source_dir: Path
 
     def load(self) -> None:
         """Import (and build) the solution through the harness's loader, once.
@@ -58,7 +61,20 @@ class Adapter(Protocol):
         """Name of the config ``run`` picks for these inputs (its table in use)."""
 
     def format_table(self, table: list[list], state_dtype: str) -> str:
-        """``[[largest batch | None, config name]]`` in the solution's own form, to paste."""
+        """``[[largest batch | None, config name]]`` in the form its table file holds it."""
+
+    def gpu_tables(self) -> dict[str, dict[str, list[list]]]:
+        """Every GPU's tables the solution holds: device name -> state dtype -> ``[[largest batch |
+        None, config name]]``."""
+
+    def model_config_name(self, batch: int, state_dtype: str, bandwidth: float) -> str:
+        """Name of the default model's config for ``batch`` on a GPU without a table, of
+        ``bandwidth`` bytes/s (docs/tuning.md)."""
+
+    def table_files(self, tables: dict[str, list[list]], origin: dict) -> dict[str, str]:
+        """The files that hold this GPU's tables (state dtype -> ``[[largest batch | None, config
+        name]]``; ``origin``: :func:`tools.tune.table_files.provenance`), as path relative to the
+        solution folder -> new text: the GPU's table file, and any file that must name it."""
 
 
 class LoadedByTheHarness:
@@ -66,9 +82,11 @@ class LoadedByTheHarness:
 
     name: str
 
-    def __init__(self, solution: ModuleType | None = None):
-        """``solution``: its entry module, already loaded (tests); else :meth:`load` loads it."""
+    def __init__(self, solution: ModuleType | None = None, source_dir: Path | None = None):
+        """``solution``: its entry module, already loaded (tests); else :meth:`load` loads it.
+        ``source_dir``: the folder its table files are written to (default ``solutions/<name>``)."""
         self.solution = solution
+        self.source_dir = Path(source_dir) if source_dir else SOLUTIONS_DIR / self.name
 
     def load(self) -> None:
         """Import the solution through the harness's loader (a private copy of its folder)."""

@@ -3,8 +3,10 @@
 ``<out>/<solution>/<device slug>.json`` holds the device name exactly as the
 harness records it (:func:`harness.records.environment.hardware_name`), the
 commit, the command line, the UTC date, the timing tier and settings, the
-per-batch measurements and the chosen table, also in the solution's own form
-(``native``) to paste. A run writes into a new folder and never over a file.
+GPU's properties the default launch model reads, the per-batch measurements
+and the chosen table, also in the form the solution's table file holds it
+(``native``). A run writes into a new folder and never over a file (the table
+file it writes into the solution folder is :mod:`tools.tune.cli`'s).
 """
 
 from __future__ import annotations
@@ -50,11 +52,20 @@ def timing_record(timer) -> dict:
             "statistic": "median µs, cold L2"}
 
 
+def device_properties(device) -> dict:
+    """What the solutions' default launch model reads of a GPU (docs/tuning.md): SM count, L2
+    bytes and peak DRAM bandwidth (bytes/s: 2 x memory clock x bus width, double data rate)."""
+    props = torch.cuda.get_device_properties(device)
+    return {"sm_count": props.multi_processor_count, "l2_bytes": props.L2_cache_size,
+            "bandwidth_bytes_per_s": 2.0 * props.memory_clock_rate * 1e3 * props.memory_bus_width / 8}
+
+
 def build_report(solution: str, device, command: str, timer, only: str, dtypes: dict[str, dict]) -> dict:
     """The JSON object of one solution's tune (``dtypes``: :func:`tools.tune.driver.tune_solution`'s result)."""
     cuda = str(device).startswith("cuda") and torch.cuda.is_available()
     return {"solution": solution, "device": hardware_name(str(device)),
             "capability": list(torch.cuda.get_device_capability(device)) if cuda else None,
+            "properties": device_properties(device) if cuda else None,
             "commit": git_commit(), "command": command,
             "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "libs": libs(),
             "timing": timing_record(timer), "only": only,

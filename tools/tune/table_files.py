@@ -1,0 +1,54 @@
+"""A GPU's launch-table file in a solution folder: what ``python -m tools.tune`` writes there.
+
+Each tuned solution keeps one table file per GPU it was measured on, named by
+the device slug (:func:`harness.records.plots.slug`, as run folders are) and
+keyed inside by the exact device name the harness records
+(:func:`harness.records.environment.hardware_name`); the solution picks the
+file of the current GPU at run time (docs/tuning.md). Besides the table the
+file records where it came from (:func:`provenance`). The Python solutions'
+files are JSON, written here (:func:`json_table_file`); cuda-v4's are C++
+headers (:mod:`tools.tune.cuda_v4`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.paths import REPO_ROOT
+from harness.records.plots import slug
+
+#: The provenance fields every table file holds, in this order.
+PROVENANCE_FIELDS = ("device", "commit", "command", "date_utc", "tier", "report")
+
+
+def table_stem(device: str) -> str:
+    """``NVIDIA H100 80GB HBM3`` -> ``NVIDIA-H100-80GB-HBM3``: a table file's name without its suffix."""
+    return slug(device)
+
+
+def provenance(report: dict, report_path: Path) -> dict:
+    """The table file's record of where it came from: device name, commit, command line, UTC
+    date and timing tier of the tune (``report``, :func:`tools.tune.report.build_report`), and the
+    path of its full report (relative to the repository where it lies inside it)."""
+    path = Path(report_path).resolve()
+    shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+    return {"device": report["device"], "commit": report["commit"], "command": report["command"],
+            "date_utc": report["date_utc"], "tier": report["timing"]["tier"], "report": shown.as_posix()}
+
+
+def json_table_file(solution: str, origin: dict, tables: dict[str, list[list]]) -> tuple[str, str]:
+    """``(file name, text)`` of a Python solution's table file ``launch_tables/<device slug>.json``.
+
+    Args:
+        solution: the solution's name.
+        origin: :func:`provenance`.
+        tables: state dtype -> ``[[largest batch | None, {LaunchConfig field: value}]]``.
+    """
+    data = {"solution": solution, **{field: origin[field] for field in PROVENANCE_FIELDS}, "tables": tables}
+    return f"launch_tables/{table_stem(origin['device'])}.json", json.dumps(data, indent=2) + "\n"
+
+
+def json_entries(table: list[list], configs: dict[str, object]) -> list[list]:
+    """``[[limit, config name]]`` -> ``[[limit, {field: value}]]`` of the named NamedTuple configs."""
+    return [[limit, dict(configs[name]._asdict())] for limit, name in table]
