@@ -5,6 +5,7 @@
     modal run run_modal.py --algo cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events --gpu H100
     modal run run_modal.py --algo pt-reference --options="-n 1 --iters 50"
     modal run run_modal.py --algo all --workloads /path/to/flashinfer-trace   # uploaded to the Volume
+    modal run run_modal.py --tune --algo cuda-v4 --gpu H100 --options="--batches 1,8,64"
 
 ``--options`` passes any other run_local.py option through. Each container
 runs the same :func:`harness.judge.orchestrate.run_benchmark` as run_local.py, with
@@ -29,6 +30,14 @@ GPU containers mount it read-only, since solutions run there. A local
 ``--workloads PATH`` (and ``--options "--solutions DIR"``) is uploaded to the
 Volume under the hash of its files and the containers are given that folder.
 
+``--tune`` runs the launch-table tuner (``python -m tools.tune``, ``--options``
+then being its options) in one container of the judging function's settings
+(image, GPU type, read-only Volume: the tuner runs solution code), which returns
+the files the tune wrote (:mod:`tools.tune.remote`); this machine checks their
+paths and writes them into a new ``results/tuning/<UTC time>-modal-<gpu>/``, and
+puts the launch tables into ``solutions/<name>/launch_tables/`` only with
+``--install-tables``.
+
 Like run_local.py, a run writes only its own run folder, under
 ``results/local/`` by default (ignored by git); the leaderboard changes only
 through ``python -m harness.records.leaderboard``.
@@ -44,9 +53,10 @@ import sys
 import tempfile
 import tomllib
 from pathlib import Path
+from typing import NamedTuple
 
 from harness.volume import (READ_ONLY_MOUNT, UPLOADS_SUBDIR, VOLUME_NAME, WRITABLE_MOUNT, Upload, cache_env,
-                            container_args, dataset_upload, link_cache, solutions_upload, verify_upload)
+                            container_args, dataset_upload, solutions_upload, use_container_cache, verify_upload)
 
 try:
     import modal
@@ -63,6 +73,7 @@ IMAGE_EXTRA = "gpu"
 #: Where pip finds torch's CUDA 13 wheels.
 TORCH_INDEX = "https://download.pytorch.org/whl/cu130"
 DEFAULT_GPU = "B200"  # the contest's GPU
+DEFAULT_WORKLOADS = "contest-v1"  # what a judged run reads unless --workloads says otherwise
 TIMEOUT_S = 3 * 3600  # one solution on one set, compilation included
 #: CPU cores of the prepare container: nvcc compiles a solution's targets in parallel.
 PREPARE_CPUS = 8.0
@@ -114,12 +125,20 @@ def evaluate_in_container(algo: str, workloads: str, tiers: str = "", options: s
                           mount: str | Path = READ_ONLY_MOUNT, local_cache: Path | None = None) -> dict:
     """Body of the Modal judging function: the read-only Volume at ``mount`` seen through a
     container-local cache root (``local_cache``, a new temporary folder if None) of links
-    (:func:`harness.volume.link_cache`), so what a solution or a cache miss writes stays in the
+    (:func:`harness.volume.use_container_cache`), so what a solution or a cache miss writes stays in the
     container; then :func:`evaluate_remote`. Returns what it returns."""
-    local = Path(local_cache) if local_cache else Path(tempfile.mkdtemp(prefix="gdn-cache-"))
-    link_cache(Path(cache_env(mount)["GDN_BENCH_CACHE"]), local)
-    os.environ["GDN_BENCH_CACHE"] = str(local)  # read by harness.paths.cache_dir at each use
+    use_container_cache(mount, local_cache)
     return evaluate_remote(algo, workloads, tiers, options)
+
+
+def tune_container(argv: list[str], mount: str | Path = READ_ONLY_MOUNT, local_cache: Path | None = None) -> dict:
+    """Body of the Modal tuning function: the read-only Volume's cache seen as in
+    :func:`evaluate_in_container` (the tuner loads and builds solutions: their code runs
+    here), then :func:`tools.tune.remote.tune_in_container` on this GPU. Returns what it returns."""
+    from tools.tune.remote import tune_in_container
+
+    use_container_cache(mount, local_cache)
+    return tune_in_container(argv)
 
 
 def prepare_cache(algo: str, workloads: str, options: str = "", mount: str | Path = WRITABLE_MOUNT) -> list[str]:
@@ -294,7 +313,113 @@ def run_on_modal(evaluate, algo: str, workloads: str, tiers: str, gpu: str, opti
     return 0 if collect(outputs, names, algo, gpu, results_dir, workloads) else 1
 
 
+def tune_conflict(tune: bool, install_tables: bool, workloads: str, tiers: str) -> str | None:
+    """Why these entry-point arguments do not go together (one line), or None."""
+    if install_tables and not tune:
+        return "--install-tables goes with --tune (it installs the launch tables a tune returns)"
+    if tune and (workloads or tiers):
+        given = " and ".join(f"--{name}" for name, value in (("workloads", workloads), ("tiers", tiers)) if value)
+        return (f"{given} judge a run; --tune times on the tuner's own inputs (tools/tune/inputs.py): "
+                "pass tuner options with --options=\"--batches 1,2,4 --iters 100\"")
+    return None
+
+
+def tune_on_modal(function, algo: str, gpu: str, options: str, tuning_dir: Path | None = None,
+                  install_tables: bool = False, solutions_dir: Path | None = None, now=None) -> int:
+    """``modal run run_modal.py --tune``: check the tuner's arguments here (before paying
+    for a GPU), run the tune in one container on ``gpu`` (``function``: the Modal tuning
+    function), write what it returns into a new ``<tuning_dir>/<UTC>-modal-<gpu>/`` (default
+    ``results/tuning/``) and, with ``install_tables``, its launch tables into ``solutions_dir``
+    (default ``solutions/``): :func:`tools.tune.remote.write_tuning`.
+
+    Returns:
+        0; 2 after a message for bad arguments; 1 when the container failed, returned
+        nothing, or returned a path outside the expected folders (nothing written then).
+    """
+    from harness.paths import SOLUTIONS_DIR
+    from harness.records.environment import git_commit
+    from tools.tune.remote import tuned_names, tuner_argv, write_tuning
+    from tools.tune.report import TUNING_DIR
+
+    try:
+        argv = tuner_argv(algo, options)
+    except ValueError as exc:  # a message, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"tuning on {gpu}: python -m tools.tune {shlex.join(argv)}")
+    try:
+        output = (function if gpu == DEFAULT_GPU else function.with_options(gpu=gpu)).remote(argv)
+    except Exception as exc:  # Modal's own, or the container's re-raised here: one line, not a traceback
+        print(f"error: the tuning container failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    if not isinstance(output, dict) or not (output.get("reports") or output.get("tables")):
+        output = output if isinstance(output, dict) else {}
+        print(f"error: the tune returned no file (exit status {output.get('code')}; its log is above)"
+              + (f"\n{output['error']}" if output.get("error") else ""), file=sys.stderr)
+        return 1
+    record = {"gpu": gpu, "tuner_argv": argv, "local_git_commit": git_commit(),
+              "command": shlex.join(["modal", "run", "run_modal.py", "--tune", "--algo", algo, "--gpu", gpu]
+                                    + ([f"--options={options}"] if options else [])
+                                    + (["--install-tables"] if install_tables else []))}
+    try:
+        folder, written = write_tuning(output, tuned_names(argv), tuning_dir or TUNING_DIR, gpu, record,
+                                       install_tables, solutions_dir or SOLUTIONS_DIR, now)
+    except ValueError as exc:  # paths from a container that ran solution code: nothing written
+        print(f"error: refused the tune's files: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(f"wrote {path}")
+    print(f"tuning results: {folder}" + ("" if install_tables or not output["tables"] else
+                                         " (launch tables kept there; --install-tables puts them into solutions/)"))
+    if output.get("error") or output.get("code"):
+        print(f"error: the tune stopped with status {output.get('code')}: {output.get('error') or 'see its log above'}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
 # ------------------------------------------------------------- Modal app
+
+
+def gpu_function_settings(image, volume) -> dict:
+    """``app.function`` settings of the functions where solutions run, the judging and the tuning
+    one alike (a tune runs where a judge would): the image, :data:`DEFAULT_GPU`, the Volume
+    read-only, no access to other Modal objects (a solution could otherwise write the Volume
+    through Modal's API), and results returned without pickle (CBOR), so that what a container
+    running solution code returns cannot run code on this machine when it is read."""
+    return {"image": image, "gpu": DEFAULT_GPU, "timeout": TIMEOUT_S, "restrict_modal_access": True,
+            "_experimental_restrict_output": True,
+            "volumes": {READ_ONLY_MOUNT: volume.with_mount_options(read_only=True)}}
+
+
+class ModalObjects(NamedTuple):
+    """The app's functions and Volume, as :func:`entry` uses them (tests pass stand-ins)."""
+
+    evaluate: object
+    prepare: object
+    tune: object
+    volume: object
+
+
+def entry(objects: ModalObjects, algo: str = "", workloads: str = "", tiers: str = "", gpu: str = DEFAULT_GPU,
+          options: str = "", results: str = "", tune: bool = False, install_tables: bool = False) -> int:
+    """The local entry point's work (``modal run run_modal.py [...]``), its exit code: a tune
+    (``--tune``: :func:`tune_on_modal`, into ``<results>/tuning/``, default ``results/tuning/``)
+    or a judged run (:func:`run_on_modal`; ``--algo`` default all, ``--workloads`` default
+    :data:`DEFAULT_WORKLOADS`, into ``<results>/runs/``, default ``results/local/runs/``).
+    2 after a message for arguments that do not go together (:func:`tune_conflict`)."""
+    from harness.paths import LOCAL_RESULTS_DIR
+
+    problem = tune_conflict(tune, install_tables, workloads, tiers)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if tune:
+        return tune_on_modal(objects.tune, algo, gpu, options, Path(results) / "tuning" if results else None,
+                             install_tables)
+    return run_on_modal(objects.evaluate, algo or "all", workloads or DEFAULT_WORKLOADS, tiers, gpu, options,
+                        Path(results) if results else LOCAL_RESULTS_DIR, prepare=objects.prepare,
+                        volume=objects.volume)
 
 
 def credentials_problem() -> str | None:
@@ -315,7 +440,8 @@ def credentials_problem() -> str | None:
 
 
 def build_image():
-    """CUDA devel image + pyproject's dependencies + this repository's code.
+    """CUDA devel image + pyproject's dependencies + this repository's code (the harness,
+    the solutions, the workload sets and the tuner).
     The code is added last and mounted at start-up, so editing a solution does
     not rebuild the image; it lands under /root as in the repository, so
     harness.paths finds solutions/ and workloads/ there."""
@@ -326,7 +452,7 @@ def build_image():
             .add_local_file(REPO_ROOT / "pyproject.toml", "/root/pyproject.toml")
             .add_local_dir(REPO_ROOT / "workloads", "/root/workloads")
             .add_local_dir(REPO_ROOT / "solutions", "/root/solutions", ignore=["**/__pycache__", "**/*.pyc"])
-            .add_local_python_source("harness"))
+            .add_local_python_source("harness", "tools"))  # tools: the tuner (--tune)
 
 
 def _under_modal_cli() -> bool:
@@ -345,12 +471,15 @@ if modal is not None:
     image = build_image()
     volume = modal.Volume.from_name(VOLUME_NAME, create_if_missing=True)
 
-    # Solutions run here: the Volume is read-only, and the container may not reach other Modal
-    # objects (a solution could otherwise write the Volume through Modal's API).
-    @app.function(image=image, gpu=DEFAULT_GPU, timeout=TIMEOUT_S, restrict_modal_access=True,
-                  volumes={READ_ONLY_MOUNT: volume.with_mount_options(read_only=True)})
+    gpu_function = app.function(**gpu_function_settings(image, volume))
+
+    @gpu_function
     def evaluate(algo: str, workloads: str, tiers: str, options: str) -> dict:
         return evaluate_in_container(algo, workloads, tiers, options)
+
+    @gpu_function
+    def tune_gpu(argv: list[str]) -> dict:
+        return tune_container(argv)
 
     # No solution code runs here: it alone writes the Volume's cache.
     @app.function(image=image, cpu=PREPARE_CPUS, timeout=PREPARE_TIMEOUT_S, volumes={WRITABLE_MOUNT: volume})
@@ -361,12 +490,10 @@ if modal is not None:
             volume.commit()  # what was cached before a failure stays for the next run
 
     @app.local_entrypoint()
-    def main(algo: str = "all", workloads: str = "contest-v1", tiers: str = "", gpu: str = DEFAULT_GPU,
-             options: str = "", results: str = ""):
-        from harness.paths import LOCAL_RESULTS_DIR
-
-        code = run_on_modal(evaluate, algo, workloads, tiers, gpu, options,
-                            Path(results) if results else LOCAL_RESULTS_DIR, prepare=prepare, volume=volume)
+    def main(algo: str = "", workloads: str = "", tiers: str = "", gpu: str = DEFAULT_GPU, options: str = "",
+             results: str = "", tune: bool = False, install_tables: bool = False):
+        code = entry(ModalObjects(evaluate, prepare, tune_gpu, volume), algo, workloads, tiers, gpu, options,
+                     results, tune, install_tables)
         if code:
             raise SystemExit(code)
 
@@ -378,7 +505,9 @@ def standalone_main() -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 1
     print("start it with Modal's CLI: modal run run_modal.py [--algo NAME|all] [--workloads SET] "
-          "[--tiers cupti,events,sync] [--gpu B200] [--options='...run_local.py options...']", file=sys.stderr)
+          "[--tiers cupti,events,sync] [--gpu B200] [--options='...run_local.py options...']\n"
+          "or tune launch tables: modal run run_modal.py --tune --algo NAME[,NAME]|all [--gpu B200] "
+          "[--options='--batches 1,2,4 --iters 100'] [--install-tables]", file=sys.stderr)
     return 2
 
 

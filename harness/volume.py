@@ -79,6 +79,20 @@ def link_cache(volume_cache: Path, local_cache: Path) -> int:
     return links
 
 
+def use_container_cache(mount: str | Path, local_cache: Path | None = None) -> Path:
+    """Point this process's cache root (``$GDN_BENCH_CACHE``, read by
+    :func:`harness.paths.cache_dir` at each use) at ``local_cache`` (a new temporary
+    folder if None), a tree of links to the cache of the read-only Volume mounted at
+    ``mount`` (:func:`link_cache`): what the container's code writes stays in the
+    container. The one set-up of every container where solutions run. Returns the folder."""
+    import tempfile
+
+    local = Path(local_cache) if local_cache else Path(tempfile.mkdtemp(prefix="gdn-cache-"))
+    link_cache(Path(cache_env(mount)["GDN_BENCH_CACHE"]), local)
+    os.environ["GDN_BENCH_CACHE"] = str(local)
+    return local
+
+
 def content_key(files: dict[str, bytes | Path]) -> str:
     """SHA-256 (16 hex digits) of ``{relative POSIX path: content or local file}``: names and contents."""
     digest = hashlib.sha256()

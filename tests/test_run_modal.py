@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
+import os
 import re
 import shlex
+import shutil
 import sys
 import tomllib
 from pathlib import Path
@@ -16,6 +19,7 @@ import pandas as pd
 import pytest
 from conftest import write_small_dataset
 from test_leaderboard import make_floor, make_trace
+from test_tune import FakeTimer, tiny_fla  # noqa: F401  (tiny_fla: a fixture, used by name)
 
 from harness.records.store import load_run
 
@@ -348,7 +352,6 @@ def test_a_local_dataset_and_solutions_folder_travel_to_the_containers(run_modal
     """run_on_modal end to end, with the Volume a local folder: the uploads, the prepare
     container (cache root in the Volume) and a judging container (the Volume read-only) run
     here, on the CPU, as Modal would call them."""
-    import shutil
 
     from harness.judge import solutions as judge_solutions
     from harness.judge.build import cache_root
@@ -436,8 +439,255 @@ def test_the_modal_app_defines_its_volume_without_the_cloud(monkeypatch):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.volume.name == "gdn-decode-bench-cache"
-    judging, preparing = module.evaluate._spec_, module.prepare._spec_
+    judging, preparing, tuning = module.evaluate._spec_, module.prepare._spec_, module.tune_gpu._spec_
     assert list(judging.volumes) == ["/cache-ro"] and list(preparing.volumes) == ["/cache"]
+    assert list(tuning.volumes) == ["/cache-ro"]
     assert judging.volumes["/cache-ro"]._mount_options.read_only  # solutions run there
+    assert tuning.volumes["/cache-ro"]._mount_options.read_only  # and in the tuner
     assert not getattr(preparing.volumes["/cache"], "_read_only", False)
-    assert judging.gpus and not preparing.gpus
+    assert judging.gpus and tuning.gpus == judging.gpus and not preparing.gpus
+
+
+# ------------------------------------------------------------------ --tune (issue #18)
+
+
+class FakeTune:
+    """Stands in for the Modal tuning function: ``.remote(argv)`` runs ``body(argv)`` here."""
+
+    def __init__(self, body):
+        self.body, self.calls, self.gpu = body, [], None
+
+    def with_options(self, gpu):
+        self.gpu = gpu
+        return self
+
+    def remote(self, argv):
+        self.calls.append(argv)
+        return self.body(argv)
+
+
+@pytest.mark.usefixtures("tiny_fla")
+def test_a_modal_tune_runs_the_tuner_and_writes_its_reports_into_a_new_local_folder(run_modal, tmp_path, capsys):
+    """The container body runs the real tuner (fla-recurrent under the Triton interpreter, a
+    fake timer); the local side writes what came back into a new folder, then a second
+    folder for a second tune of the same second."""
+    from datetime import datetime, timezone
+
+    from harness.records.environment import hardware_name
+    from harness.records.plots import slug
+    from tools.tune.remote import tune_in_container
+
+    solutions = tmp_path / "solutions"
+    body = FakeTune(lambda argv: tune_in_container(argv, solutions_dir=solutions, timer=FakeTimer(), device="cpu"))
+    now = datetime(2026, 11, 24, 10, 15, 0, tzinfo=timezone.utc)
+    tuning = tmp_path / "tuning"
+    assert run_modal.tune_on_modal(body, "fla-recurrent", "H100", "--batches 1", tuning, now=now) == 0
+    assert body.gpu == "H100" and body.calls == [["--algo", "fla-recurrent", "--batches", "1"]]
+    folder = tuning / "20261124T101500Z-modal-H100"
+    report = json.loads((folder / "fla-recurrent" / f"{slug(hardware_name('cpu'))}.json").read_text())
+    assert report["solution"] == "fla-recurrent"
+    assert [row["batch"] for row in report["state_dtypes"]["float32"]["batches"]] == [1]
+    record = json.loads((folder / "modal.json").read_text())
+    assert record["gpu"] == "H100" and record["exit_code"] == 0 and record["tables"] == [] and record["installed"] == []
+    assert record["tuner_argv"] == ["--algo", "fla-recurrent", "--batches", "1"]
+    out = capsys.readouterr().out
+    assert f"tuning results: {folder}" in out
+    assert not solutions.exists()  # no table: nothing installed anywhere
+
+    assert run_modal.tune_on_modal(body, "fla-recurrent", "H100", "--batches 1", tuning, now=now) == 0
+    assert sorted(p.name for p in tuning.iterdir()) == ["20261124T101500Z-modal-H100", "20261124T101500Z-modal-H100-2"]
+    assert json.loads((folder / "modal.json").read_text()) == record  # the first folder is untouched
+
+
+def fake_tuner_writing_tables(monkeypatch, solutions: Path):
+    """``tools.tune.cli.main`` replaced by one that writes a report under ``--out`` and, as a tuner
+    that keeps per-GPU tables does, a new table and a changed one in ``solutions``."""
+    from tools.tune import cli
+
+    def main(argv, timer=None, device=None):
+        out = Path(argv[argv.index("--out") + 1])
+        (out / "fla-recurrent").mkdir(parents=True)
+        (out / "fla-recurrent" / "GPU.json").write_text('{"solution": "fla-recurrent"}')
+        (solutions / "fla-recurrent" / "launch_tables" / "GPU.toml").write_text("new table")
+        (solutions / "fla-recurrent" / "launch_tables" / "OLD-GPU.toml").write_text("changed")
+        return 0
+
+    monkeypatch.setattr(cli, "main", main)
+
+
+def solutions_with_tables(root: Path) -> Path:
+    """A solutions folder: fla-recurrent with two tables, cuda-v4 with one (left alone by the fake tune)."""
+    for name, content in (("fla-recurrent/launch_tables/OLD-GPU.toml", "old"),
+                          ("fla-recurrent/launch_tables/SAME-GPU.toml", "same"),
+                          ("fla-recurrent/kernel.py", "code"), ("cuda-v4/launch_tables/X.toml", "x")):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(content)
+    return root
+
+
+def test_the_container_returns_its_reports_and_the_new_or_changed_tables(monkeypatch, tmp_path):
+    from tools.tune.remote import tune_in_container
+
+    solutions = solutions_with_tables(tmp_path / "solutions")
+    fake_tuner_writing_tables(monkeypatch, solutions)
+    output = tune_in_container(["--algo", "fla-recurrent"], out_dir=tmp_path / "out", solutions_dir=solutions,
+                               device="cpu")
+    assert output["code"] == 0 and output["error"] == "" and output["device"].startswith("CPU")
+    assert output["reports"] == {"fla-recurrent/GPU.json": b'{"solution": "fla-recurrent"}'}
+    assert output["tables"] == {"solutions/fla-recurrent/launch_tables/GPU.toml": b"new table",
+                                "solutions/fla-recurrent/launch_tables/OLD-GPU.toml": b"changed"}
+
+
+def test_a_tune_that_crashes_still_returns_what_it_wrote(monkeypatch, tmp_path):
+    from tools.tune import cli
+    from tools.tune.remote import tune_in_container
+
+    def main(argv, timer=None, device=None):
+        out = Path(argv[argv.index("--out") + 1])
+        (out / "fla-recurrent").mkdir(parents=True)
+        (out / "fla-recurrent" / "GPU.json").write_text("{}")
+        raise RuntimeError("cuda-v4 crashed")
+
+    monkeypatch.setattr(cli, "main", main)
+    output = tune_in_container(["--algo", "all"], out_dir=tmp_path / "out", solutions_dir=tmp_path, device="cpu")
+    assert output["code"] == 1 and "RuntimeError: cuda-v4 crashed" in output["error"]
+    assert list(output["reports"]) == ["fla-recurrent/GPU.json"]
+
+
+def test_tables_reach_the_solution_folders_only_with_install_tables(run_modal, monkeypatch, tmp_path, capsys):
+    from tools.tune.remote import tune_in_container
+
+    remote = solutions_with_tables(tmp_path / "container-solutions")
+    fake_tuner_writing_tables(monkeypatch, remote)
+    body = FakeTune(lambda argv: tune_in_container(argv, solutions_dir=remote, device="cpu"))
+    local = solutions_with_tables(tmp_path / "solutions")
+    before = tree(local)
+
+    assert run_modal.tune_on_modal(body, "fla-recurrent", "B200", "", tmp_path / "a", solutions_dir=local) == 0
+    assert tree(local) == before  # kept in the results folder only
+    (folder,) = (tmp_path / "a").iterdir()
+    assert (folder / "solutions/fla-recurrent/launch_tables/GPU.toml").read_text() == "new table"
+    assert "--install-tables puts them into solutions/" in capsys.readouterr().out
+
+    shutil.rmtree(remote)
+    solutions_with_tables(remote)  # a new container starts from the image's files
+    assert run_modal.tune_on_modal(body, "fla-recurrent", "B200", "", tmp_path / "b", install_tables=True,
+                                   solutions_dir=local) == 0
+    after = tree(local)
+    assert after.pop("fla-recurrent/launch_tables/GPU.toml") == b"new table"
+    assert after.pop("fla-recurrent/launch_tables/OLD-GPU.toml") == b"changed"
+    before.pop("fla-recurrent/launch_tables/OLD-GPU.toml")
+    assert after == before  # nothing else changed
+    (folder,) = (tmp_path / "b").iterdir()
+    assert json.loads((folder / "modal.json").read_text())["installed"] == [
+        str(local / "fla-recurrent/launch_tables/GPU.toml"), str(local / "fla-recurrent/launch_tables/OLD-GPU.toml")]
+
+
+@pytest.mark.parametrize("kind, name", [
+    ("reports", "/etc/passwd"), ("reports", "../fla-recurrent/x.json"), ("reports", "fla-recurrent/../../x"),
+    ("reports", "fla-recurrent"), ("reports", "./fla-recurrent/x.json"), ("reports", "fla-recurrent//x.json"),
+    ("reports", "fla-recurrent\\..\\x"), ("reports", "cuda-v4/x.json"),  # cuda-v4 was not tuned
+    ("reports", "modal.json"), ("tables", "solutions/fla-recurrent/kernel.py"),
+    ("tables", "solutions/fla-recurrent/launch_tables/../kernel.py"),
+    ("tables", "solutions/cuda-v4/launch_tables/X.toml"), ("tables", "/root/solutions/fla-recurrent/launch_tables/x"),
+    ("tables", "fla-recurrent/launch_tables/x"), ("tables", "solutions/fla-recurrent/launch_tables"),
+])
+def test_paths_from_the_container_outside_the_expected_folders_are_refused(run_modal, tmp_path, capsys, kind, name):
+    """A container that ran solution code may return anything: a path that is not a plain
+    relative one under the tuned solutions' folders stops the writing before any file."""
+    output = {"code": 0, "device": "GPU", "error": "", "reports": {"fla-recurrent/GPU.json": b"{}"}, "tables": {}}
+    output[kind][name] = b"evil"
+    local = solutions_with_tables(tmp_path / "solutions")
+    before = tree(local)
+    body = FakeTune(lambda argv: output)
+    assert run_modal.tune_on_modal(body, "fla-recurrent", "B200", "", tmp_path / "tuning", install_tables=True,
+                                   solutions_dir=local) == 1
+    assert "refused the tune's files" in capsys.readouterr().err
+    assert not (tmp_path / "tuning").exists() or not any((tmp_path / "tuning").iterdir())
+    assert tree(local) == before
+
+
+def test_a_table_is_not_installed_through_a_link(run_modal, tmp_path, capsys):
+    local = solutions_with_tables(tmp_path / "solutions")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (local / "fla-recurrent" / "launch_tables" / "GPU.toml").symlink_to(elsewhere / "target")
+    output = {"code": 0, "device": "GPU", "error": "", "reports": {},
+              "tables": {"solutions/fla-recurrent/launch_tables/GPU.toml": b"table"}}
+    assert run_modal.tune_on_modal(FakeTune(lambda argv: output), "fla-recurrent", "B200", "", tmp_path / "tuning",
+                                   install_tables=True, solutions_dir=local) == 1
+    assert "a link" in capsys.readouterr().err and not (elsewhere / "target").exists()
+    for content in ([b"not", b"bytes"], "text"):  # what is not bytes is refused too
+        output["tables"] = {"solutions/fla-recurrent/launch_tables/GPU2.toml": content}
+        assert run_modal.tune_on_modal(FakeTune(lambda argv: output), "fla-recurrent", "B200", "",
+                                       tmp_path / "tuning", solutions_dir=local) == 1
+        assert "not bytes" in capsys.readouterr().err
+
+
+def test_a_tune_that_returns_nothing_or_fails_says_so(run_modal, tmp_path, capsys):
+    def failing(argv):
+        raise RuntimeError("no GPU of that type")
+
+    assert run_modal.tune_on_modal(FakeTune(failing), "all", "B200", "", tmp_path) == 1
+    assert "the tuning container failed: RuntimeError: no GPU of that type" in capsys.readouterr().err
+    empty = {"code": 0, "device": "GPU", "error": "", "reports": {}, "tables": {}}
+    assert run_modal.tune_on_modal(FakeTune(lambda argv: empty), "all", "B200", "", tmp_path) == 1
+    assert "returned no file" in capsys.readouterr().err
+    assert run_modal.tune_on_modal(FakeTune(lambda argv: ["not", "a", "dict"]), "all", "B200", "", tmp_path) == 1
+    assert "returned no file" in capsys.readouterr().err
+    partial = dict(empty, code=1, error="Traceback ...\nRuntimeError: crashed", reports={"cuda-v4/GPU.json": b"{}"})
+    assert run_modal.tune_on_modal(FakeTune(lambda argv: partial), "all", "B200", "", tmp_path / "t") == 1
+    assert "RuntimeError: crashed" in capsys.readouterr().err
+    (folder,) = (tmp_path / "t").iterdir()
+    assert (folder / "cuda-v4" / "GPU.json").exists()  # what came back is kept
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"tune": True}, "--tune needs --algo"),
+    ({"tune": True, "algo": "pt-reference"}, "unknown solution pt-reference"),
+    ({"tune": True, "algo": "cuda-v4", "workloads": "sweep"}, "--workloads judge a run"),
+    ({"tune": True, "algo": "cuda-v4", "tiers": "events"}, "--tiers judge a run"),
+    ({"tune": True, "algo": "cuda-v4", "options": "--batches 0"}, "each >= 1"),
+    ({"tune": True, "algo": "cuda-v4", "options": "--out /tmp/x"}, "the container chooses its output folder"),
+    ({"tune": True, "algo": "cuda-v4", "options": "--ou /tmp/x"}, "the container chooses its output folder"),
+    ({"tune": True, "algo": "cuda-v4", "options": "--trials 3"}, "unrecognized arguments: --trials 3"),
+    ({"install_tables": True, "algo": "cuda-v4"}, "--install-tables goes with --tune"),
+])
+def test_bad_tune_arguments_exit_2_with_one_line_before_any_container(run_modal, tmp_path, capsys, arguments,
+                                                                     message):
+    objects = run_modal.ModalObjects(FakeFunction([]), None, FakeTune(lambda argv: pytest.fail("started")), None)
+    assert run_modal.entry(objects, results=str(tmp_path), **arguments) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert objects.evaluate.calls == [] and objects.tune.calls == []
+
+
+def test_the_entry_point_without_tune_judges_as_before(run_modal, tmp_path):
+    fake = FakeFunction([RuntimeError("no GPU")])
+    objects = run_modal.ModalObjects(fake, None, None, None)
+    assert run_modal.entry(objects, algo="pt-reference", results=str(tmp_path)) == 1
+    assert fake.calls == [("pt-reference", "contest-v1", "", "")]  # --algo all, contest-v1 unless given
+
+
+def test_the_tuning_container_reads_the_volume_through_its_own_links(run_modal, monkeypatch, tmp_path):
+    from tools.tune import remote
+
+    volume = tmp_path / "volume"
+    (volume / "gdn-bench" / "bank").mkdir(parents=True)
+    (volume / "gdn-bench" / "bank" / "t.npy").write_text("tensor")
+    monkeypatch.setenv("GDN_BENCH_CACHE", str(tmp_path / "this-machine"))
+    monkeypatch.setattr(remote, "tune_in_container",
+                        lambda argv: {"argv": argv, "cache": os.environ["GDN_BENCH_CACHE"]})
+    out = run_modal.tune_container(["--algo", "all"], mount=volume, local_cache=tmp_path / "local")
+    assert out == {"argv": ["--algo", "all"], "cache": str(tmp_path / "local")}
+    assert (tmp_path / "local" / "bank" / "t.npy").is_symlink()
+
+
+def test_the_gpu_functions_share_one_set_of_settings(run_modal):
+    class Volume:
+        def with_mount_options(self, read_only):
+            return ("read-only" if read_only else "writable", self)
+
+    settings = run_modal.gpu_function_settings("image", Volume())
+    assert settings["restrict_modal_access"] and settings["_experimental_restrict_output"]  # no pickle back
+    assert settings["volumes"]["/cache-ro"][0] == "read-only" and settings["gpu"] == "B200"
