@@ -35,7 +35,7 @@ then being its options) in one container of the judging function's settings
 (image, GPU type, read-only Volume: the tuner runs solution code), which returns
 the files the tune wrote (:mod:`tools.tune.remote`); this machine checks their
 paths and writes them into a new ``results/tuning/<UTC time>-modal-<gpu>/``, and
-puts the launch tables into ``solutions/<name>/launch_tables/`` only with
+puts the launch-table files into the solution folders only with
 ``--install-tables``.
 
 Like run_local.py, a run writes only its own run folder, under

@@ -488,11 +488,13 @@ def test_a_modal_tune_runs_the_tuner_and_writes_its_reports_into_a_new_local_fol
     assert report["solution"] == "fla-recurrent"
     assert [row["batch"] for row in report["state_dtypes"]["float32"]["batches"]] == [1]
     record = json.loads((folder / "modal.json").read_text())
-    assert record["gpu"] == "H100" and record["exit_code"] == 0 and record["tables"] == [] and record["installed"] == []
+    table = f"solutions/fla-recurrent/launch_tables/{slug(hardware_name('cpu'))}.json"  # the tuner's, in the container
+    assert record["gpu"] == "H100" and record["exit_code"] == 0 and record["tables"] == [table]
+    assert record["installed"] == [] and json.loads((folder / table).read_text())["solution"] == "fla-recurrent"
     assert record["tuner_argv"] == ["--algo", "fla-recurrent", "--batches", "1"]
     out = capsys.readouterr().out
     assert f"tuning results: {folder}" in out
-    assert not solutions.exists()  # no table: nothing installed anywhere
+    assert "--install-tables puts them into solutions/" in out  # kept in the results folder only
 
     assert run_modal.tune_on_modal(body, "fla-recurrent", "H100", "--batches 1", tuning, now=now) == 0
     assert sorted(p.name for p in tuning.iterdir()) == ["20261124T101500Z-modal-H100", "20261124T101500Z-modal-H100-2"]
@@ -508,18 +510,21 @@ def fake_tuner_writing_tables(monkeypatch, solutions: Path):
         out = Path(argv[argv.index("--out") + 1])
         (out / "fla-recurrent").mkdir(parents=True)
         (out / "fla-recurrent" / "GPU.json").write_text('{"solution": "fla-recurrent"}')
-        (solutions / "fla-recurrent" / "launch_tables" / "GPU.toml").write_text("new table")
-        (solutions / "fla-recurrent" / "launch_tables" / "OLD-GPU.toml").write_text("changed")
+        (solutions / "fla-recurrent" / "launch_tables" / "GPU.json").write_text("new table")
+        (solutions / "fla-recurrent" / "launch_tables" / "OLD-GPU.json").write_text("changed")
+        (solutions / "fla-recurrent" / "notes.txt").write_text("not a table")  # never returned
         return 0
 
     monkeypatch.setattr(cli, "main", main)
 
 
 def solutions_with_tables(root: Path) -> Path:
-    """A solutions folder: fla-recurrent with two tables, cuda-v4 with one (left alone by the fake tune)."""
-    for name, content in (("fla-recurrent/launch_tables/OLD-GPU.toml", "old"),
-                          ("fla-recurrent/launch_tables/SAME-GPU.toml", "same"),
-                          ("fla-recurrent/kernel.py", "code"), ("cuda-v4/launch_tables/X.toml", "x")):
+    """A solutions folder: fla-recurrent with two tables, cuda-v4 with one and its index (left alone by
+    the fake tune)."""
+    for name, content in (("fla-recurrent/launch_tables/OLD-GPU.json", "old"),
+                          ("fla-recurrent/launch_tables/SAME-GPU.json", "same"),
+                          ("fla-recurrent/kernel.py", "code"), ("cuda-v4/launch_table.X.cuh", "x"),
+                          ("cuda-v4/launch_tables.cuh", "#include")):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(content)
     return root
@@ -534,8 +539,8 @@ def test_the_container_returns_its_reports_and_the_new_or_changed_tables(monkeyp
                                device="cpu")
     assert output["code"] == 0 and output["error"] == "" and output["device"].startswith("CPU")
     assert output["reports"] == {"fla-recurrent/GPU.json": b'{"solution": "fla-recurrent"}'}
-    assert output["tables"] == {"solutions/fla-recurrent/launch_tables/GPU.toml": b"new table",
-                                "solutions/fla-recurrent/launch_tables/OLD-GPU.toml": b"changed"}
+    assert output["tables"] == {"solutions/fla-recurrent/launch_tables/GPU.json": b"new table",
+                                "solutions/fla-recurrent/launch_tables/OLD-GPU.json": b"changed"}
 
 
 def test_a_tune_that_crashes_still_returns_what_it_wrote(monkeypatch, tmp_path):
@@ -566,7 +571,7 @@ def test_tables_reach_the_solution_folders_only_with_install_tables(run_modal, m
     assert run_modal.tune_on_modal(body, "fla-recurrent", "B200", "", tmp_path / "a", solutions_dir=local) == 0
     assert tree(local) == before  # kept in the results folder only
     (folder,) = (tmp_path / "a").iterdir()
-    assert (folder / "solutions/fla-recurrent/launch_tables/GPU.toml").read_text() == "new table"
+    assert (folder / "solutions/fla-recurrent/launch_tables/GPU.json").read_text() == "new table"
     assert "--install-tables puts them into solutions/" in capsys.readouterr().out
 
     shutil.rmtree(remote)
@@ -574,13 +579,13 @@ def test_tables_reach_the_solution_folders_only_with_install_tables(run_modal, m
     assert run_modal.tune_on_modal(body, "fla-recurrent", "B200", "", tmp_path / "b", install_tables=True,
                                    solutions_dir=local) == 0
     after = tree(local)
-    assert after.pop("fla-recurrent/launch_tables/GPU.toml") == b"new table"
-    assert after.pop("fla-recurrent/launch_tables/OLD-GPU.toml") == b"changed"
-    before.pop("fla-recurrent/launch_tables/OLD-GPU.toml")
+    assert after.pop("fla-recurrent/launch_tables/GPU.json") == b"new table"
+    assert after.pop("fla-recurrent/launch_tables/OLD-GPU.json") == b"changed"
+    before.pop("fla-recurrent/launch_tables/OLD-GPU.json")
     assert after == before  # nothing else changed
     (folder,) = (tmp_path / "b").iterdir()
     assert json.loads((folder / "modal.json").read_text())["installed"] == [
-        str(local / "fla-recurrent/launch_tables/GPU.toml"), str(local / "fla-recurrent/launch_tables/OLD-GPU.toml")]
+        str(local / "fla-recurrent/launch_tables/GPU.json"), str(local / "fla-recurrent/launch_tables/OLD-GPU.json")]
 
 
 @pytest.mark.parametrize("kind, name", [
@@ -589,7 +594,8 @@ def test_tables_reach_the_solution_folders_only_with_install_tables(run_modal, m
     ("reports", "fla-recurrent\\..\\x"), ("reports", "cuda-v4/x.json"),  # cuda-v4 was not tuned
     ("reports", "modal.json"), ("tables", "solutions/fla-recurrent/kernel.py"),
     ("tables", "solutions/fla-recurrent/launch_tables/../kernel.py"),
-    ("tables", "solutions/cuda-v4/launch_tables/X.toml"), ("tables", "/root/solutions/fla-recurrent/launch_tables/x"),
+    ("tables", "solutions/cuda-v4/launch_table.X.cuh"), ("tables", "/root/solutions/fla-recurrent/launch_tables/x"),
+    ("tables", "solutions/fla-recurrent/launch_tables/x.toml"), ("tables", "solutions/fla-recurrent/a/launch_table.X.cuh"),
     ("tables", "fla-recurrent/launch_tables/x"), ("tables", "solutions/fla-recurrent/launch_tables"),
 ])
 def test_paths_from_the_container_outside_the_expected_folders_are_refused(run_modal, tmp_path, capsys, kind, name):
@@ -611,14 +617,14 @@ def test_a_table_is_not_installed_through_a_link(run_modal, tmp_path, capsys):
     local = solutions_with_tables(tmp_path / "solutions")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (local / "fla-recurrent" / "launch_tables" / "GPU.toml").symlink_to(elsewhere / "target")
+    (local / "fla-recurrent" / "launch_tables" / "GPU.json").symlink_to(elsewhere / "target")
     output = {"code": 0, "device": "GPU", "error": "", "reports": {},
-              "tables": {"solutions/fla-recurrent/launch_tables/GPU.toml": b"table"}}
+              "tables": {"solutions/fla-recurrent/launch_tables/GPU.json": b"table"}}
     assert run_modal.tune_on_modal(FakeTune(lambda argv: output), "fla-recurrent", "B200", "", tmp_path / "tuning",
                                    install_tables=True, solutions_dir=local) == 1
     assert "a link" in capsys.readouterr().err and not (elsewhere / "target").exists()
     for content in ([b"not", b"bytes"], "text"):  # what is not bytes is refused too
-        output["tables"] = {"solutions/fla-recurrent/launch_tables/GPU2.toml": content}
+        output["tables"] = {"solutions/fla-recurrent/launch_tables/GPU2.json": content}
         assert run_modal.tune_on_modal(FakeTune(lambda argv: output), "fla-recurrent", "B200", "",
                                        tmp_path / "tuning", solutions_dir=local) == 1
         assert "not bytes" in capsys.readouterr().err

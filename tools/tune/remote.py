@@ -2,9 +2,9 @@
 
 * The container side (:func:`tune_in_container`) runs :func:`tools.tune.cli.main`
   into a fresh output folder and returns, as plain bytes, every file the tune
-  wrote there (its reports) and every file under ``solutions/*/launch_tables/``
-  that is new or changed afterwards (:data:`TABLES_DIR`, where a tune may keep a
-  per-GPU launch table; no format is assumed: files are carried as they are).
+  wrote there (its reports) and every launch-table file of a solution that is new
+  or changed afterwards (:func:`tools.tune.table_files.table_files`; files are
+  carried as bytes, whatever their format).
 * The local side (:func:`write_tuning`) checks every returned path before
   writing anything, since they come from a container that ran solution code,
   then writes a new folder ``results/tuning/<UTC time>-modal-<gpu>/`` and, only
@@ -22,9 +22,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from harness.paths import SOLUTIONS_DIR
-
-#: Folder of a solution where a tune may leave a launch table per GPU (``solutions/<name>/launch_tables/``).
-TABLES_DIR = "launch_tables"
+from tools.tune.table_files import is_table_file, table_files
 #: Provenance file of a Modal tune's local folder (beside ``<solution>/`` reports).
 MODAL_RECORD = "modal.json"
 
@@ -84,15 +82,16 @@ def file_digests(root: Path) -> dict[str, str]:
 
 
 def table_digests(solutions_dir: Path) -> dict[str, str]:
-    """:func:`file_digests` of the launch-table files, keyed ``solutions/<name>/launch_tables/<file>``."""
-    return {f"solutions/{folder.parent.name}/{TABLES_DIR}/{name}": digest
-            for folder in sorted(Path(solutions_dir).glob(f"*/{TABLES_DIR}"))
-            for name, digest in file_digests(folder).items()}
+    """SHA-256 hex of every launch-table file (:func:`tools.tune.table_files.table_files`) of
+    every solution, keyed ``solutions/<name>/<path in the solution folder>``."""
+    return {f"solutions/{folder.name}/{path.relative_to(folder).as_posix()}": hashlib.sha256(path.read_bytes()).hexdigest()
+            for folder in sorted(Path(solutions_dir).iterdir()) if folder.is_dir()
+            for path in table_files(folder)}
 
 
 def changed_tables(solutions_dir: Path, before: dict[str, str]) -> dict[str, bytes]:
     """The launch-table files that are new or changed since ``before`` (:func:`table_digests`):
-    ``{solutions/<name>/launch_tables/<file>: content}``."""
+    ``{solutions/<name>/<path>: content}``."""
     after = table_digests(solutions_dir)
     return {name: (Path(solutions_dir) / PurePosixPath(name).relative_to("solutions")).read_bytes()
             for name, digest in after.items() if before.get(name) != digest}
@@ -111,7 +110,7 @@ def tune_in_container(argv: list[str], out_dir: Path | None = None, solutions_di
     Returns:
         Plain data: ``{"code": the tuner's exit status, "device": the GPU's name,
         "error": a traceback's text or "", "reports": {path under OUT: bytes},
-        "tables": {solutions/<name>/launch_tables/<file>: bytes}}``. A tune that
+        "tables": {solutions/<name>/<table file>: bytes}}``. A tune that
         fails part way still returns what it wrote before (one solution's crash
         does not lose the others' reports).
     """
@@ -160,8 +159,9 @@ def checked_path(name: object, allowed_heads: list[tuple[str, ...]], names: list
 
 def checked_output(output: object, names: list[str]) -> tuple[dict, dict]:
     """The container's ``reports`` and ``tables`` (:func:`tune_in_container`), every path checked
-    (:func:`checked_path`: reports under ``<solution>/``, tables under
-    ``solutions/<solution>/launch_tables/``, for the tuned ``names`` only) and every content bytes.
+    (:func:`checked_path`: reports under ``<solution>/``, tables ``solutions/<solution>/<table
+    file>`` (:func:`tools.tune.table_files.is_table_file`), for the tuned ``names`` only) and every
+    content bytes.
 
     Raises:
         ValueError: anything else came back (nothing should then be written).
@@ -169,11 +169,14 @@ def checked_output(output: object, names: list[str]) -> tuple[dict, dict]:
     if not isinstance(output, dict) or not all(isinstance(output.get(k), dict) for k in ("reports", "tables")):
         raise ValueError("the container returned no reports/tables mapping")
     found = {}
-    for kind, heads in (("reports", [("*",)]), ("tables", [("solutions", "*", TABLES_DIR)])):
+    for kind, heads in (("reports", [("*",)]), ("tables", [("solutions", "*")])):
         found[kind] = {checked_path(name, heads, names): content for name, content in output[kind].items()}
         bad = [str(path) for path, content in found[kind].items() if not isinstance(content, bytes)]
         if bad:
             raise ValueError(f"{', '.join(bad)}: content is not bytes")
+    strays = [str(path) for path in found["tables"] if not is_table_file(PurePosixPath(*path.parts[2:]))]
+    if strays:
+        raise ValueError(f"{', '.join(strays)}: not a launch-table file of its solution (docs/tuning.md)")
     return found["reports"], found["tables"]
 
 
@@ -204,17 +207,17 @@ def write_new(path: Path, content: bytes) -> Path:
 
 
 def install_targets(tables: dict[PurePosixPath, bytes], solutions_dir: Path) -> list[Path]:
-    """Where the checked ``tables`` (``solutions/<name>/launch_tables/<file>``: :func:`checked_output`)
+    """Where the checked ``tables`` (``solutions/<name>/<table file>``: :func:`checked_output`)
     go in ``solutions_dir``, in their order.
 
     Raises:
-        ValueError: a target that is a link, or resolves outside its solution's ``launch_tables/``
-            (a link on the way): a table is written nowhere else.
+        ValueError: a target that is a link, or resolves outside its solution's folder (a link
+            on the way): a table is written nowhere else.
     """
     targets = []
     for name in tables:
         relative = name.relative_to("solutions")
-        folder = (Path(solutions_dir) / relative.parts[0] / TABLES_DIR).resolve()
+        folder = (Path(solutions_dir) / relative.parts[0]).resolve()
         target = Path(solutions_dir) / relative
         if target.is_symlink() or not target.resolve().is_relative_to(folder):
             raise ValueError(f"{target}: a link, or outside {folder}: not installed")
@@ -227,7 +230,7 @@ def write_tuning(output: dict, names: list[str], tuning_dir: Path, gpu: str, rec
     """Write a Modal tune's ``output`` (:func:`tune_in_container`) of the solutions ``names``
     on ``gpu`` into a new ``folder`` (:func:`new_tuning_folder` of ``tuning_dir``): each report
     at ``<folder>/<solution>/<file>``, each table at
-    ``<folder>/solutions/<solution>/launch_tables/<file>``, and :data:`MODAL_RECORD`
+    ``<folder>/solutions/<solution>/<table file>``, and :data:`MODAL_RECORD`
     (``record`` plus the container's device, exit status, error and the files). With
     ``install``, the tables also go into ``solutions_dir``, replacing a file of the same
     name (that GPU's previous table: git keeps it). Returns (``folder``, the files written).

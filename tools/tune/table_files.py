@@ -13,10 +13,15 @@ headers (:mod:`tools.tune.cuda_v4`).
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from harness.paths import REPO_ROOT
 from harness.records.plots import slug
+
+#: The launch-table files of a tuned solution, as glob patterns relative to its folder: the
+#: Python solutions' ``launch_tables/<device slug>.json``, cuda-v4's
+#: ``launch_table.<device slug>.cuh`` and the index that includes them (``tools.tune.cuda_v4``).
+TABLE_FILE_PATTERNS = ("launch_tables/*.json", "launch_table.*.cuh", "launch_tables.cuh")
 
 #: The provenance fields every table file holds, in this order.
 PROVENANCE_FIELDS = ("device", "commit", "command", "date_utc", "tier", "report")
@@ -52,3 +57,18 @@ def json_table_file(solution: str, origin: dict, tables: dict[str, list[list]]) 
 def json_entries(table: list[list], configs: dict[str, object]) -> list[list]:
     """``[[limit, config name]]`` -> ``[[limit, {field: value}]]`` of the named NamedTuple configs."""
     return [[limit, dict(configs[name]._asdict())] for limit, name in table]
+
+
+def is_table_file(relative: PurePosixPath) -> bool:
+    """Whether ``relative`` (a path inside a solution folder) is one of its launch-table files
+    (:data:`TABLE_FILE_PATTERNS`, matched whole, not as a suffix)."""
+    relative = PurePosixPath(relative)
+    return any(len(relative.parts) == len(PurePosixPath(pattern).parts) and relative.match(pattern)
+               for pattern in TABLE_FILE_PATTERNS)
+
+
+def table_files(solution_dir: Path) -> list[Path]:
+    """The launch-table files a solution folder holds (regular files, links not followed), sorted."""
+    root = Path(solution_dir)
+    found = {path for pattern in TABLE_FILE_PATTERNS for path in root.glob(pattern)}
+    return sorted(path for path in found if path.is_file() and not path.is_symlink())
