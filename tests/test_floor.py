@@ -4,6 +4,9 @@ downstream of it (annotation, summary, leaderboard, the judge's limit), old stor
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -74,6 +77,37 @@ def test_the_copy_refuses_what_it_cannot_walk_in_order():
         stream_copy(source, torch.empty(4, 4, dtype=torch.bfloat16), CopyConfig(1024, 4))
 
 
+_ASSEMBLE = """
+import sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from harness.judge import stream_copy
+
+kernels = ((stream_copy._stream_copy_kernel, {"src": "*fp32", "dst": "*fp32", "numel": "i32", "BLOCK": "constexpr"}),
+           (stream_copy._stream_fill_kernel, {"dst": "*bf16", "numel": "i32", "BLOCK": "constexpr"}))
+configs = {c for n in (1 << 20, 16 << 20, 64 << 20) for c in stream_copy.candidate_configs(n)}
+for arch in map(int, sys.argv[1:]):
+    for kernel, signature in kernels:
+        for config in configs:
+            compiled = triton.compile(ASTSource(fn=kernel, signature=signature, constexprs={"BLOCK": config.block}),
+                                      target=GPUTarget("cuda", arch, 32), options={"num_warps": config.num_warps})
+            assert compiled.asm.get("cubin"), (kernel, config, arch)
+print("assembled")
+"""
+
+
+def test_the_streaming_kernels_assemble_for_hopper_and_blackwell_without_a_gpu():
+    """The interpreter never runs ptxas: the first H100 run found the load's ``.cg`` +
+    ``evict_first`` refused by it, for every floor of the run. Compiling every candidate for
+    sm_90 (H100, H200) and sm_100 (the contest's B200) catches that on the CPU; in a process of
+    its own, since this one runs Triton's interpreter (TRITON_INTERPRET=1)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", _ASSEMBLE, "90", "100"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and "assembled" in done.stdout, done.stderr[-3000:]
+
+
 def test_the_rule_picks_configurations_by_the_state_bytes():
     b1, b4, b5, b64, b128 = (b * 8 * 128 * 128 * 4 for b in (1, 4, 5, 64, 128))  # fp32 state bytes
     assert candidate_configs(b1) == candidate_configs(b4) == (CopyConfig(1024, 4), CopyConfig(2048, 4))
@@ -105,9 +139,17 @@ def test_a_candidate_that_raises_is_recorded_not_fatal():
     def boom():
         raise RuntimeError("no such GPU")
 
-    _, figures = _time_copy(Copy("broken", lambda s: None, ("cupti",), boom), None, 8, "cpu", TimingConfig(),
-                            lambda: None)
-    assert not figures["cupti"].available and "RuntimeError: no such GPU" in figures["cupti"].reason
+    calls = []
+
+    def broken():
+        calls.append(1)
+        boom()
+
+    for _ in range(3):  # the next workloads: the same reason, without calling (compiling) it again
+        _, figures = _time_copy(Copy("broken", lambda s: None, ("cupti",), broken), None, 8, "cpu", TimingConfig(),
+                                lambda: None)
+        assert not figures["cupti"].available and "RuntimeError: no such GPU" in figures["cupti"].reason
+    assert calls == [1]
 
 
 def test_the_candidates_take_the_first_tier_torch_measured_in_headline_order():

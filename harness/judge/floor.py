@@ -76,6 +76,12 @@ def one_thread_on_the_cpu(device: str):
         torch.set_num_threads(threads)
 
 
+#: method -> why its first call raised, for the rest of this process: a candidate that does not
+#: compile here fails alike for every workload, and each failed Triton compile costs a second or
+#: two and pages of ptxas output (80 of them in the first H100 run of the Triton candidates).
+_RAISED: dict[str, str] = {}
+
+
 @dataclass
 class Copy:
     """One way of moving the floor's bytes: its ``method`` name, the call timed (it takes the
@@ -161,10 +167,11 @@ def measure_floor(definition, workload: Workload, stored: dict, state_dtype: str
 def _time_copy(copy: Copy, state: torch.Tensor | None, nbytes: int, device: str, timing: TimingConfig,
                flush) -> tuple[str, dict[str, TierFigure]]:
     """``copy``'s figures in its tiers (:func:`measure`), after its checked first call where it has one."""
+    wrong = _RAISED.get(copy.method)
     try:
-        wrong = copy.first_call() if copy.first_call else None
+        wrong = wrong or (copy.first_call() if copy.first_call else None)
     except Exception as exc:  # noqa: BLE001 - a candidate that cannot run here is recorded, not fatal
-        wrong = f"the copy's first call raised {type(exc).__name__}: {str(exc)[:300]}"
+        wrong = _RAISED[copy.method] = f"the copy's first call raised {type(exc).__name__}: {str(exc)[:300]}"
     if wrong:
         return copy.method, {t: TierFigure(tier=t, available=False, reason=wrong) for t in copy.tiers}
     with one_thread_on_the_cpu(device):

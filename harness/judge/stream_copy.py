@@ -8,9 +8,11 @@ best from B = 128 up (issue #19). The floor is the physical limit, so it takes t
 of both (:mod:`harness.judge.floor`). Only the judge's own process runs these kernels.
 
 Both kernels touch every element once and nothing twice, so they tell the caches so:
-the load is ``.cg`` with ``evict_first`` (kept in L2 only, first out) and the store
-``.cs`` (streaming: likely never read again). A solution's state is no more reused than
-this copy's, so the hints take nothing a decode kernel could not take too.
+the load is ``.cg`` (cached in L2 only) and the store ``.cs`` (streaming: likely never
+read again). A solution's state is no more reused than this copy's, so the hints take
+nothing a decode kernel could not take too. (``.cg`` with ``evict_first`` as well is no
+valid PTX: ptxas refuses the pair, which the first H100 run of this module showed and
+``tests/test_floor.py`` now checks by compiling for Hopper and Blackwell on the CPU.)
 
 Importing this module imports Triton; :mod:`harness.judge.floor` imports it only on a
 CUDA run, where Triton is installed (an optional extra: without it the floor is torch's
@@ -77,7 +79,7 @@ def _stream_copy_kernel(src, dst, numel, BLOCK: tl.constexpr):
     # 64-bit offsets: int32 ones would wrap for a state above 2^31 elements; the cost is nil
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < numel
-    values = tl.load(src + offsets, mask=mask, cache_modifier=".cg", eviction_policy="evict_first")
+    values = tl.load(src + offsets, mask=mask, cache_modifier=".cg")
     tl.store(dst + offsets, values, mask=mask, cache_modifier=".cs")
 
 
