@@ -11,7 +11,8 @@ import torch
 from harness.records.environment import git_commit
 from harness.judge import timing
 from harness.judge.timing import (IDLE_S, STOP_MIN_SAMPLES, WARM_MAX_CALLS, ClockWarmth, TimingConfig,
-                                  bench_wallclock, median_noise, until_stable, warm_gpu_clocks)
+                                  bench_wallclock, is_stable, median_noise, timer_tick, until_stable,
+                                  warm_gpu_clocks)
 
 
 def test_warm_gpu_clocks_calls_for_the_given_time_then_synchronizes(monkeypatch):
@@ -73,6 +74,17 @@ def test_the_noise_of_the_median_shrinks_like_one_over_root_n():
     rng = random.Random(7)
     draws = [rng.gauss(100.0, 2.0) for _ in range(400)]
     assert median_noise(draws[:25]) > 1.5 * median_noise(draws)
+
+
+def test_a_median_known_to_one_step_of_the_timer_is_stable():
+    """CUPTI's 32 ns steps are 1.5% of a 2 µs kernel: a 0.5% rule alone would never stop there."""
+    steps = [2.016 + 0.032 * i for i in range(8)]
+    one_step = [2.048] * 10 + [2.08] * 12 + [2.016, 2.112]  # median between two neighbouring steps
+    assert timer_tick(one_step) == pytest.approx(0.032) and timer_tick([2.0] * 5) == 0.0
+    assert median_noise(one_step) > 0.005 and is_stable(one_step, TimingConfig(max_noise=0.005))
+    spread = [steps[i % 8] for i in range(24)]  # the interval spans three steps: not yet
+    assert not is_stable(spread, TimingConfig(max_noise=0.005))
+    assert not is_stable(one_step, TimingConfig(max_noise=0.0))  # 0: the fixed count, always
 
 
 def test_a_tier_stops_once_its_median_is_stable_and_never_before_the_minimum():
