@@ -1,0 +1,35 @@
+"""tools/run_timeline.py: where a run's time went, from its traces alone."""
+
+import json
+
+from tools.run_timeline import main, solution_rows
+
+
+def trace(solution, stamp, wall_s=None, stop=None):
+    tiers = {} if wall_s is None else {"cupti": {"tier": "cupti", "available": True, "wall_s": wall_s, "iters": 20,
+                                                 "stop": stop}}
+    return {"solution": solution, "evaluation": {"timestamp": stamp, "performance": {"tiers": tiers}}}
+
+
+def write_run(folder, traces):
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps({"started": "2026-11-23T10:00:00+00:00"}))
+    (folder / "traces.jsonl").write_text("\n".join(json.dumps(t) for t in traces) + "\n")
+    return folder
+
+
+def test_each_solution_gets_its_start_its_pace_and_its_tier_costs(tmp_path, capsys):
+    run = write_run(tmp_path / "run", [
+        trace("copy-floor", "2026-11-23T10:00:05+00:00"),
+        trace("a", "2026-11-23T10:00:10+00:00", 0.3, "stable"), trace("a", "2026-11-23T10:00:12+00:00", 0.5, "iters"),
+        trace("b", "2026-11-23T10:00:20+00:00", 0.1, "stable"), trace("b", "2026-11-23T10:00:21+00:00", 0.1, "stable"),
+        trace("b", "2026-11-23T10:00:22+00:00", 0.1, "stable")])
+    a, b = solution_rows(run)
+    assert (a["solution"], a["workloads"], a["first_s"], a["per_workload_s"]) == ("a", 2, 10.0, 2.0)
+    assert (b["first_s"], b["per_workload_s"]) == (8.0, 1.0)  # from a's last trace to b's first
+    assert a["tiers"]["cupti"] == "0.400 s, 20 calls (1 stable, 1 iters)"
+    assert main([str(run)]) == 0 and "| b | 3 | 8 | 1.00 |" in capsys.readouterr().out
+
+
+def test_a_folder_that_is_no_run_is_named_and_exits_2(tmp_path, capsys):
+    assert main([str(tmp_path)]) == 2 and "not a run folder" in capsys.readouterr().err

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Where a run's time went: per solution, when its first and last traces came and what its
+tiers cost (issue #17: "measure where the time goes first, then cut it").
+
+    python tools/run_timeline.py RUN_DIR
+
+Reads ``RUN_DIR/run.json`` (its start) and ``RUN_DIR/traces.jsonl`` as plain JSON and prints a
+markdown table, one row per solution in the order they ran: the seconds from the previous
+solution's last trace to this one's first (worker start, loading, compiling, the first
+workload), the seconds of its remaining workloads per workload, and per tier the median of the
+judge's wall clock for the tier (``wall_s``), the median timed calls and why the tiers stopped
+(``stop``: docs/timing.md). Trace timestamps have one-second resolution.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+TIERS = ("cupti", "events", "sync", "contest", "wallclock")
+
+
+def solution_rows(run_dir: Path) -> list[dict]:
+    """One dict per solution label (copy floors left out), in the order the traces came.
+
+    Raises:
+        FileNotFoundError: no run.json or traces.jsonl in ``run_dir``.
+    """
+    started = datetime.fromisoformat(json.loads((run_dir / "run.json").read_text())["started"])
+    by_label: dict[str, list[dict]] = {}
+    for line in (run_dir / "traces.jsonl").read_text().splitlines():
+        trace = json.loads(line) if line.strip() else None
+        if trace and trace["solution"] != "copy-floor":
+            by_label.setdefault(trace["solution"], []).append(trace)
+    rows, previous = [], started
+    for label, traces in by_label.items():
+        stamps = [datetime.fromisoformat(t["evaluation"]["timestamp"]) for t in traces]
+        tiers = [t["evaluation"].get("performance", {}) or {} for t in traces]
+        figures = [f for p in tiers for f in (p.get("tiers") or {}).values() if f.get("available")]
+        rows.append({"solution": label, "workloads": len(traces),
+                     "first_s": (stamps[0] - previous).total_seconds(),
+                     "per_workload_s": (stamps[-1] - stamps[0]).total_seconds() / max(1, len(traces) - 1),
+                     "tiers": {tier: tier_cost([f for f in figures if f["tier"] == tier]) for tier in TIERS
+                               if any(f["tier"] == tier for f in figures)}})
+        previous = stamps[-1]
+    return rows
+
+
+def tier_cost(figures: list[dict]) -> str:
+    """``wall s / calls / stops`` of one tier over a solution's workloads (medians)."""
+    walls = [f["wall_s"] for f in figures if f.get("wall_s") is not None]
+    calls = [f["iters"] for f in figures if f.get("iters")]
+    stops = Counter(f.get("stop") for f in figures if f.get("stop"))
+    wall = f"{statistics.median(walls):.3f} s" if walls else "—"
+    return f"{wall}, {statistics.median(calls):g} calls" + (
+        f" ({', '.join(f'{n} {stop}' for stop, n in stops.most_common())})" if stops else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        rows = solution_rows(args.run_dir)
+    except (FileNotFoundError, KeyError, ValueError) as exc:
+        print(f"error: {args.run_dir}: not a run folder ({exc})", file=sys.stderr)
+        return 2
+    tiers = [t for t in TIERS if any(t in r["tiers"] for r in rows)]
+    print("| solution | workloads | to its first trace s | per further workload s | "
+          + " | ".join(f"{t}: wall, calls (stops)" for t in tiers) + " |")
+    print("|---" * (4 + len(tiers)) + "|")
+    for r in rows:
+        print(f"| {r['solution']} | {r['workloads']} | {r['first_s']:.0f} | {r['per_workload_s']:.2f} | "
+              + " | ".join(r["tiers"].get(t, "—") for t in tiers) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
