@@ -215,9 +215,11 @@ def _worker_pids() -> dict[int, str]:
                 continue
             for child in children:
                 todo.append(child)
-                try:
-                    if b"harness.judge.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
-                        found[child] = os.readlink(f"/proc/{child}/cwd")
+                try:  # started as python -m harness.judge.worker, or forked by the zygote into its work folder
+                    cwd = os.readlink(f"/proc/{child}/cwd")
+                    if (b"harness.judge.worker" in Path(f"/proc/{child}/cmdline").read_bytes()
+                            or ("/gdn-judge-" in cwd and cwd.endswith("/work"))):
+                        found[child] = cwd
                 except OSError:
                     pass
     return found

@@ -7,6 +7,12 @@
   ends, times out or the user presses Ctrl-C, :func:`kill_tree` kills its
   process group and every process left under the judge (the judge is a child
   subreaper, so a double-forked daemon is re-parented to it and found).
+* Workers are forked by a :class:`Zygote` (harness/judge/zygote.py), a fork
+  server of the judge that imported torch once, so a worker starts in a
+  fraction of a second instead of two; it sets up exactly what the Popen path
+  gives a worker. ``GDN_JUDGE_ZYGOTE=0`` turns it off; where it cannot be used
+  (the judge is not a subreaper) or fails (it died, was stopped, did not
+  answer), the worker is started with Popen.
 * :class:`FileGuard` fingerprints (SHA-256 of the bytes) the files a solution
   could spoil for others — the dataset's tensor files, the harness's sources,
   the solutions, the results folder — before a worker starts and verifies them
@@ -15,10 +21,13 @@
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -33,6 +42,15 @@ from harness.judge import protocol as msg
 PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG = 36, 1
 #: prctl options: whether other processes of the same user may ptrace this one or read /proc/<pid>/mem.
 PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
+PR_GET_CHILD_SUBREAPER = 37
+#: The switch: fork workers from a zygote (see module doc) unless GDN_JUDGE_ZYGOTE=0.
+USE_ZYGOTE = os.environ.get("GDN_JUDGE_ZYGOTE", "1") != "0"
+#: The zygote's source, read when the judge starts (before any worker could change the file).
+ZYGOTE_SOURCE = (Path(__file__).parent / "zygote.py").read_text()
+#: Seconds the judge waits for the zygote: to be ready (it imports torch), to answer a fork request.
+ZYGOTE_READY_S, ZYGOTE_FORK_S = 120.0, 10.0
+#: The zygote's first PYTHONPATH entry (no such folder): a forked worker puts its own entries there.
+ZYGOTE_PLACEHOLDER = "/nonexistent/gdn-judge-zygote-worker-pythonpath"
 
 
 @dataclass
@@ -51,6 +69,16 @@ class WorkerGone(RuntimeError):
     def __init__(self, message: str, timed_out: bool = False):
         super().__init__(message)
         self.timed_out = timed_out
+
+
+def is_subreaper() -> bool:
+    """Whether this process reaps its orphaned descendants (see :func:`become_subreaper`)."""
+    try:
+        flag = ctypes.c_int(0)
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 \
+            and flag.value != 0
+    except (OSError, AttributeError):
+        return False
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -91,9 +119,9 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def descendants(pid: int | None = None) -> list[int]:
-    """Every live descendant of ``pid`` (this process by default), from /proc."""
-    found, todo = [], _children(pid or os.getpid())
+def descendants(pid: int | None = None, spare: tuple[int, ...] = ()) -> list[int]:
+    """Every live descendant of ``pid`` (this process by default), from /proc; not ``spare`` and theirs."""
+    found, todo = [], [c for c in _children(pid or os.getpid()) if c not in spare]
     while todo:
         child = todo.pop()
         if child not in found:
@@ -103,13 +131,15 @@ def descendants(pid: int | None = None) -> list[int]:
 
 
 def kill_tree(process_group: int | None) -> None:
-    """SIGKILL a worker's process group and every process left under the judge, then reap them."""
+    """SIGKILL a worker's process group and every process left under the judge, then reap them.
+    The zygote is spared: a worker's descendants are never under it (it is no subreaper)."""
     if process_group:
         try:
             os.killpg(process_group, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-    for pid in descendants():
+    spare = Zygote.running()
+    for pid in descendants(spare=spare):
         try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -120,7 +150,7 @@ def kill_tree(process_group: int | None) -> None:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
-        if pid == 0 and not descendants():
+        if pid == 0 and not descendants(spare=spare):
             return
         if pid == 0:
             time.sleep(0.01)
@@ -141,16 +171,14 @@ class WorkerProcess:
         from_area = msg.PayloadArea.create(from_worker_bytes, "gdn-judge-from-worker")
         # the private copy of the harness first; what the user's PYTHONPATH adds (packages) after it
         python_path = os.pathsep.join(p for p in (str(private_dir / "code"), os.environ.get("PYTHONPATH")) if p)
-        env = dict(os.environ, PYTHONPATH=python_path, PYTHONUNBUFFERED="1",
-                   TRITON_CACHE_DIR=str(private_dir / "triton"), PYTHONDONTWRITEBYTECODE="1")
+        base = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+        env = dict(base, PYTHONPATH=python_path, TRITON_CACHE_DIR=str(private_dir / "triton"))
         fds = (to_worker_r, from_worker_w, to_area.fd, from_area.fd)
+        args = ["--read-fd", str(to_worker_r), "--write-fd", str(from_worker_w), "--recv-area-fd", str(to_area.fd),
+                "--send-area-fd", str(from_area.fd)]
         with open(log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-m", "harness.judge.worker", "--read-fd", str(to_worker_r),
-                 "--write-fd", str(from_worker_w), "--recv-area-fd", str(to_area.fd),
-                 "--send-area-fd", str(from_area.fd)],
-                cwd=private_dir / "work", env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, pass_fds=fds)
+            self.proc = start_process("harness.judge.worker", args, private_dir / "work", base, env,
+                                      [str(private_dir / "code")], log, fds)
         for fd in fds:  # the worker's ends; the areas stay mapped here
             os.close(fd)
         from multiprocessing.connection import Connection
@@ -261,6 +289,118 @@ class WorkerProcess:
                 area.map.close()
             except BufferError:  # a view still alive (an abandoned reader thread): freed with it
                 pass
+
+
+def start_process(module: str, args: list[str], cwd: Path, base_env: dict, env: dict, path_prefix: list[str],
+                  log, fds: tuple[int, ...], zygote: bool = USE_ZYGOTE):
+    """``python -s -m module *args`` in ``cwd`` with ``env`` (``base_env`` plus, per worker, ``path_prefix``
+    in front of PYTHONPATH and the rest), its own session, stdin /dev/null, stdout and stderr ``log`` (a
+    file), ``fds`` passed: forked by the zygote where it can (a :class:`ForkedWorker`), else a Popen."""
+    forked = Zygote.fork(base_env, module, args, cwd, env, path_prefix, log.fileno(), fds) if zygote else None
+    if forked is not None:
+        return forked
+    return subprocess.Popen([sys.executable, "-s", "-m", module, *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, pass_fds=fds)
+
+
+class ForkedWorker:
+    """A worker the zygote forked (re-parented to the judge): Popen's poll/wait/pid/returncode for it."""
+
+    def __init__(self, pid: int):
+        self.pid, self.returncode = pid, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere (kill_tree): what Popen reports then
+                self.returncode = 0
+                return 0
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout)
+            time.sleep(0.005)
+        return self.returncode
+
+
+class Zygote:
+    """The judge's fork server (harness/judge/zygote.py), one per environment: started on the first
+    fork and kept for the workers after it; a new environment (or a zygote that failed) starts another."""
+
+    current: "Zygote | None" = None
+
+    def __init__(self, key):
+        self.key = key
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock = ours
+        with theirs:
+            # the worker's PYTHONPATH entries come where the placeholder is, in front of the user's
+            python_path = os.pathsep.join(p for p in (ZYGOTE_PLACEHOLDER, key[0].get("PYTHONPATH")) if p)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-s", "-c", ZYGOTE_SOURCE, str(os.getpid()), str(theirs.fileno())],
+                cwd="/", env=dict(key[0], PYTHONPATH=python_path), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                start_new_session=True, pass_fds=(theirs.fileno(),))
+        self.ready = False
+
+    @classmethod
+    def running(cls) -> tuple[int, ...]:
+        """The pid of the live zygote, if any (for :func:`kill_tree` to spare)."""
+        return (cls.current.proc.pid,) if cls.current is not None else ()
+
+    @classmethod
+    def fork(cls, base_env: dict, module: str, args: list[str], cwd: Path, env: dict, path_prefix: list[str],
+             log_fd: int, fds: tuple[int, ...]) -> ForkedWorker | None:
+        """A worker forked as ``python -s -m module *args`` with ``env`` (``base_env`` plus what differs per
+        worker, ``path_prefix`` the PYTHONPATH entries it adds), in ``cwd``, stdout and stderr ``log_fd``,
+        ``fds`` passed at their numbers; None where the zygote cannot be used or failed (the caller
+        then starts it with Popen; a failure is said on stderr)."""
+        if not is_subreaper() or min(fds) < 3:
+            return None
+        ignored = tuple(s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+                        if signal.getsignal(s) == signal.SIG_IGN)  # inherited, as exec keeps them
+        key = (base_env, ignored)
+        try:
+            if cls.current is not None and cls.current.key != key:
+                cls.stop_current()
+            if cls.current is None:
+                cls.current = Zygote(key)
+            return cls.current.request(dict(module=module, args=args, cwd=str(cwd), env=env, path_prefix=path_prefix,
+                                            placeholder=ZYGOTE_PLACEHOLDER, fds=list(fds)), [log_fd, *fds])
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"judge: the worker zygote failed ({exc!r}); starting the worker without it", file=sys.stderr)
+            cls.stop_current()
+            return None
+
+    def request(self, request: dict, fds: list[int]) -> ForkedWorker:
+        if not self.ready:
+            self.sock.settimeout(ZYGOTE_READY_S)
+            if json.loads(self.sock.recv(4096) or b"{}").get("ready") is not True:
+                raise OSError(f"the zygote exited before it was ready (exit code {self.proc.poll()})")
+            self.ready = True
+        os.kill(self.proc.pid, signal.SIGCONT)  # a worker may have stopped it
+        self.sock.settimeout(ZYGOTE_FORK_S)
+        socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
+        reply = json.loads(self.sock.recv(4096) or b"{}")
+        if "pid" not in reply:
+            raise OSError(f"the zygote did not fork: {reply.get('error') or 'it exited'}")
+        return ForkedWorker(reply["pid"])
+
+    @classmethod
+    def stop_current(cls) -> None:
+        zygote, cls.current = cls.current, None
+        if zygote is not None:
+            zygote.sock.close()
+            zygote.proc.kill()
+            zygote.proc.wait()
+
+
+atexit.register(Zygote.stop_current)
 
 
 def _capture(action, failures: list) -> None:

@@ -1,0 +1,126 @@
+"""The judge's fork server: imports torch once, then forks a worker per request.
+
+Run only by :class:`harness.judge.isolation.Zygote` as ``python -s -c <this
+source> <judge pid> <socket fd>`` (the source comes from the judge's memory);
+never imported. It must not import ``harness``: a worker it forks imports the
+judge's private copy from its own folder, exactly as a worker started with
+``python -s -m harness.judge.worker`` does. Only the standard library, torch
+and numpy are loaded before a fork.
+
+For each request (a JSON header and, by SCM_RIGHTS, the worker's log and its
+pipes and payload areas) it double-forks: the grandchild is re-parented to the
+judge (a child subreaper), waits until it is, then becomes the worker the
+Popen path would start: its own session, stdin /dev/null, stdout and stderr
+the log, the passed descriptors at the judge's numbers and no other, the
+worker's environment, working directory and ``sys.path``, dumpable again as an
+exec'd process is; then ``runpy`` runs ``harness.judge.worker`` as ``-m`` does.
+The zygote itself dies with the judge and is non-dumpable (a worker cannot
+ptrace it or read its memory).
+"""
+
+import ctypes
+import fcntl
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
+
+
+def _prctl(option, value):
+    ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+
+
+def serve(judge, sock):
+    """Answer fork requests until the judge closes the socket; returns (request, fds) in a forked worker."""
+    sock.send(b'{"ready": true}')
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 16)
+        except OSError:
+            os._exit(0)
+        if not data:
+            os._exit(0)
+        request = json.loads(data)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(r)
+                sock.close()
+                grandchild = os.fork()
+                if grandchild:
+                    os.write(w, str(grandchild).encode())
+                    os._exit(0)
+                os.close(w)
+                return request, fds
+            except BaseException:
+                os._exit(127)
+        os.close(w)
+        for fd in fds:
+            os.close(fd)
+        os.waitpid(pid, 0)
+        with os.fdopen(r, "rb") as reader:
+            got = reader.read()
+        sock.send(json.dumps({"pid": int(got)} if got else {"error": "fork failed"}).encode())
+
+
+def become_worker(judge, request, fds):
+    """In the grandchild: set up what ``python -s -m harness.judge.worker`` run by Popen gets, then run it."""
+    deadline = time.monotonic() + 10
+    while os.getppid() != judge:  # the intermediate exited: re-parented to the judge (a subreaper)
+        if time.monotonic() > deadline:
+            os._exit(127)
+        time.sleep(0.001)
+    os.setsid()
+    _prctl(PR_SET_DUMPABLE, 1)
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 1000) for fd in fds]  # out of the way of the target numbers
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(high[0], 1)
+    os.dup2(high[0], 2)
+    targets = request["fds"]
+    for fd, target in zip(high[1:], targets):
+        os.dup2(fd, target)
+    keep = {0, 1, 2, *targets}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.path[0] = os.getcwd()  # as -m puts it
+    where = sys.path.index(request["placeholder"])  # the zygote's PYTHONPATH began with it
+    sys.path[where:where + 1] = request["path_prefix"]
+    sys.argv = ["-m", *request["args"]]
+    import importlib
+    import runpy
+
+    importlib.invalidate_caches()
+    sys.path_importer_cache.clear()
+    runpy._run_module_as_main(request["module"], alter_argv=True)
+
+
+def main():
+    judge, sock_fd = int(sys.argv[1]), int(sys.argv[2])
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != judge:
+        os._exit(0)
+    _prctl(PR_SET_DUMPABLE, 0)
+    sock = socket.socket(fileno=sock_fd)
+    import numpy  # noqa: F401  the preload: what every worker imports before the harness
+    import torch  # noqa: F401
+
+    request, fds = serve(judge, sock)
+    become_worker(judge, request, fds)
+
+
+if __name__ == "__main__":
+    main()
