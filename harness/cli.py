@@ -16,7 +16,7 @@ from harness.errors import HarnessInputError
 from harness.facts import CONTEST_TIER, GPU_TIERS, TIERS, Tolerance
 from harness.judge.isolation import Timeouts
 from harness.judge.run import RunConfig, run_benchmark
-from harness.judge.timing import IDLE_S, TimingConfig
+from harness.judge.timing import IDLE_S, STOP_MIN_SAMPLES, TimingConfig
 from harness.paths import LOCAL_RESULTS_DIR
 from harness.records.report import print_summary, print_table, solution_summary
 from harness.records.store import RunWriter
@@ -141,24 +141,25 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "timer (FlashInfer's, needs the gpu extra), adds cupti")
     p.add_argument("-n", "--trials", type=COUNT, default=3,
                    help="correctness trials per workload, each with fresh random inputs (default: 3)")
-    p.add_argument("--warmup", type=NON_NEGATIVE_COUNT, default=10, help="untimed calls before each tier (default: 10)")
-    p.add_argument("--warm-seconds", type=NON_NEGATIVE, default=0.2,
+    p.add_argument("--warmup", type=NON_NEGATIVE_COUNT, default=TimingConfig.warmup,
+                   help="untimed calls before each tier (default: %(default)s)")
+    p.add_argument("--warm-seconds", type=NON_NEGATIVE, default=TimingConfig.warm_s,
                    help=f"seconds of back-to-back calls before a GPU tier after the GPU idled for {IDLE_S:g} s, so "
-                        "the clocks ramp up (default: 0.2)")
-    p.add_argument("--keep-warm-seconds", type=NON_NEGATIVE, default=0.03,
-                   help="the same before a GPU tier that follows busy work, to top the clocks up (default: 0.03)")
-    p.add_argument("--iters", type=COUNT, default=100,
+                        "the clocks ramp up (default: %(default)s)")
+    p.add_argument("--keep-warm-seconds", type=NON_NEGATIVE, default=TimingConfig.keep_warm_s,
+                   help="the same before a GPU tier that follows busy work, to top the clocks up (default: %(default)s)")
+    p.add_argument("--iters", type=COUNT, default=TimingConfig.iters,
                    help="most timed calls per tier; the cupti, events and wallclock tiers stop sooner once the "
-                        "median is stable (--max-noise), and slow solutions are cut by --budget (default: 100)")
-    p.add_argument("--max-noise", type=NON_NEGATIVE, default=0.005,
+                        "median is stable (--max-noise), and slow solutions are cut by --budget (default: %(default)s)")
+    p.add_argument("--max-noise", type=NON_NEGATIVE, default=TimingConfig.max_noise,
                    help="stop a cupti/events/wallclock tier once the half-width of its median's 95%% confidence "
-                        "interval is this fraction of the median, checked from 20 calls on; 0: always --iters "
-                        "(default: 0.005)")
+                        "interval is this fraction of the median (or the interval one timer step wide), checked "
+                        f"from {STOP_MIN_SAMPLES} calls on; 0: always --iters (default: %(default)s)")
     p.add_argument("--sync-trials", type=COUNT, default=3, help="trials of the sync tier (default: 3, as the contest)")
-    p.add_argument("--budget", type=POSITIVE, default=2.0,
-                   help="seconds one tier may take on one workload before its timed calls are cut (default: 2)")
-    p.add_argument("--min-iters", type=COUNT, default=5,
-                   help="timed calls per tier never cut below this, however slow the solution (default: 5)")
+    p.add_argument("--budget", type=POSITIVE, default=TimingConfig.budget_s,
+                   help="seconds one tier may take on one workload before its timed calls are cut (default: %(default)s)")
+    p.add_argument("--min-iters", type=COUNT, default=TimingConfig.min_iters,
+                   help="timed calls per tier never cut below this, however slow the solution (default: %(default)s)")
     p.add_argument("--atol", type=NON_NEGATIVE, default=1e-2,
                    help="absolute tolerance of the fp32 check (default: 0.01, flashinfer-bench's)")
     p.add_argument("--rtol", type=NON_NEGATIVE, default=1e-2,

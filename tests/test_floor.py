@@ -302,3 +302,20 @@ def test_the_stored_leaderboard_is_rebuilt_with_the_same_numbers():
     assert len(both) >= 0.5 * len(stored) and both["x_copy_floor"].notna().any()
     for column in ("x_copy_floor", "score", "median_us"):
         pd.testing.assert_series_equal(both[column], both[f"{column}_stored"], rtol=1e-5, check_names=False)
+
+
+def test_the_floor_is_timed_once_per_state_shape_and_serves_every_workload_of_it(tmp_path):
+    """A copy's time depends on the bytes it moves: B = 1, 2, 1 gives two measurements, and the
+    third workload's records name the workload whose state was copied."""
+    from harness.judge.references import References
+    from harness.judge.run import RunConfig, measure_floors
+
+    dataset = open_dataset(str(write_small_dataset(tmp_path / "dataset", batch_sizes=(1, 2, 1),
+                                                   scales=(0.0, 0.0, 0.0))), show_progress=False)
+    config = RunConfig(timing=TimingConfig(warmup=1, iters=5, budget_s=0.2, warm_s=0.0))
+    floors = measure_floors(dataset, References(dataset, "cpu"), config, {"float32"},
+                            Environment(hardware="test", device="cpu"), progress=False)
+    first, second, third = floors  # one copy (torch's) per workload on the CPU
+    assert [f.workload for f in floors] == ["small-0", "small-1", "small-2"]
+    assert first.measured_on is None and second.measured_on is None and second.batch_size == 2
+    assert third.measured_on == "small-0" and third.tiers == first.tiers and third.best_of == first.best_of

@@ -405,9 +405,13 @@ class FloorMeasurement(_TierTable):
     the best of the copies that share ``best_of``; not a solution, nothing checked."""
 
     workload: NonEmptyString
-    """uuid of the workload whose state was copied."""
+    """uuid of the workload this floor is for."""
     batch_size: int
     """The workload's batch size."""
+    measured_on: str | None = None
+    """uuid of the workload whose state was copied, when another's: the copies are timed once
+    per state shape and dtype and serve every workload of that shape (a copy's time depends
+    on the bytes, not their values). None: this workload's own state was copied."""
     state_dtype: str = "float32"
     """Dtype of the state copied."""
     nbytes: int
