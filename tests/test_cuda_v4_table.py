@@ -71,6 +71,20 @@ def test_the_h100_table_is_the_tuned_one(table):
                      [128, (8, "nc", 16, 2)], [None, (16, "nc", 16, 4)]]
 
 
+def test_the_h200_table_is_its_reports_choice(main):
+    """Installed from its report (python -m tools.tune.install): the tuner's own rule over the
+    report's rows gives the header's table, and the header cites that report."""
+    import json
+
+    from harness.paths import REPO_ROOT
+
+    origin = tune.gpu_table_origins(V4)["NVIDIA H200"]
+    assert origin["report"] == "results/tuning/20261123-H200/cuda-v4/NVIDIA-H200.json"
+    rows = json.loads((REPO_ROOT / origin["report"]).read_text())["state_dtypes"]["float32"]["batches"]
+    space = tune.CudaV4(main).configs("float32")
+    assert [[limit, tuple(space[name])] for limit, name in chosen_table(rows)] == tune.gpu_tables(V4)["NVIDIA H200"]
+
+
 def test_tune_names_every_variant_once(main, table):
     space = tune.CudaV4(main).configs("float32")
     assert all(config.is_compiled() and tune.config_name(config) == name for name, config in space.items())

@@ -5,3 +5,4 @@
 // file once). kernel.cu includes this file several times, each time with its own GDN_V4_GPU and
 // X: no include guard.
 #include "launch_table.NVIDIA-H100-80GB-HBM3.cuh"
+#include "launch_table.NVIDIA-H200.cuh"

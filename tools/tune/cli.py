@@ -13,9 +13,10 @@ and the baselines, then chooses one config per batch size
 (:func:`tools.tuning.steady_choice`). It writes the full report
 ``<out>/<solution>/<GPU>.json`` (default ``<out>``: a new
 ``results/tuning/<UTC time>/``) and this GPU's table file in the solution
-folder (:meth:`tools.tune.protocol.Adapter.table_files`; replacing this GPU's
+folder (:func:`tools.tune.table_files.write_table_files`; replacing this GPU's
 file if there is one: that is the command's purpose), which the solution
-picks at run time on this GPU. With ``--only`` (part of the search space) it
+picks at run time on this GPU. (``python -m tools.tune.install REPORT`` writes
+the same files later from a report.) With ``--only`` (part of the search space) it
 writes no table file. A bad option exits with status 2 and a message; a
 solution that cannot run here is skipped with its reason (status 0).
 """
@@ -34,7 +35,7 @@ from harness.facts import STATE_DTYPES
 from tools.tune import ADAPTERS
 from tools.tune.driver import tune_solution, unavailable_reason
 from tools.tune.report import build_report, default_out_dir, format_report, report_path, write_report
-from tools.tune.table_files import provenance
+from tools.tune.table_files import write_table_files
 from tools.tuning import KernelTimer
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -115,22 +116,6 @@ def load(adapter) -> str | None:
     return None
 
 
-def write_tables(adapter, results: dict[str, dict], report: dict, path: Path) -> list[Path]:
-    """Write this GPU's table files into the solution folder (``adapter.source_dir``); the paths.
-    State dtypes without a table (no correct config at any batch size) are left out; none at
-    all writes nothing."""
-    tables = {dtype: part["table"] for dtype, part in results.items() if part["table"]}
-    if not tables:
-        return []
-    written = []
-    for relative, text in adapter.table_files(tables, provenance(report, path)).items():
-        target = Path(adapter.source_dir) / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        written.append(target)
-    return written
-
-
 def main(argv: list[str] | None = None, *, timer=None, device=None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``).
 
@@ -173,6 +158,6 @@ def main(argv: list[str] | None = None, *, timer=None, device=None) -> int:
         if args.only:
             print(f"no table file written for {name}: --only measured part of the search space")
             continue
-        for path in write_tables(adapter, results, report, paths[name]):
+        for path in write_table_files(adapter, report, paths[name]):
             print(f"wrote {path}")
     return 0

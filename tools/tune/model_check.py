@@ -2,7 +2,8 @@
 
 Usage (on the CPU; cuda-v4's default build needs nvcc)::
 
-    python -m tools.tune.model_check [--algo NAME[,NAME]|all]
+    python -m tools.tune.model_check [--algo NAME[,NAME]|all] [--latency-us L] [--markdown]
+    python -m tools.tune.model_check --predict BYTES_PER_S [--latency-us L]
 
 For every tuned solution, GPU table and state dtype: per batch size of that
 GPU's tuning report, the config of the table and the config the default
@@ -14,6 +15,12 @@ module), so this checks what a GPU without a table runs.
 The report of a table: a new tune's (its ``report`` field, with the GPU's
 bandwidth in ``properties``), or, for the H100 tables tuned before the tuner
 recorded either, :data:`LEGACY_REPORTS` and :data:`KNOWN_BANDWIDTH`.
+
+``--latency-us`` evaluates the model as if its ``L`` were that (to re-fit
+``L``: exact, as the model reads ``L`` only in ``bandwidth x L``);
+``--markdown`` prints only the summary table (docs/tuning.md's); ``--predict``
+prints the batch ranges of each config the model gives a GPU without a table
+of that peak bandwidth (bytes/s).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +39,12 @@ from tools.tune import ADAPTERS
 from tools.tuning import lookup_launch_config
 
 H100 = "NVIDIA H100 80GB HBM3"
-#: Peak DRAM bandwidth (bytes/s) of GPUs whose reports predate ``properties``: 2 x memory
-#: clock x bus width, as the solutions compute it from the device (H100 SXM: 2619 MHz, 5120 bits).
-KNOWN_BANDWIDTH = {H100: 2 * 2619e6 * 5120 / 8}
+H200 = "NVIDIA H200"
+#: Peak DRAM bandwidth (bytes/s) of GPUs whose reports predate ``properties``. H100 SXM: 2 x memory
+#: clock x bus width, as the solutions compute it from the device (2619 MHz, 5120 bits). H200 (SXM):
+#: NVIDIA's H200 datasheet, 4.8 TB/s; its device's clock and bus width were not recorded, so the
+#: solutions' own figure for it may differ by a few percent (docs/tuning.md: no choice moves).
+KNOWN_BANDWIDTH = {H100: 2 * 2619e6 * 5120 / 8, H200: 4.8e12}
 #: Reports of the tables tuned before the tuner named one report per table (results/tuning/).
 LEGACY_REPORTS = {
     ("fla-recurrent", H100): ("fla_recurrent_tune.json",),
@@ -41,6 +52,14 @@ LEGACY_REPORTS = {
     ("cutedsl-bf16", H100): tuple(f"cutedsl_tune{part}.json" for part in (
         "", "_mixed_bf16", "_mixed_bf16_small", "_mixed_f32", "_parts_bf16", "_parts_f32", "_regs_bf16", "_regs_f32",
         "_tile128_b64_b128")),
+}
+
+#: Where each solution defines the default model's L (seconds): solutions are standalone, so the one
+#: constant is written three times (file in the solution folder, its definition's pattern).
+LATENCY_DEFINITIONS = {
+    "fla-recurrent": ("configs.py", r"^MEMORY_LATENCY_S = ([0-9.eE+-]+)"),
+    "cuda-v4": ("kernel.cu", r"^constexpr double kMemoryLatencySeconds = ([0-9.eE+-]+);"),
+    "cutedsl-bf16": ("gdn_cute_build.py", r"^MEMORY_LATENCY_S = ([0-9.eE+-]+)"),
 }
 
 #: state dtype -> batch -> config name -> µs (correct configs only)
@@ -136,10 +155,41 @@ def summary(rows: list[Row]) -> dict:
             "worst": max(slow) if slow else None}
 
 
-def check_solution(name: str, adapter=None) -> dict[tuple[str, str], list[Row]]:
-    """``{(device, state dtype): rows}`` for every GPU table of solution ``name`` (its default build:
-    cuda-v4 compiles kernel.cu here)."""
-    adapter = adapter or ADAPTERS[name](load_solution(load_meta(SOLUTIONS_DIR / name)))
+def model_latency(name: str) -> float:
+    """The default model's ``L`` (seconds) as solution ``name``'s source defines it.
+
+    Raises:
+        LookupError: no definition of the form :data:`LATENCY_DEFINITIONS` expects (moved or renamed).
+    """
+    file, pattern = LATENCY_DEFINITIONS[name]
+    found = re.search(pattern, (SOLUTIONS_DIR / name / file).read_text(), re.MULTILINE)
+    if found is None:
+        raise LookupError(f"solutions/{name}/{file} has no line matching {pattern!r}")
+    return float(found.group(1))
+
+
+def bandwidth_scale(name: str, latency: float | None) -> float:
+    """``latency / L`` (1 for None): the factor on the bandwidth the model of solution ``name`` is
+    asked about that makes it compute as if its ``L`` were ``latency`` seconds (it reads ``L``
+    only in ``bandwidth x L``)."""
+    return latency / model_latency(name) if latency else 1.0
+
+
+def load_adapter(name: str):
+    """The adapter of solution ``name``, loaded by the harness (its default build: cuda-v4 compiles here)."""
+    return ADAPTERS[name](load_solution(load_meta(SOLUTIONS_DIR / name)))
+
+
+def check_solution(name: str, adapter=None, latency: float | None = None) -> dict[tuple[str, str], list[Row]]:
+    """``{(device, state dtype): rows}`` for every GPU table of solution ``name``.
+
+    Args:
+        adapter: its adapter, loaded (default :func:`load_adapter`).
+        latency: evaluate the model as if its ``L`` were this many seconds (default: the
+            solution's own; :func:`bandwidth_scale`).
+    """
+    adapter = adapter or load_adapter(name)
+    scale = bandwidth_scale(name, latency)
     origins = table_origins(name)
     results = {}
     for device, tables in adapter.gpu_tables().items():
@@ -147,8 +197,23 @@ def check_solution(name: str, adapter=None) -> dict[tuple[str, str], list[Row]]:
         times = report_times(name, paths)
         for dtype, table in tables.items():
             batches = sorted(times.get(dtype, {})) or [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
-            results[device, dtype] = compare(adapter, table, dtype, bandwidth, times.get(dtype, {}), batches)
+            results[device, dtype] = compare(adapter, table, dtype, bandwidth * scale, times.get(dtype, {}), batches)
     return results
+
+
+def predict(adapter, state_dtype: str, bandwidth: float, batches=range(1, 1025)) -> list[tuple[int, int | None, str]]:
+    """``[(first batch, last batch, config name)]``: the default model's choice on a GPU without a
+    table, of ``bandwidth`` bytes/s, as runs over ``batches`` (consecutive batch sizes). The last
+    run's last batch is None: its rung, the model's last reached, holds for every larger batch
+    (``rho`` only grows with the batch)."""
+    runs: list[tuple[int, int | None, str]] = []
+    for batch in batches:
+        name = adapter.model_config_name(batch, state_dtype, bandwidth)
+        if runs and runs[-1][2] == name:
+            runs[-1] = (runs[-1][0], batch, name)
+        else:
+            runs.append((batch, batch, name))
+    return runs[:-1] + [(runs[-1][0], None, runs[-1][2])] if runs else runs
 
 
 def table_origins(name: str) -> dict[str, str]:
@@ -182,20 +247,76 @@ def format_rows(name: str, device: str, dtype: str, rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Print the comparison for the solutions named by ``--algo`` (default all); 0."""
+def markdown_table(results: dict[str, dict[tuple[str, str], list[Row]]]) -> str:
+    """docs/tuning.md's summary: per solution, state dtype and GPU (table pretended missing), the
+    batch sizes where the model picks the table's config and the default/tuned slowdown (geometric
+    mean and worst, with its batch size). ``results``: solution -> :func:`check_solution`."""
+    lines = ["| solution, state | GPU | same config | geometric mean | worst |", "|---|---|---|---|---|"]
+    for name, by_table in results.items():
+        for (device, dtype), rows in sorted(by_table.items(), key=lambda item: (item[0][1] != "float32", item[0])):
+            s = summary(rows)
+            worst = max((row for row in rows if row.slowdown is not None), key=lambda row: row.slowdown, default=None)
+            worst_text = "-" if worst is None else f"{worst.slowdown:.3f}" + (
+                f" (B = {worst.batch})" if worst.slowdown > 1.0005 else "")
+            mean = f"{s['geomean']:.3f}" if s["geomean"] else "-"
+            lines.append(f"| {name} {'fp32' if dtype == 'float32' else 'bf16'} | {device} | "
+                         f"{s['same']}/{s['batches']} | {mean} | {worst_text} |")
+    return "\n".join(lines)
+
+
+def format_prediction(name: str, dtype: str, runs: list[tuple[int, int | None, str]]) -> str:
+    """One line: ``<solution> <dtype>: config B first-last · ... · config B >= first`` (:func:`predict`)."""
+    parts = [f"{config} B {first}-{last}" if last else f"{config} B >= {first}" for first, last, config in runs]
+    return f"{name} {dtype}: " + " · ".join(parts)
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not > 0")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line (see the module doc)."""
     p = argparse.ArgumentParser(prog="python -m tools.tune.model_check", description=__doc__.split("\n\n")[0])
     p.add_argument("--algo", default="all", help=f"all, or some of: {', '.join(ADAPTERS)}")
+    p.add_argument("--latency-us", type=_positive, default=None,
+                   help="evaluate the model with this L (µs) instead of the solutions' own")
+    p.add_argument("--markdown", action="store_true", help="print only the summary table")
+    p.add_argument("--predict", type=_positive, default=None, metavar="BYTES_PER_S",
+                   help="print the model's configs for a GPU without a table of this peak bandwidth")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the comparison for the solutions named by ``--algo`` (default all); 0, or 2 after a
+    message for an unknown solution or a bad number."""
+    p = parser()
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     names = list(ADAPTERS) if args.algo == "all" else [n.strip() for n in args.algo.split(",") if n.strip()]
     unknown = [n for n in names if n not in ADAPTERS]
     if unknown:
         p.error(f"unknown solution {', '.join(unknown)} (choose from {', '.join(ADAPTERS)})")
-    for name in names:
-        for (device, dtype), rows in check_solution(name).items():
+    latency = args.latency_us * 1e-6 if args.latency_us else None
+    if args.predict:
+        for name in names:
+            adapter = load_adapter(name)
+            bandwidth = args.predict * bandwidth_scale(name, latency)
+            for dtype in adapter.state_dtypes():
+                print(format_prediction(name, dtype, predict(adapter, dtype, bandwidth)))
+        return 0
+    results = {name: check_solution(name, latency=latency) for name in names}
+    if args.markdown:
+        print(markdown_table(results))
+        return 0
+    for name, by_table in results.items():
+        for (device, dtype), rows in by_table.items():
             print(format_rows(name, device, dtype, rows))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,4 +1,6 @@
-"""A GPU's launch-table file in a solution folder: what ``python -m tools.tune`` writes there.
+"""A GPU's launch-table file in a solution folder: what ``python -m tools.tune`` writes there
+(and ``python -m tools.tune.install`` from a report already measured: both through
+:func:`write_table_files`).
 
 Each tuned solution keeps one table file per GPU it was measured on, named by
 the device slug (:func:`harness.records.plots.slug`, as run folders are) and
@@ -40,6 +42,39 @@ def provenance(report: dict, report_path: Path) -> dict:
     shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
     return {"device": report["device"], "commit": report["commit"], "command": report["command"],
             "date_utc": report["date_utc"], "tier": report["timing"]["tier"], "report": shown.as_posix()}
+
+
+def report_tables(report: dict) -> dict[str, list[list]]:
+    """State dtype -> ``[[largest batch | None, config name]]`` chosen by a tune (``report``:
+    :func:`tools.tune.report.build_report`); a state dtype without a table (no correct config at
+    any batch size) is left out, and a report of another form (no ``state_dtypes``) has none."""
+    parts = report.get("state_dtypes") or {}
+    return {dtype: part["table"] for dtype, part in parts.items() if isinstance(part, dict) and part.get("table")}
+
+
+def write_table_files(adapter, report: dict, report_path: Path) -> list[Path]:
+    """Write the table files of the GPU a tune measured into the solution folder
+    (``adapter.source_dir``; :meth:`tools.tune.protocol.Adapter.table_files`), replacing that GPU's
+    file if there is one; the paths written. A report without a table (:func:`report_tables`)
+    writes nothing.
+
+    Args:
+        adapter: the solution's :class:`tools.tune.protocol.Adapter`, its solution loaded.
+        report: the tune's report; ``report_path``: where it lies (recorded in the file, :func:`provenance`).
+
+    Raises:
+        KeyError: the table names a config the solution's search space lacks.
+    """
+    tables = report_tables(report)
+    if not tables:
+        return []
+    written = []
+    for relative, text in adapter.table_files(tables, provenance(report, report_path)).items():
+        target = Path(adapter.source_dir) / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        written.append(target)
+    return written
 
 
 def json_table_file(solution: str, origin: dict, tables: dict[str, list[list]]) -> tuple[str, str]:
