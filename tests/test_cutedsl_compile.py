@@ -108,10 +108,11 @@ def test_cache_key_covers_shape_parameters(build):
 
 
 @needs_cutlass
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])  # the H100/H200, and the contest's B200
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("tile", [8, 64])
-def test_compiles_for_sm90a(build, dtype, tile):
-    key = build.KernelKey(dtype, 4, 8, 128, 128, build.LaunchConfig(tile, build.rows_per_stage(tile, 128, dtype)), "sm_90a")
+def test_compiles_for_hopper_and_blackwell(build, dtype, tile, arch):
+    key = build.KernelKey(dtype, 4, 8, 128, 128, build.LaunchConfig(tile, build.rows_per_stage(tile, 128, dtype)), arch)
     compiled = build.compile_kernel(key)
     assert compiled is not None
     assert build.compile_kernel(key) is compiled  # cached
