@@ -31,8 +31,9 @@ that follows another closely only tops the clock up for ``keep_warm_s``
 most of a fast solution's time on the GPU (issue #17).
 
 The cupti, events and wallclock tiers stop before ``iters`` once the median is
-known well (:func:`median_noise` at most ``max_noise``, checked every
-:data:`STOP_CHECK_EVERY` calls from :data:`STOP_MIN_SAMPLES` on), the way
+known well (:func:`median_noise` at most ``max_noise``, or its interval one timer
+step wide: :func:`is_stable`; checked every :data:`STOP_CHECK_EVERY` calls from
+:data:`STOP_MIN_SAMPLES` on), the way
 NVBench stops on its relative noise (docs/timing.md "When a tier stops"); the
 sync and contest tiers keep their fixed counts, since they reproduce timers
 that have them.
@@ -218,7 +219,8 @@ def is_stable(samples_us: list[float], config: TimingConfig) -> bool:
     if config.max_noise <= 0 or len(samples_us) < STOP_MIN_SAMPLES:
         return False
     lo, hi = median_interval(samples_us)
-    return median_noise(samples_us) <= config.max_noise or hi - lo <= timer_tick(samples_us) * (1 + 1e-9)
+    width = hi - lo  # median_noise's interval, read once
+    return width <= 2 * config.max_noise * statistics.median(samples_us) or width <= timer_tick(samples_us) * (1 + 1e-9)
 
 
 def until_stable(time_calls: Callable[[int, int], list[float]], planned: int, config: TimingConfig) -> list[float]:
