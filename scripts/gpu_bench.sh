@@ -11,6 +11,9 @@
 #   user-v2     the same on contest-v2, the contest's real set (issue #17: under 3 and 8 minutes on an H100)
 #   idle-probe  scripts/clock_idle_probe.py: does the clock stay up between tiers (the warm-up rule)?
 #   contest-check  the contest tier beside cupti on the sweep (does CUPTI record again after FlashInfer's finalize?)
+#   warm-ab     the same rows with the full warm-up before every tier and with today's top-up, twice each,
+#               alternating (do the events and sync figures move with it? results/speed/20261123-H100);
+#               compare with tools/compare_runs.py
 # Slow baselines get fewer timed calls (--budget 0.5 --min-iters 3); recorded in run.json.
 set -uo pipefail
 RESULTS=${1:?usage: gpu_bench.sh RESULTS_DIR STEP...}
@@ -33,6 +36,10 @@ for step in "$@"; do
     user-v2)    time python run_local.py --results "$RESULTS" --no-progress --algo all --workloads contest-v2 ;;
     idle-probe) python scripts/clock_idle_probe.py "$RESULTS" ;;
     contest-check) run --algo cuda-v4,fi-baseline --workloads sweep --tiers cupti,contest ;;
+    warm-ab)    for round in 1 2; do
+                  run --algo cuda-v4,fi-baseline,fla-recurrent --workloads sweep --keep-warm-seconds 0.2
+                  run --algo cuda-v4,fi-baseline,fla-recurrent --workloads sweep
+                done ;;
     *)          echo "unknown step $step" ;;
   esac
 done
