@@ -22,7 +22,7 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
-TIERS = ("cupti", "events", "sync", "contest", "wallclock")
+from harness.facts import TIERS
 
 
 def solution_rows(run_dir: Path) -> list[dict]:
