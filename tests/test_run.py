@@ -65,6 +65,16 @@ def test_traces_are_on_disk_in_trace_format(run):
     assert stored.meta["solutions"] == ["crashes", "raises", "hangs", "slow", "good"]
 
 
+def test_run_json_says_where_the_time_went(run):
+    laps = load_run(run.run_dir).meta["timeline"]
+    assert [lap["step"] for lap in laps] == ["tensors", "fingerprints and references", "build", "copy floor",
+                                             "crashes", "raises", "hangs", "slow", "good"]
+    good = laps[-1]
+    assert len(good["load_s"]) == 1 and len(good["workload_s"]) == 2 and good["write_s"] >= 0
+    assert sum(good["workload_s"]) + good["load_s"][0] <= good["seconds"]
+    assert len(next(lap for lap in laps if lap["step"] == "crashes")["load_s"]) == 2  # a fresh worker after the crash
+
+
 def test_every_trace_line_is_a_flashinfer_bench_trace(run):
     from flashinfer_bench.data import Trace as FibTrace
 

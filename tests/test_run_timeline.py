@@ -33,3 +33,16 @@ def test_each_solution_gets_its_start_its_pace_and_its_tier_costs(tmp_path, caps
 
 def test_a_folder_that_is_no_run_is_named_and_exits_2(tmp_path, capsys):
     assert main([str(tmp_path)]) == 2 and "not a run folder" in capsys.readouterr().err
+
+
+def test_the_judges_own_laps_come_first_with_load_and_first_workload(tmp_path, capsys):
+    run = write_run(tmp_path / "run", [trace("a", "2026-11-23T10:00:10+00:00", 0.3, "stable")])
+    meta = json.loads((run / "run.json").read_text())
+    meta["timeline"] = [{"step": "tensors", "seconds": 11.0},
+                        {"step": "a", "seconds": 9.5, "load_s": [2.5], "workload_s": [3.0, 0.4, 0.6, 0.5],
+                         "write_s": 0.05}]
+    (run / "run.json").write_text(json.dumps(meta))
+    assert main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "| a | 9.5 | 2.5 | 3.00 | 0.50 | 0.05 |" in out and "| total | 20.5 |" in out
+    assert out.index("| step |") < out.index("| solution |")

@@ -10,6 +10,11 @@ solution's last trace to this one's first (worker start, loading, compiling, the
 workload), the seconds of its remaining workloads per workload, and per tier the median of the
 judge's wall clock for the tier (``wall_s``), the median timed calls and why the tiers stopped
 (``stop``: docs/timing.md). Trace timestamps have one-second resolution.
+
+Runs that record run.json's ``timeline`` (the judge's own laps, to the millisecond) get a
+second table first: seconds per step (tensors, build, copy floor, each variant) and, per
+variant, its worker's load time, its first workload (compiling on first use), the median of
+the others, and the time to write the run's files after it.
 """
 
 from __future__ import annotations
@@ -61,6 +66,23 @@ def tier_cost(figures: list[dict]) -> str:
         f" ({', '.join(f'{n} {stop}' for stop, n in stops.most_common())})" if stops else "")
 
 
+def timeline_rows(run_dir: Path) -> list[str]:
+    """Markdown rows of run.json's ``timeline`` ([] for runs that did not record one)."""
+    laps = json.loads((run_dir / "run.json").read_text()).get("timeline") or []
+    rows = []
+    for lap in laps:
+        workloads = lap.get("workload_s") or []
+        rows.append("| {} | {:.1f} | {} | {} | {} | {} |".format(
+            lap["step"], lap["seconds"], ", ".join(f"{s:.1f}" for s in lap.get("load_s", [])) or "—",
+            f"{workloads[0]:.2f}" if workloads else "—",
+            f"{statistics.median(workloads[1:]):.2f}" if len(workloads) > 1 else "—",
+            f"{lap['write_s']:.2f}" if lap.get("write_s") is not None else "—"))
+    if rows:
+        total = sum(lap["seconds"] for lap in laps)
+        rows.append(f"| total | {total:.1f} | | | | |")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", type=Path)
@@ -70,6 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, KeyError, ValueError) as exc:
         print(f"error: {args.run_dir}: not a run folder ({exc})", file=sys.stderr)
         return 2
+    timeline = timeline_rows(args.run_dir)
+    if timeline:
+        print("| step | s | worker load s | first workload s | median workload s | write s |")
+        print("|---" * 6 + "|")
+        print("\n".join(timeline) + "\n")
     tiers = [t for t in TIERS if any(t in r["tiers"] for r in rows)]
     print("| solution | workloads | to its first trace s | per further workload s | "
           + " | ".join(f"{t}: wall, calls (stops)" for t in tiers) + " |")

@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -75,6 +76,7 @@ class RunResult:
     floors: list[FloorMeasurement] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     interrupted: bool = False
+    timeline: list[dict] = field(default_factory=list)  # where the run's time went (run.json's "timeline")
 
 
 @dataclass
@@ -237,18 +239,22 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
     become_subreaper()
     protect_memory()
     harness_files = read_tree(HARNESS_DIR, "**/*.py")
+    clock = Stopwatch()
     dataset = open_dataset(dataset_spec, show_progress=progress)
+    laps = [clock.lap("tensors")]  # generated on first use
     folders = select_solutions(algo, solutions_root)
     results_dir = Path(results_dir)
     run_dir = results_dir / "runs" / run_id(dataset.name, config.device)
     guards = Guards(dataset, folders, results_dir)
-    result = RunResult(run_dir)
+    result = RunResult(run_dir, timeline=laps)
     references = References(dataset, config.device, notes=result.notes)
     env = Environment(**environment(config.device))
     # read before any worker runs: a solution of this run cannot have touched them
     earlier_references, reference_runs = stored_references(results_dir, env.hardware, dataset.definition.name,
                                                            REFERENCE_SOLUTION, exclude=run_dir)
+    result.timeline.append(clock.lap("fingerprints and references"))
     candidates = prepare_all(folders, dataset, config)
+    result.timeline.append(clock.lap("build"))
     variants = [v for c in candidates for v in c.variants]
     writer = RunWriter(run_dir)
     meta = {"algo": algo, "workloads": dataset_spec, "definition": dataset.definition.name,
@@ -256,7 +262,8 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "solutions": [v.label for v in variants], "notes": result.notes,
             "version_drift": version_drift(env.libs),
-            "earlier_reference_runs": reference_runs}  # where speedups come from when this run has no reference
+            "earlier_reference_runs": reference_runs,  # where speedups come from when this run has no reference
+            "timeline": result.timeline}
     if meta["version_drift"] and config.device.startswith("cuda"):
         result.notes.append("installed versions differ from pyproject.toml's pinned gpu extra, which the "
                             f"results were measured with: {'; '.join(meta['version_drift'])}")
@@ -267,6 +274,7 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
         dtypes = {v.state_dtype for c in candidates if not c.failure for v in c.variants}
         result.floors = measure_floors(dataset, references, config, dtypes, env, progress) if dtypes else []
         ctx.floors = floors_by_key(result.floors)
+        result.timeline.append(clock.lap("copy floor"))
         save(writer, meta, result, guards, earlier_references)
         def arrived(trace: Trace) -> None:
             bar.update()
@@ -275,8 +283,12 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
         for candidate in candidates:
             for variant in candidate.variants:
                 done = len(result.traces)
-                judge_variant(ctx, candidate, variant, guards, result, arrived)
+                judge = judge_variant(ctx, candidate, variant, guards, result, arrived)
+                writing = time.monotonic()
                 save(writer, meta, result, guards, earlier_references)
+                result.timeline.append(clock.lap(variant.label, load_s=judge.load_seconds,
+                                                 workload_s=judge.workload_seconds,
+                                                 write_s=round(time.monotonic() - writing, 3)))
                 for trace in result.traces[done:] if on_trace else ():  # final: after the fingerprint check
                     on_trace(trace)
     except KeyboardInterrupt:
@@ -291,9 +303,9 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
 
 
 def judge_variant(ctx: RunContext, candidate: Candidate, variant: Variant, guards: Guards, result: RunResult,
-                  arrived: Callable[[Trace], None]) -> None:
+                  arrived: Callable[[Trace], None]) -> VariantJudge:
     """Add one variant's traces to ``result`` (also those made before a Ctrl-C),
-    then check the fingerprints once its worker is gone."""
+    then check the fingerprints once its worker is gone. Returns the variant's judge."""
     judge = VariantJudge(ctx, variant, candidate.files, candidate.library)
     generator = (judge.all_remaining(ctx.dataset.workloads, *candidate.failure) if candidate.failure
                  else judge.traces())
@@ -316,6 +328,20 @@ def judge_variant(ctx: RunContext, candidate: Candidate, variant: Variant, guard
             guards.inputs.refresh()
             guards.code.refresh()
         result.traces += traces
+    return judge
+
+
+class Stopwatch:
+    """Laps of a run (run.json's ``timeline``: where the time went, for tools/run_timeline.py)."""
+
+    def __init__(self):
+        self.last = time.monotonic()
+
+    def lap(self, step: str, **detail) -> dict:
+        """``{"step", "seconds"}`` since the previous lap (wall-clock s), with ``detail``."""
+        now = time.monotonic()
+        seconds, self.last = round(now - self.last, 3), now
+        return {"step": step, "seconds": seconds, **detail}
 
 
 def tampered(judge: VariantJudge, ctx: RunContext, traces: list[Trace], changed: list[str]) -> list[Trace]:

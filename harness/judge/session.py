@@ -117,6 +117,8 @@ class VariantJudge:
         self.deadline = 0.0  # of the workload being judged (time.monotonic())
         self.needs_restart = False  # the worker said its CUDA context is gone
         self.started = time.monotonic()
+        self.load_seconds: list[float] = []  # per worker started: seconds from its start to Ready
+        self.workload_seconds: list[float] = []  # per workload judged to its end, in order (run.json's timeline)
 
     # ------------------------------------------------------------------ traces
 
@@ -173,12 +175,14 @@ class VariantJudge:
                 return
             if time.monotonic() - self.started > self.ctx.timeouts.total_s:
                 break
+            launched = time.monotonic()
             worker = self.start_worker(attempt)
             self.needs_restart = False
             try:
-                deadline = time.monotonic() + self.ctx.timeouts.startup_s
+                deadline = launched + self.ctx.timeouts.startup_s
                 try:
                     first = worker.recv(deadline, msg.Ready, msg.LoadFailed)
+                    self.load_seconds.append(round(time.monotonic() - launched, 3))
                 except WorkerGone as exc:
                     status = Status.TIMEOUT if exc.timed_out else Status.RUNTIME_ERROR
                     yield from self.all_remaining(remaining, status, f"{exc} while loading:\n{worker.log_tail()}")
@@ -192,8 +196,10 @@ class VariantJudge:
                     return
                 while remaining:
                     workload = remaining[0]
+                    begun = time.monotonic()
                     try:
                         trace = self.judge_workload(worker, workload)
+                        self.workload_seconds.append(round(time.monotonic() - begun, 3))
                     except WorkerGone as exc:
                         remaining.pop(0)
                         status = Status.TIMEOUT if exc.timed_out else Status.RUNTIME_ERROR
