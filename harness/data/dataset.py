@@ -42,26 +42,50 @@ class Dataset:
 
 
 def open_dataset(spec: str, definition_name: str = DEFINITION_NAME, show_progress: bool = True) -> Dataset:
-    """Open a named set or an external dataset directory (see module doc).
+    """Open a named set or an external dataset directory (see module doc), its tensors on disk:
+    :func:`describe_dataset`, then :func:`make_tensors`.
+
+    Raises:
+        HarnessInputError: unknown set name, missing files, or malformed content.
+    """
+    dataset = describe_dataset(spec, definition_name)
+    make_tensors(dataset, show_progress)
+    return dataset
+
+
+def describe_dataset(spec: str, definition_name: str = DEFINITION_NAME) -> Dataset:
+    """A named set or an external dataset directory: its definition and workloads, validated, and
+    where its tensor files are; no tensor file is read or made yet (a run builds the CUDA
+    solutions while :func:`make_tensors` generates a set on first use).
 
     Raises:
         HarnessInputError: unknown set name, missing files, or malformed content.
     """
     if spec in SET_NAMES:
-        return _open_our_set(spec, show_progress)
+        definition = load_definition(OUR_DEFINITION)
+        workloads = load_workloads(WORKLOADS_DIR / f"{spec}.jsonl", definition)
+        return Dataset(spec, definition, workloads, TensorFiles(cache_dir() / "dataset"))
     path = Path(spec)
     if path.is_dir():
         return _open_external(path, definition_name)
     raise HarnessInputError(spec, None, f"neither a workload set ({', '.join(SET_NAMES)}) nor a dataset directory")
 
 
-def _open_our_set(set_name: str, show_progress: bool) -> Dataset:
-    definition = load_definition(OUR_DEFINITION)
-    workloads = load_workloads(WORKLOADS_DIR / f"{set_name}.jsonl", definition)
-    root = cache_dir() / "dataset"
+def make_tensors(dataset: Dataset, show_progress: bool = True) -> None:
+    """Put one of our sets' tensor files in the cache: a cached file that is not what
+    workloads/checksums.json records is made again, a missing one is generated (and checked
+    against the checksums). An external dataset's files are the user's: nothing to do.
+
+    Raises:
+        RuntimeError: a generated tensor does not match its recorded checksum (the machine does
+            not reproduce the data bit for bit: :func:`harness.data.generator.materialize`).
+    """
+    if dataset.name not in SET_NAMES:
+        return
+    root = dataset.files.root
     bank = generator.Bank(cache_dir())
     checksums = json.loads((WORKLOADS_DIR / "checksums.json").read_text())
-    recipes = generator.set_recipes(set_name)
+    recipes = generator.set_recipes(dataset.name)
     for recipe in recipes:  # a cached file that is not what checksums.json records is made again
         path = root / recipe.blob_path
         if path.exists() and not cached_file_is_intact(path, checksums.get(recipe.uuid, {})):
@@ -69,9 +93,8 @@ def _open_our_set(set_name: str, show_progress: bool) -> Dataset:
                   "(changed or truncated): generating it again", file=sys.stderr)
             path.unlink()
     missing = [r for r in recipes if not (root / r.blob_path).exists()]
-    for recipe in tqdm(missing, desc=f"generating {set_name} tensors", disable=not (show_progress and missing)):
+    for recipe in tqdm(missing, desc=f"generating {dataset.name} tensors", disable=not (show_progress and missing)):
         _write_stamp(generator.materialize(recipe, root, bank, checksums))  # materialize checked the checksums
-    return Dataset(set_name, definition, workloads, TensorFiles(root))
 
 
 def forget_generated_files(dataset: Dataset, paths) -> list[Path]:

@@ -3,12 +3,13 @@
 This is the function both command-line shells (run_local.py, run_modal.py)
 call. In order:
 
-1. snapshot what later workers must not be able to change: the harness's
-   sources, each selected solution's files, the dataset's stored tensors
-   (into :class:`~harness.judge.references.References`), and fingerprints of
-   the files a solution could spoil (:mod:`harness.judge.isolation`);
-2. validate every solution folder (a malformed one becomes COMPILE_ERROR
-   traces, never the end of the run) and build the CUDA ones;
+1. validate every solution folder (a malformed one becomes COMPILE_ERROR
+   traces, never the end of the run), snapshot its files and build the CUDA
+   ones, while the tensors of one of our sets are generated on first use;
+2. snapshot what later workers must not be able to change: the harness's
+   sources (read first of all), the dataset's stored tensors (into
+   :class:`~harness.judge.references.References`), and fingerprints of the
+   files a solution could spoil (:mod:`harness.judge.isolation`);
 3. measure the copy floor of every workload (the physical limit);
 4. judge each variant in a worker of its own (:mod:`harness.judge.session`);
    after each, verify the fingerprints (a change marks that solution as
@@ -34,7 +35,7 @@ from typing import Callable
 import torch
 from tqdm import tqdm
 
-from harness.data.dataset import Dataset, forget_generated_files, open_dataset
+from harness.data.dataset import Dataset, describe_dataset, forget_generated_files, make_tensors
 from harness.data.workloads import Workload
 from harness.facts import DEFAULT_TOLERANCE, REFERENCE_SOLUTION, Tolerance
 from harness.judge.build import CompileError
@@ -240,21 +241,24 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
     protect_memory()
     harness_files = read_tree(HARNESS_DIR, "**/*.py")
     clock = Stopwatch()
-    dataset = open_dataset(dataset_spec, show_progress=progress)
-    laps = [clock.lap("tensors")]  # generated on first use
+    dataset = describe_dataset(dataset_spec)
     folders = select_solutions(algo, solutions_root)
     results_dir = Path(results_dir)
     run_dir = results_dir / "runs" / run_id(dataset.name, config.device)
+    result = RunResult(run_dir)
+    with ThreadPoolExecutor(max_workers=1) as builder:  # the builds are nvcc processes: the tensors meanwhile
+        building = builder.submit(prepare_all, folders, dataset, config)
+        make_tensors(dataset, show_progress=progress)
+        result.timeline.append(clock.lap("tensors, while the builds run"))
+        candidates = building.result()
+    result.timeline.append(clock.lap("the rest of the builds"))
     guards = Guards(dataset, folders, results_dir)
-    result = RunResult(run_dir, timeline=laps)
     references = References(dataset, config.device, notes=result.notes)
     env = Environment(**environment(config.device))
     # read before any worker runs: a solution of this run cannot have touched them
     earlier_references, reference_runs = stored_references(results_dir, env.hardware, dataset.definition.name,
                                                            REFERENCE_SOLUTION, exclude=run_dir)
     result.timeline.append(clock.lap("fingerprints and references"))
-    candidates = prepare_all(folders, dataset, config)
-    result.timeline.append(clock.lap("build"))
     variants = [v for c in candidates for v in c.variants]
     writer = RunWriter(run_dir)
     meta = {"algo": algo, "workloads": dataset_spec, "definition": dataset.definition.name,
