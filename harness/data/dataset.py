@@ -93,6 +93,7 @@ def make_tensors(dataset: Dataset, show_progress: bool = True) -> None:
                   "(changed or truncated): generating it again", file=sys.stderr)
             path.unlink()
     missing = [r for r in recipes if not (root / r.blob_path).exists()]
+    bank.fill(missing)
     for recipe in tqdm(missing, desc=f"generating {dataset.name} tensors", disable=not (show_progress and missing)):
         _write_stamp(generator.materialize(recipe, root, bank, checksums))  # materialize checked the checksums
 

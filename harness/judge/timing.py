@@ -123,7 +123,7 @@ class TimingConfig:
     warmup: int = 10
     iters: int = 100
     trials: int = SYNC_TRIALS
-    budget_s: float = 1.0  # slow solutions get fewer iterations, never fewer than min_iters
+    budget_s: float = 0.3  # slow solutions get fewer iterations, never fewer than min_iters (docs/timing.md)
     min_iters: int = 5
     warm_s: float = 0.2  # seconds of back-to-back flush + call before a GPU tier (clock ramp) ...
     keep_warm_s: float = 0.03  # ... or only this when the GPU was kept busy within IDLE_S
