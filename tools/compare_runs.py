@@ -3,7 +3,10 @@
 and after, and per tier the spread of after / before. For "the numbers do not
 move" checks (a judge change, a timing change) on the same GPU.
 
-    python tools/compare_runs.py BEFORE_TRACES.jsonl AFTER_TRACES.jsonl [--tiers cupti,events,sync]
+    python tools/compare_runs.py BEFORE_TRACES.jsonl AFTER_TRACES.jsonl [--tiers cupti,events,sync] [--per solution]
+
+``--per solution`` compares each solution's median over its workloads instead (a set like
+contest-v1, whose 20 workloads all have B = 1, has one row per solution then).
 
 Reads the traces as plain JSON (a run made by an older harness need not
 validate under today's trace model) and prints a markdown table; a figure one
@@ -23,18 +26,24 @@ from harness.records.best_floor import best_floors
 from harness.records.trace import FloorMeasurement
 
 
-def figures(traces: Path) -> dict[tuple[str, int], dict[str, float]]:
-    """``{(solution label, batch size): {tier: figure µs}}`` of the PASSED traces (and floors) of one run."""
-    found: dict[tuple[str, int], dict[str, float]] = {}
+def figures(traces: Path, per_solution: bool = False) -> dict[tuple[str, int | str], dict[str, float]]:
+    """``{(solution label, batch size): {tier: figure µs}}`` of the PASSED traces (and floors) of one run;
+    with ``per_solution`` ``{(solution label, "all"): {tier: median µs over its workloads}}``."""
+    every: dict[tuple[str, int | str], dict[str, list[float]]] = {}
     for line in traces.read_text().splitlines():
         trace = json.loads(line) if line.strip() else None
         performance = trace and (trace["evaluation"].get("performance") or {})
         if performance:
-            key = (trace["solution"], trace["workload"]["axes"]["batch_size"])
-            found[key] = {t: f["value_us"] for t, f in performance.get("tiers", {}).items() if f.get("available")}
+            key = (trace["solution"], "all" if per_solution else trace["workload"]["axes"]["batch_size"])
+            for tier, figure in performance.get("tiers", {}).items():
+                if figure.get("available"):
+                    every.setdefault(key, {}).setdefault(tier, []).append(figure["value_us"])
+    # per batch size the last workload's figure, as before; per solution the median
+    found = {key: {t: (statistics.median(v) if per_solution else v[-1]) for t, v in tiers.items()}
+             for key, tiers in every.items()}
     floors = traces.with_name("floors.jsonl") if traces.name == "traces.jsonl" else traces.with_name(
         traces.name.replace("traces.jsonl", "floors.jsonl"))
-    if floors.is_file():  # written by today's store, so its lines validate
+    if floors.is_file() and not per_solution:  # written by today's store, so its lines validate (per batch size only)
         measured = [FloorMeasurement.model_validate_json(line) for line in floors.read_text().splitlines()
                     if line.strip()]
         for floor in best_floors(measured):  # per tier the fastest of the copies measured
@@ -64,9 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("before", type=Path, help="traces.jsonl of the first run")
     parser.add_argument("after", type=Path, help="traces.jsonl of the second run")
     parser.add_argument("--tiers", default="cupti,events,sync", help="comma-separated tiers (default: %(default)s)")
+    parser.add_argument("--per", choices=("batch", "solution"), default="batch",
+                        help="a row per (solution, batch size), or per solution: the median over its workloads "
+                             "(default: %(default)s)")
     args = parser.parse_args(argv)
     tiers = args.tiers.split(",")
-    rows, ratios = compare(figures(args.before), figures(args.after), tiers)
+    per_solution = args.per == "solution"
+    rows, ratios = compare(figures(args.before, per_solution), figures(args.after, per_solution), tiers)
     print("| solution | B | " + " | ".join(f"{t} µs before → after" for t in tiers) + " |")
     print("|---|---|" + "---|" * len(tiers))
     print("\n".join(rows))
