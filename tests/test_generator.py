@@ -111,3 +111,20 @@ def test_checksum_mismatch_is_refused(tmp_path):
 
 def test_default_scale_constant():
     assert generator.DEFAULT_SCALE == 1 / math.sqrt(128)
+
+
+def test_bank_states_made_by_parallel_processes_are_the_ones_made_in_process(tmp_path):
+    recipes = generator.set_recipes("contest-v1")[:3]
+    generator.Bank(tmp_path / "parallel").fill(recipes, processes=2)
+    in_process = generator.Bank(tmp_path / "here")
+    keys = {(r.layer, s) for r in recipes for s in r.bank_sequences}
+    for layer, seq in keys:
+        made = generator.Bank(tmp_path / "parallel")
+        assert made.path(layer, seq).exists()
+        assert np.array_equal(made.state(layer, seq), in_process.state(layer, seq))
+
+
+def test_a_failed_bank_process_is_an_error(tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(RuntimeError, match="computing bank states failed"):
+        generator.Bank(tmp_path / "file").fill(generator.set_recipes("contest-v1")[:2], processes=2)

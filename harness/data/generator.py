@@ -38,6 +38,8 @@ import hashlib
 import json
 import math
 import os
+import subprocess
+import sys
 import uuid as uuidlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,7 +212,13 @@ class Bank:
 
         Each state is a sequential recurrence over thousands of tokens in numpy (about 0.2 s on
         one core), so a fresh machine's contest-v2 took 21 s on one core; the states are
-        independent, so processes (``spawn``: the caller may hold CUDA and threads) share them out."""
+        independent, so ``python -m harness.data.generator bank --states ...`` processes share
+        them out (fresh interpreters that import numpy only: the caller holds threads and may
+        hold CUDA, and a ``spawn`` pool would import the caller's main module, torch included).
+
+        Raises:
+            RuntimeError: a process failed (its error is on stderr).
+        """
         needed = sorted({(r.layer, s) for r in recipes for s in r.bank_sequences
                          if not self.path(r.layer, s).exists()})
         processes = min(len(needed), processes or os.cpu_count() or 1)
@@ -218,17 +226,14 @@ class Bank:
             for layer, seq in needed:
                 self.state(layer, seq)
             return
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
-            list(pool.map(_fill_one, [(self.cache_dir, layer, seq) for layer, seq in needed]))
-
-
-def _fill_one(job: tuple[Path, int, int]) -> None:
-    """One bank state into the cache (a :meth:`Bank.fill` process; returns nothing, the file is the result)."""
-    cache_dir, layer, seq = job
-    Bank(cache_dir).state(layer, seq)
+        package_root = str(Path(__file__).resolve().parents[2])  # where ``harness`` is importable from
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p))
+        children = [subprocess.Popen([sys.executable, "-m", "harness.data.generator", "bank", "--cache", str(self.cache_dir),
+                                      "--states", *(f"{layer},{seq}" for layer, seq in needed[i::processes])], env=env)
+                    for i in range(processes)]
+        failed = [child.args for child in children if child.wait() != 0]
+        if failed:
+            raise RuntimeError(f"computing bank states failed: {' '.join(failed[0])}")
 
 
 def workload_tensors(recipe: WorkloadRecipe, bank: Bank) -> dict[str, np.ndarray]:
@@ -279,14 +284,18 @@ def write_sets(workloads_dir: Path, bank: Bank) -> None:
 def main() -> None:
     from harness.paths import cache_dir, WORKLOADS_DIR
 
-    parser = argparse.ArgumentParser(description="Regenerate workload sets and checksums.")
+    parser = argparse.ArgumentParser(description="Regenerate workload sets and checksums, or compute bank states.")
     parser.add_argument("command", choices=["write-sets", "bank"])
+    parser.add_argument("--cache", type=Path, default=None, help="cache folder (default: the harness's)")
+    parser.add_argument("--states", nargs="*", metavar="LAYER,SEQ",
+                        help="bank: only these states (Bank.fill's processes); default every state")
     args = parser.parse_args()
-    bank = Bank(cache_dir())
+    bank = Bank(args.cache or cache_dir())
     if args.command == "bank":
-        for layer in range(NUM_LAYERS):
-            for seq in range(SEQS_PER_LAYER):
-                bank.state(layer, seq)
+        states = ([tuple(map(int, pair.split(","))) for pair in args.states] if args.states is not None
+                  else [(layer, seq) for layer in range(NUM_LAYERS) for seq in range(SEQS_PER_LAYER)])
+        for layer, seq in states:
+            bank.state(layer, seq)
     else:
         write_sets(WORKLOADS_DIR, bank)
 
