@@ -73,7 +73,7 @@ CUDA_V4_KERNEL = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E"
 def cuda_v4_all_variants():
     """ptxas's report of cuda-v4's all-variants build (the tuner's, ``-DGDN_V4_ALL_VARIANTS``)
     for sm_90a: ``{(warps, rows, policy, lanes): KernelResources}``. Compiled once per session
-    (about 20 s on two cores) for every test that reads it; skips without nvcc or tvm-ffi."""
+    (device code only: about 11 s on two cores) for every test that reads it; skips without nvcc or tvm-ffi."""
     import re
 
     from harness.judge import build

@@ -77,6 +77,8 @@ def test_nvcc_command_targets_hopper_and_blackwell():
     assert "-shared" in cmd and "-ltvm_ffi" in cmd
     obj = cuda_build.nvcc_command("nvcc", ["kernel.cu"], "kernel.o", mode="object")
     assert "-c" in obj and "-shared" not in obj
+    cubin = cuda_build.nvcc_command("nvcc", ["kernel.cu"], "kernel.cubin", mode="cubin")
+    assert "-cubin" in cubin and "-c" not in cubin and "-shared" not in cubin
 
 
 def test_missing_nvcc_is_a_clear_compile_error(monkeypatch, tmp_path):
