@@ -18,12 +18,15 @@ if not torch.cuda.is_available():
 # Tests never write into the user's cache (~/.cache/gdn-decode-bench): generated
 # tensors and builds go to a folder of this test session (inherited by the
 # processes the tests start), unless GDN_BENCH_CACHE names one on purpose.
+#: That folder when this session made it (empty at the start), else None.
+SESSION_CACHE = None
 if "GDN_BENCH_CACHE" not in os.environ:
     import atexit
     import tempfile
 
     os.environ["GDN_BENCH_CACHE"] = tempfile.mkdtemp(prefix="gdn-bench-test-cache-")
     atexit.register(shutil.rmtree, os.environ["GDN_BENCH_CACHE"], ignore_errors=True)
+    SESSION_CACHE = Path(os.environ["GDN_BENCH_CACHE"])
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_SOLUTIONS = Path(__file__).resolve().parent / "fixtures" / "solutions"
