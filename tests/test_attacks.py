@@ -190,9 +190,16 @@ def write_attack_dataset(root: Path) -> Path:
     return root
 
 
+#: Seconds each workload may take: the three fixtures that never finish one (hang,
+#: partial-frame, stall-reader) cost twice this (a fresh worker for the second
+#: workload), while the slowest one that finishes takes about 0.7 s on two idle cores
+#: (stdout-spam; its wall clock tier is cut at budget_s) and up to 1.8 s (patch-timer)
+#: with another process busy on them: 5x and 2x margin.
+WORKLOAD_S = 4
+
 #: Seconds the run may go without producing a trace. A judge that keeps its
 #: deadlines (startup_s 120 is only an upper bound: a worker starts in seconds
-#: here; workload_s 5) always makes a trace sooner. When it does not, it is
+#: here; WORKLOAD_S) always makes a trace sooner. When it does not, it is
 #: blocked for good (writing into a pipe nobody reads, reading a frame that
 #: never completes): the watchdog (SIGALRM) then kills the worker it is stuck
 #: on, so that the run goes on, and records it; test_the_run_was_not_stuck fails.
@@ -295,7 +302,7 @@ def attack_run(tmp_path_factory):
     signal.alarm(WATCHDOG_S)
     try:
         result = run_benchmark("all", str(dataset), config, results, solutions_root=ATTACKS, progress=False,
-                               timeouts=Timeouts(startup_s=120, workload_s=5, total_s=300),
+                               timeouts=Timeouts(startup_s=120, workload_s=WORKLOAD_S, total_s=300),
                                on_trace=lambda trace: signal.alarm(WATCHDOG_S))
     except JudgeStuck as exc:
         stuck = str(exc)

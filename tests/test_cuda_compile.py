@@ -77,6 +77,8 @@ def test_nvcc_command_targets_hopper_and_blackwell():
     assert "-shared" in cmd and "-ltvm_ffi" in cmd
     obj = cuda_build.nvcc_command("nvcc", ["kernel.cu"], "kernel.o", mode="object")
     assert "-c" in obj and "-shared" not in obj
+    cubin = cuda_build.nvcc_command("nvcc", ["kernel.cu"], "kernel.cubin", mode="cubin")
+    assert "-cubin" in cubin and "-c" not in cubin and "-shared" not in cubin
 
 
 def test_missing_nvcc_is_a_clear_compile_error(monkeypatch, tmp_path):
@@ -109,7 +111,15 @@ needs_toolchain = pytest.mark.skipif(_toolchain_missing() is not None,
 
 @pytest.fixture(scope="module")
 def build_cache(tmp_path_factory):
-    """A private GDN_BENCH_CACHE shared by the build tests of this module."""
+    """The GDN_BENCH_CACHE of the build tests of this module, where nvcc really builds: the one
+    this test session made (so that later tests loading a CUDA solution, e.g.
+    tests/test_model_check.py, reuse these builds) when no test before built a CUDA solution
+    into it, else a private one."""
+    from conftest import SESSION_CACHE
+
+    if SESSION_CACHE is not None and not (SESSION_CACHE / "cuda").exists():
+        yield SESSION_CACHE
+        return
     path = tmp_path_factory.mktemp("gdn-cache")
     patch = pytest.MonkeyPatch()
     patch.setenv("GDN_BENCH_CACHE", str(path))

@@ -11,6 +11,12 @@ from harness.judge.timing import TimingConfig
 from harness.records.store import load_run
 
 
+#: Seconds each workload may take: ``hangs`` costs twice this (a fresh worker for its second
+#: workload); ``slow``, the slowest that finishes (its wall clock tier cut at budget_s 0.3),
+#: takes about 0.5 s on two idle cores: over 4x margin for a loaded machine.
+WORKLOAD_S = 2.5
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("run")
@@ -18,7 +24,7 @@ def run(tmp_path_factory):
     config = RunConfig(device="cpu", tiers=("wallclock",), trials=2,
                        timing=TimingConfig(warmup=1, iters=10, budget_s=0.3, warm_s=0.0))
     result = run_benchmark("crashes,raises,hangs,slow,good", str(dataset), config, root / "results",
-                           timeouts=Timeouts(startup_s=120, workload_s=5, total_s=300), progress=False,
+                           timeouts=Timeouts(startup_s=120, workload_s=WORKLOAD_S, total_s=300), progress=False,
                            solutions_root=FIXTURE_SOLUTIONS)
     return result
 
