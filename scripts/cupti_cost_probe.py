@@ -6,9 +6,10 @@ timed call on the H100 against ~1 ms for the events tier (results/speed/20261124
 
 In this process (no worker), for a contest-v1 workload at B = 1 and a sweep workload at B = 64,
 with the inputs a worker makes (``build_inputs`` per call) and a one-kernel ``run`` (a copy
-into ``new_state``): the wall seconds of the cupti and events tiers at a fixed 100 calls, the
-activity records CUPTI delivered per call, and a cProfile of the cupti tier (top functions by
-own time). Writes ``OUT_DIR/cupti_cost_probe.txt``; prints it.
+into ``new_state``): the wall seconds of the events tier and of the cupti tier with its API
+records kept all along and only around each call (``cupti.API_WINDOW``), twice each, at a
+fixed 100 calls; the activity records CUPTI delivered per call; and a cProfile of the cupti
+tier as the harness runs it (top functions by own time). Writes ``OUT_DIR/cupti_cost_probe.txt``; prints it.
 """
 
 from __future__ import annotations
@@ -56,19 +57,22 @@ def probe(dataset_name: str, index: int, out: list[str]) -> None:
 
     cupti._Sink.buffer_completed = counting
     out.append(f"## {dataset_name}[{index}] B = {workload.batch_size}")
-    for tier in ("events", "cupti"):
+    started = time.perf_counter()
+    stats = measure("events", run, setup, flush, "cuda", config)
+    out.append(f"events: {time.perf_counter() - started:.3f} s wall, {stats.iters} calls, {stats.value_us:.3f} µs")
+    for window in (False, True, False, True):  # API records all along, then only around the call; twice
+        cupti.API_WINDOW = window
+        delivered.clear()
         started = time.perf_counter()
-        stats = measure(tier, run, setup, flush, "cuda", config)
-        out.append(f"{tier}: {time.perf_counter() - started:.3f} s wall, {getattr(stats, 'iters', '?')} calls, "
-                   f"{getattr(stats, 'value_us', float('nan')):.3f} µs")
-    out.append(f"records delivered in the last cupti tier: {sum(delivered)} "
-               f"(~{sum(delivered) / 100:.0f} per call incl. warm-up and estimate calls)")
+        stats = measure("cupti", run, setup, flush, "cuda", config)
+        out.append(f"cupti, API_WINDOW={window}: {time.perf_counter() - started:.3f} s wall, {stats.iters} calls, "
+                   f"{stats.value_us:.3f} µs, {sum(delivered)} records (~{sum(delivered) / stats.iters:.0f} a call)")
     profiler = cProfile.Profile()
     profiler.enable()
     measure("cupti", run, setup, flush, "cuda", config)
     profiler.disable()
     text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(15)
     out.append(text.getvalue())
     cupti._Sink.buffer_completed = original
 

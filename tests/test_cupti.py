@@ -148,6 +148,7 @@ class FakeCupti:
         self.gpu_clock = 1_000_000
         self.corr = itertools.count(1)
         self.flushes = 0
+        self.api_records = 0
 
     def activity_register_callbacks(self, requested, completed):
         size, max_records = requested()
@@ -188,6 +189,7 @@ class FakeCupti:
         corr = next(self.corr)
         if ak.RUNTIME in self.enabled:
             self.clock += 1
+            self.api_records += 1
             self.pending.append(SimpleNamespace(kind=ak.RUNTIME, start=self.clock, end=self.clock + 1,
                                                 correlation_id=corr, cbid=211))
             if self.stack and self.emit_external and ak.EXTERNAL_CORRELATION in self.enabled:
@@ -230,6 +232,19 @@ def test_loop_counts_only_fn_and_drops_warmup():
         assert r.span_us == pytest.approx(6.5)  # 4 µs + 0.5 µs gap + 2 µs
         assert r.attribution == "external-correlation"
     assert fake.enabled == set() and fake.stack == []
+
+
+@pytest.mark.parametrize("window", [True, False])
+def test_api_activity_is_recorded_around_the_call_only(monkeypatch, window):
+    """Set-up and flush made ~240 of a call's ~263 CUPTI records on the H100; the figures
+    do not depend on whether their API calls are recorded."""
+    monkeypatch.setattr(hc, "API_WINDOW", window)
+    fake = FakeCupti()
+    recs = _loop(fake, iters=3, warmup=2)
+    assert [(r.names, r.kernel_sum_us, r.attribution) for r in recs] == [
+        (["gdn_decode_a", "gdn_decode_b"], pytest.approx(6.0), "external-correlation")] * 3
+    assert fake.api_records == 5 * (2 if window else 4)  # fn's two launches (+ set-up's and flush's)
+    assert fake.enabled == set()
 
 
 def test_loop_memcpy_counted():

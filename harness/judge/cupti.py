@@ -266,6 +266,13 @@ def _enable(cu, kinds: Iterable[int]) -> None:
             _ENABLED.append(k)
 
 
+def _disable(cu, kinds: Iterable[int]) -> None:
+    for k in kinds:
+        if k in _ENABLED:
+            _ENABLED.remove(k)
+            cu.activity_disable(k)
+
+
 def _disable_all(cu) -> list[str]:
     """Disable every kind we enabled; never raises. Returns the errors."""
     errors = []
@@ -365,13 +372,26 @@ class _Sink:
 
 
 def _record_kinds(cu) -> list[int]:
+    """The kinds on for a whole recording. CONCURRENT_KERNEL, not KERNEL: KERNEL
+    serializes kernels and would change what we measure."""
     ak = cu.ActivityKind
-    # RUNTIME and DRIVER: external-correlation records are emitted for API
-    # activity records, so the API kinds must be on (torch launches through the
-    # runtime, Triton/cute-dsl kernels through the driver). CONCURRENT_KERNEL,
-    # not KERNEL: KERNEL serializes kernels and would change what we measure.
-    return [int(k) for k in (ak.EXTERNAL_CORRELATION, ak.RUNTIME, ak.DRIVER,
-                             ak.CONCURRENT_KERNEL, ak.MEMCPY, ak.MEMSET)]
+    return [int(k) for k in (ak.EXTERNAL_CORRELATION, ak.CONCURRENT_KERNEL, ak.MEMCPY, ak.MEMSET)]
+
+
+def _api_kinds(cu) -> list[int]:
+    """RUNTIME and DRIVER: external-correlation records are emitted for API activity
+    records, so the API kinds must be on while ``fn`` runs (torch launches through the
+    runtime, Triton/cute-dsl kernels through the driver). With :data:`API_WINDOW` they are
+    on only then: the input set-up, flush and synchronize between calls made ~240 of the
+    ~263 records a timed call cost, and converting them was 55% of the tier's wall time
+    (results/speed/20261124-H100/cupti_cost_probe.txt)."""
+    ak = cu.ActivityKind
+    return [int(ak.RUNTIME), int(ak.DRIVER)]
+
+
+#: Record API activity only around each ``fn`` call (see :func:`_api_kinds`); False keeps the
+#: API kinds on for the whole recording, as before (scripts/cupti_cost_probe.py compares the two).
+API_WINDOW = True
 
 
 def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush: Callable[[], None],
@@ -394,7 +414,7 @@ def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush
         try:
             # Registered every time: torch.profiler (kineto) registers its own.
             cu.activity_register_callbacks(sink.buffer_requested, sink.buffer_completed)
-            _enable(cu, _record_kinds(cu))
+            _enable(cu, _record_kinds(cu) + ([] if API_WINDOW else _api_kinds(cu)))
         except Exception as exc:
             raise CuptiUnavailable(f"CUPTI could not enable activity recording: {type(exc).__name__}: {exc}") from exc
         for call in range(warmup + iters):
@@ -405,6 +425,11 @@ def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush
             # idle GPU, so span_us includes the host gaps between its launches.
             synchronize()
             ext = next(_EXTERNAL_IDS)
+            if API_WINDOW:
+                try:
+                    _enable(cu, _api_kinds(cu))
+                except Exception as exc:
+                    raise CuptiUnavailable(f"CUPTI could not enable API recording: {type(exc).__name__}: {exc}") from exc
             t0 = int(cu.get_timestamp())
             try:
                 cu.activity_push_external_correlation_id(ext_kind, ext)
@@ -421,6 +446,8 @@ def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush
                 except Exception as exc:
                     popped = exc
             t1 = int(cu.get_timestamp())
+            if API_WINDOW:
+                _disable(cu, _api_kinds(cu))
             if isinstance(popped, Exception):
                 raise RuntimeError(f"CUPTI external correlation pop failed: {popped}")
             if popped and int(popped) != ext:
