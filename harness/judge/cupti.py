@@ -408,13 +408,14 @@ def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush
     if not _SESSION.acquire(blocking=False):
         raise RuntimeError("a CUPTI recording session is already running in this process")
     ext_kind = int(cu.ExternalCorrelationKind.CUSTOM2)
+    api_kinds = _api_kinds(cu)
     sink = _Sink(cu)
     tags: list[IterationTag] = []
     try:
         try:
             # Registered every time: torch.profiler (kineto) registers its own.
             cu.activity_register_callbacks(sink.buffer_requested, sink.buffer_completed)
-            _enable(cu, _record_kinds(cu) + ([] if API_WINDOW else _api_kinds(cu)))
+            _enable(cu, _record_kinds(cu) + ([] if API_WINDOW else api_kinds))
         except Exception as exc:
             raise CuptiUnavailable(f"CUPTI could not enable activity recording: {type(exc).__name__}: {exc}") from exc
         for call in range(warmup + iters):
@@ -427,7 +428,7 @@ def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush
             ext = next(_EXTERNAL_IDS)
             if API_WINDOW:
                 try:
-                    _enable(cu, _api_kinds(cu))
+                    _enable(cu, api_kinds)
                 except Exception as exc:
                     raise CuptiUnavailable(f"CUPTI could not enable API recording: {type(exc).__name__}: {exc}") from exc
             t0 = int(cu.get_timestamp())
@@ -447,7 +448,7 @@ def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush
                     popped = exc
             t1 = int(cu.get_timestamp())
             if API_WINDOW:
-                _disable(cu, _api_kinds(cu))
+                _disable(cu, api_kinds)
             if isinstance(popped, Exception):
                 raise RuntimeError(f"CUPTI external correlation pop failed: {popped}")
             if popped and int(popped) != ext:
