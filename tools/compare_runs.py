@@ -41,9 +41,10 @@ def figures(traces: Path, per_solution: bool = False) -> dict[tuple[str, int | s
     # per batch size the last workload's figure, as before; per solution the median
     found = {key: {t: (statistics.median(v) if per_solution else v[-1]) for t, v in tiers.items()}
              for key, tiers in every.items()}
-    floors = traces.with_name("floors.jsonl") if traces.name == "traces.jsonl" else traces.with_name(
-        traces.name.replace("traces.jsonl", "floors.jsonl"))
-    if floors.is_file() and not per_solution:  # written by today's store, so its lines validate (per batch size only)
+    # the run folder's floors.jsonl, or X_floors.jsonl beside an X_traces.jsonl (a file named neither
+    # way has no floors: never the traces file itself)
+    floors = traces.with_name(traces.name.replace("traces.jsonl", "floors.jsonl"))
+    if floors != traces and floors.is_file() and not per_solution:  # written by today's store, so its lines validate (per batch size only)
         measured = [FloorMeasurement.model_validate_json(line) for line in floors.read_text().splitlines()
                     if line.strip()]
         for floor in best_floors(measured):  # per tier the fastest of the copies measured
