@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.judge import isolation
-from harness.judge.isolation import ForkedWorker, Zygote, become_subreaper, kill_tree, start_process
+from harness.judge.isolation import (GPU_PRELOAD, ForkedWorker, Zygote, become_subreaper, kill_tree,
+                                     start_process, worker_env)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl, SCM_RIGHTS and /proc are Linux")
 
@@ -41,25 +42,40 @@ print(json.dumps(report), flush=True)
 '''
 
 
-def _private_copy(root: Path) -> Path:
+#: Stands in for the worker in a zygote that preloaded the compilers: which cache folders they use.
+CACHES = r'''
+import json, os, sys
+preloaded = [m for m in ("torch._dynamo", "torch._inductor.compile_fx") if m in sys.modules]
+from torch._inductor.runtime.cache_dir_utils import cache_dir
+try:
+    from triton import knobs
+    triton_cache = knobs.cache.dir
+except ImportError:  # no Triton here (the CPU wheel of torch)
+    triton_cache = None
+print(json.dumps({"preloaded": preloaded, "inductor": cache_dir(), "triton": triton_cache}), flush=True)
+'''
+
+
+def _private_copy(root: Path, source: str = PROBE) -> Path:
     """A private folder as the judge writes one: code/harness/{__init__,judge/__init__,judge/probe}.py, work/."""
     code = root / "code"
     (code / "harness" / "judge").mkdir(parents=True)
     (code / "harness" / "__init__.py").write_text("")
     (code / "harness" / "judge" / "__init__.py").write_text("")
-    (code / "harness" / "judge" / "probe.py").write_text(PROBE)
+    (code / "harness" / "judge" / "probe.py").write_text(source)
     (root / "work").mkdir()
     return root
 
 
-def _probe(root: Path, zygote: bool) -> tuple[object, dict]:
+def _probe(root: Path, zygote: bool, source: str = PROBE) -> tuple[object, dict]:
     """Start the probe like the judge starts a worker; (the process object, its report)."""
-    root = _private_copy(root)
+    root = _private_copy(root, source)
     read, write = os.pipe()
     os.write(write, b"hello")
     base = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
     python_path = os.pathsep.join(p for p in (str(root / "code"), os.environ.get("PYTHONPATH")) if p)
-    env = dict(base, PYTHONPATH=python_path, TRITON_CACHE_DIR=str(root / "triton"))
+    env = dict(base, PYTHONPATH=python_path, TRITON_CACHE_DIR=str(root / "triton"),
+               TORCHINDUCTOR_CACHE_DIR=str(root / "inductor"))
     with open(root / "log", "ab") as log:
         proc = start_process("harness.judge.probe", [str(os.getpid()), str(read)], root / "work", base, env,
                              [str(root / "code")], log, (read,), zygote=zygote)
@@ -92,6 +108,29 @@ def test_a_forked_worker_gets_what_a_started_worker_gets(judge, tmp_path):
     assert forked["dumpable"] == 1 and forked["stdin"] == "/dev/null"
     assert forked["passed_fd_reads"] == "hello"
     assert _comparable(forked, tmp_path / "forked") == _comparable(started, tmp_path / "popen")
+
+
+def test_a_worker_of_a_gpu_runs_zygote_compiles_into_its_own_caches(judge, tmp_path):
+    """The zygote of a GPU run imported torch.compile and Triton before the worker's environment
+    existed: their cache folders must still be the worker's private ones, or one solution could
+    leave compiled kernels for another to load."""
+    Zygote.stop_current()
+    Zygote.prestart(GPU_PRELOAD)
+    try:
+        proc, report = _probe(tmp_path / "w", zygote=True, source=CACHES)
+    finally:
+        Zygote.stop_current()  # the tests after this one get the zygote of a CPU run again
+    assert isinstance(proc, ForkedWorker) and report["preloaded"] == ["torch._dynamo", "torch._inductor.compile_fx"]
+    assert report["inductor"] == str(tmp_path / "w" / "inductor")
+    assert report["triton"] in (None, str(tmp_path / "w" / "triton"))
+
+
+def test_a_workers_compiler_caches_and_harness_copy_are_its_own(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/site")
+    env = worker_env(tmp_path)
+    assert env["PYTHONPATH"] == os.pathsep.join([str(tmp_path / "code"), "/site"])
+    assert env["TRITON_CACHE_DIR"] == str(tmp_path / "triton")
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "inductor")
 
 
 def test_a_killed_zygote_falls_back_to_popen_then_a_new_one_serves(judge, tmp_path, capfd):

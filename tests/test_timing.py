@@ -127,3 +127,81 @@ def test_the_wallclock_tier_numbers_its_calls_across_chunks_and_records_why_it_s
     assert timed == after == list(range(stats.iters)) and stats.iters == STOP_MIN_SAMPLES
     assert stats.extra["stop"] == "stable" and stats.extra["noise"] == pytest.approx(0.0, abs=1e-9)
     assert statistics.median(stats.samples_us) == pytest.approx(1000.0)
+
+
+class FakeEvent:
+    """torch.cuda.Event on the CPU: records time.perf_counter; elapsed_time in ms."""
+
+    def __init__(self, enable_timing=True):
+        self.at = None
+
+    def record(self):
+        self.at = time.perf_counter()
+
+    def elapsed_time(self, end):
+        return (end.at - self.at) * 1e3
+
+
+@pytest.fixture
+def cpu_gpu_tiers(monkeypatch):
+    """The GPU tiers' CUDA calls made harmless on the CPU, and a fresh clock warmth."""
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(timing, "CLOCKS", ClockWarmth())
+
+
+def slow_solution(seconds: float):
+    """A call that takes ``seconds`` of wall time, and the list of its calls' setup indices."""
+    calls = []
+
+    def setup(index=None):
+        calls.append(index)
+        return index
+
+    return (lambda args: time.sleep(seconds)), setup, calls
+
+
+def test_a_call_longer_than_the_warm_up_window_is_its_own_estimate(cpu_gpu_tiers):
+    """The per-head reference loop at B = 64 made two untimed calls a tier (issue #17)."""
+    fn, setup, calls = slow_solution(0.02)
+    config = TimingConfig(warm_s=0.005, keep_warm_s=0.005, warmup=10, budget_s=0.05)
+    estimate = timing.warm_then_estimate(fn, setup, lambda: None, config, config.warmup)
+    assert calls == [None] and estimate >= 0.02  # one call: the warm-up's, timed
+    fn, setup, calls = slow_solution(0.0)
+    assert timing.warm_then_estimate(fn, setup, lambda: None, config, 2) < 0.005
+    assert len(calls) > 3  # a fast call: the warm-up loop, then one timed call and the warm-up calls
+
+
+def test_a_slow_sync_tier_makes_min_iters_timed_calls_over_its_trials_and_no_more(cpu_gpu_tiers):
+    fn, setup, calls = slow_solution(0.01)
+    config = TimingConfig(trials=3, min_iters=5, budget_s=0.01, warm_s=0.001, keep_warm_s=0.001)
+    stats = timing.bench_sync(fn, setup, lambda: None, config)
+    timed = [i for i in calls if i is not None]
+    assert stats.iters == len(timed) == 6 and timed == list(range(6))  # ceil(5 / 3) = 2 a trial
+    assert calls.count(None) == 1  # the clock warm-up's call, also the estimate: no warm-up per trial
+    fast_fn, fast_setup, fast_calls = slow_solution(0.0)
+    stats = timing.bench_sync(fast_fn, fast_setup, lambda: None, TimingConfig(warm_s=0.001, keep_warm_s=0.001))
+    assert stats.iters == 3 * timing.SYNC_ITERS  # a fast solution keeps the contest's counts ...
+    assert fast_calls.count(None) >= 3 * timing.SYNC_WARMUP  # ... and its warm-up calls
+
+
+def test_a_slow_cupti_tier_records_no_untimed_call(cpu_gpu_tiers, monkeypatch):
+    from harness.judge import cupti
+
+    recordings = []
+
+    def record(fn, setup, flush, iters, warmup, after):
+        recordings.append((iters, warmup))
+        for index in range(warmup + iters):
+            fn(setup(None if index < warmup else index - warmup))
+        return [cupti.CallRecord(5.0, 5.0, 1, ["k"]) for _ in range(iters)]
+
+    monkeypatch.setattr(cupti, "cupti_status", lambda: (True, "fake"))
+    monkeypatch.setattr(cupti, "time_calls_with_cupti", record)
+    fn, setup, _ = slow_solution(0.01)
+    config = TimingConfig(min_iters=5, budget_s=0.01, warm_s=0.001, keep_warm_s=0.001)
+    assert timing.bench_cupti(fn, setup, lambda: None, config).iters == 5 and recordings == [(5, 0)]
+    recordings.clear()
+    fn, setup, _ = slow_solution(0.0)
+    timing.bench_cupti(fn, setup, lambda: None, TimingConfig(warm_s=0.001, keep_warm_s=0.001))
+    assert recordings[0] == (STOP_MIN_SAMPLES, 1)  # a fast one: one untimed call first, as before

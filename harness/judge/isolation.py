@@ -49,6 +49,13 @@ USE_ZYGOTE = os.environ.get("GDN_JUDGE_ZYGOTE", "1") != "0"
 ZYGOTE_SOURCE = (Path(__file__).parent / "zygote.py").read_text()
 #: Seconds the judge waits for the zygote: to be ready (it imports torch), to answer a fork request.
 ZYGOTE_READY_S, ZYGOTE_FORK_S = 120.0, 10.0
+#: What the zygote of a GPU run imports beyond numpy and torch, once rather than in every worker
+#: that needs it: torch.compile (pt-compiled) and fla (the FLA baselines, whose import pulls in
+#: torch._dynamo, torch._inductor, sympy and Triton: ~15 s in each FLA worker on the H100 host,
+#: results/speed/20261124-H100). None of them starts CUDA or a thread, and Triton and inductor read
+#: their cache folders from the environment when they compile, so a worker's private caches
+#: still apply (tests/test_isolation.py). A CPU run does without: ~1.5 s more per zygote start.
+GPU_PRELOAD = ("torch._dynamo", "torch._inductor.compile_fx", "triton.language")
 #: The zygote's first PYTHONPATH entry (no such folder): a forked worker puts its own entries there.
 ZYGOTE_PLACEHOLDER = "/nonexistent/gdn-judge-zygote-worker-pythonpath"
 
@@ -169,10 +176,7 @@ class WorkerProcess:
         from_worker_r, from_worker_w = os.pipe()
         to_area = msg.PayloadArea.create(to_worker_bytes, "gdn-judge-to-worker")
         from_area = msg.PayloadArea.create(from_worker_bytes, "gdn-judge-from-worker")
-        # the private copy of the harness first; what the user's PYTHONPATH adds (packages) after it
-        python_path = os.pathsep.join(p for p in (str(private_dir / "code"), os.environ.get("PYTHONPATH")) if p)
-        base = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
-        env = dict(base, PYTHONPATH=python_path, TRITON_CACHE_DIR=str(private_dir / "triton"))
+        base, env = worker_base_env(), worker_env(private_dir)
         fds = (to_worker_r, from_worker_w, to_area.fd, from_area.fd)
         args = ["--read-fd", str(to_worker_r), "--write-fd", str(from_worker_w), "--recv-area-fd", str(to_area.fd),
                 "--send-area-fd", str(from_area.fd)]
@@ -291,6 +295,21 @@ class WorkerProcess:
                 pass
 
 
+def worker_base_env() -> dict:
+    """The environment every worker shares (the judge's, unbuffered, no bytecode written): the
+    zygote runs in it, and a worker adds its own PYTHONPATH and compiler caches."""
+    return dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+
+
+def worker_env(private_dir: Path) -> dict:
+    """A worker's environment: :func:`worker_base_env` with the private copy of the harness first on
+    PYTHONPATH (what the user's PYTHONPATH adds, packages, after it) and compiler caches of its own
+    under ``private_dir``, so a solution cannot leave compiled kernels for a later worker to load."""
+    python_path = os.pathsep.join(p for p in (str(private_dir / "code"), os.environ.get("PYTHONPATH")) if p)
+    return dict(worker_base_env(), PYTHONPATH=python_path, TRITON_CACHE_DIR=str(private_dir / "triton"),
+                TORCHINDUCTOR_CACHE_DIR=str(private_dir / "inductor"))
+
+
 def start_process(module: str, args: list[str], cwd: Path, base_env: dict, env: dict, path_prefix: list[str],
                   log, fds: tuple[int, ...], zygote: bool = USE_ZYGOTE):
     """``python -s -m module *args`` in ``cwd`` with ``env`` (``base_env`` plus, per worker, ``path_prefix``
@@ -335,7 +354,7 @@ class Zygote:
 
     current: "Zygote | None" = None
 
-    def __init__(self, key):
+    def __init__(self, key, preload: tuple[str, ...] = ()):
         self.key = key
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
@@ -343,7 +362,7 @@ class Zygote:
             # the worker's PYTHONPATH entries come where the placeholder is, in front of the user's
             python_path = os.pathsep.join(p for p in (ZYGOTE_PLACEHOLDER, key[0].get("PYTHONPATH")) if p)
             self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-c", ZYGOTE_SOURCE, str(os.getpid()), str(theirs.fileno())],
+                [sys.executable, "-s", "-c", ZYGOTE_SOURCE, str(os.getpid()), str(theirs.fileno()), *preload],
                 cwd="/", env=dict(key[0], PYTHONPATH=python_path), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 start_new_session=True, pass_fds=(theirs.fileno(),))
         self.ready = False
@@ -362,20 +381,43 @@ class Zygote:
         then starts it with Popen; a failure is said on stderr)."""
         if not is_subreaper() or min(fds) < 3:
             return None
-        ignored = tuple(s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-                        if signal.getsignal(s) == signal.SIG_IGN)  # inherited, as exec keeps them
-        key = (base_env, ignored)
         try:
-            if cls.current is not None and cls.current.key != key:
-                cls.stop_current()
-            if cls.current is None:
-                cls.current = Zygote(key)
-            return cls.current.request(dict(module=module, args=args, cwd=str(cwd), env=env, path_prefix=path_prefix,
+            return cls.started(base_env).request(dict(module=module, args=args, cwd=str(cwd), env=env, path_prefix=path_prefix,
                                             placeholder=ZYGOTE_PLACEHOLDER, fds=list(fds)), [log_fd, *fds])
         except (OSError, ValueError, KeyError) as exc:
             print(f"judge: the worker zygote failed ({exc!r}); starting the worker without it", file=sys.stderr)
             cls.stop_current()
             return None
+
+    @classmethod
+    def started(cls, base_env: dict, preload: tuple[str, ...] = ()) -> "Zygote":
+        """The zygote for ``base_env`` and the signals this process ignores now (a worker inherits
+        them, as exec keeps them), started (importing ``preload`` too) if there is none; one for
+        another key is stopped.
+
+        Raises:
+            OSError: the zygote process could not be started.
+        """
+        ignored = tuple(s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+                        if signal.getsignal(s) == signal.SIG_IGN)
+        key = (base_env, ignored)
+        if cls.current is not None and cls.current.key != key:
+            cls.stop_current()
+        if cls.current is None:
+            cls.current = Zygote(key, preload)
+        return cls.current
+
+    @classmethod
+    def prestart(cls, preload: tuple[str, ...] = ()) -> None:
+        """Start the zygote now, for the workers of :func:`worker_base_env`, importing ``preload``
+        too (:data:`GPU_PRELOAD` for a GPU run), so that its imports overlap the run's builds and
+        tensor generation rather than delay the first worker. Does nothing where workers would not
+        be forked; a zygote that cannot start is said at the first fork, which falls back to Popen."""
+        if USE_ZYGOTE and is_subreaper():
+            try:
+                cls.started(worker_base_env(), preload)
+            except OSError:
+                pass
 
     def request(self, request: dict, fds: list[int]) -> ForkedWorker:
         if not self.ready:

@@ -41,8 +41,8 @@ from harness.facts import DEFAULT_TOLERANCE, REFERENCE_SOLUTION, Tolerance
 from harness.judge.build import CompileError
 from harness.judge.check import Status
 from harness.judge.floor import measure_floor
-from harness.judge.isolation import (FileGuard, ResultsGuard, Timeouts, become_subreaper, protect_memory,
-                                     read_tree)
+from harness.judge.isolation import (GPU_PRELOAD, FileGuard, ResultsGuard, Timeouts, Zygote, become_subreaper,
+                                     protect_memory, read_tree)
 from harness.judge.references import References
 from harness.judge.session import RunContext, Variant, VariantJudge
 from harness.judge.solutions import (SolutionLoadError, SolutionMeta, build_library, discover, load_meta,
@@ -243,6 +243,7 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
     clock = Stopwatch()
     dataset = describe_dataset(dataset_spec)
     folders = select_solutions(algo, solutions_root)
+    Zygote.prestart(GPU_PRELOAD if config.device.startswith("cuda") else ())  # imports beside the builds
     results_dir = Path(results_dir)
     run_dir = results_dir / "runs" / run_id(dataset.name, config.device)
     result = RunResult(run_dir)

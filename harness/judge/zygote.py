@@ -4,8 +4,10 @@ Run only by :class:`harness.judge.isolation.Zygote` as ``python -s -c <this
 source> <judge pid> <socket fd>`` (the source comes from the judge's memory);
 never imported. It must not import ``harness``: a worker it forks imports the
 judge's private copy from its own folder, exactly as a worker started with
-``python -s -m harness.judge.worker`` does. Only the standard library, torch
-and numpy are loaded before a fork.
+``python -s -m harness.judge.worker`` does. Only the standard library, numpy,
+torch and the modules the judge names after the socket (for a GPU run, what
+torch.compile and Triton import: ``isolation.GPU_PRELOAD``) are loaded before
+a fork.
 
 For each request (a JSON header and, by SCM_RIGHTS, the worker's log and its
 pipes and payload areas) it double-forks: the grandchild is re-parented to the
@@ -115,8 +117,13 @@ def main():
         os._exit(0)
     _prctl(PR_SET_DUMPABLE, 0)
     sock = socket.socket(fileno=sock_fd)
-    import numpy  # noqa: F401  the preload: what every worker imports before the harness
-    import torch  # noqa: F401
+    import importlib
+
+    for name in ("numpy", "torch", *sys.argv[3:]):
+        try:
+            importlib.import_module(name)
+        except Exception:  # not installed or broken here: a worker that needs it imports it (and fails) itself
+            pass
 
     request, fds = serve(judge, sock)
     become_worker(judge, request, fds)
