@@ -3,7 +3,7 @@
 under 8 minutes, contest-v1 in under 3).
 
     python scripts/row_cost_probe.py OUT_DIR [--algo pt-reference,cuda-v1] [--workloads contest-v2]
-                                             [--pick 0,25,46,53]
+                                             [--pick 0,25,46,53] [--no-imports]
 
 Two parts, both written to ``OUT_DIR/row_cost_probe.txt`` and printed:
 
@@ -134,13 +134,14 @@ def main() -> None:
     parser.add_argument("--algo", default="pt-reference,cuda-v1")
     parser.add_argument("--workloads", default="contest-v2")
     parser.add_argument("--pick", default="0,25,46,53", help="indices of the workloads to run (comma list)")
+    parser.add_argument("--no-imports", action="store_true", help="skip part 1")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     import torch
 
     gpu = torch.cuda.is_available()
     lines = [f"{torch.cuda.get_device_name() if gpu else 'CPU'} {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"]
-    if gpu:
+    if gpu and not args.no_imports:
         import_costs(lines)
     run_costs(args.out, args.algo, args.workloads, [int(i) for i in args.pick.split(",")], lines)
     text = "\n".join(lines) + "\n"

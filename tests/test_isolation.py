@@ -125,6 +125,23 @@ def test_a_worker_of_a_gpu_runs_zygote_compiles_into_its_own_caches(judge, tmp_p
     assert report["triton"] in (None, str(tmp_path / "w" / "triton"))
 
 
+def test_a_zygote_whose_preload_started_a_thread_does_not_fork(judge, tmp_path, monkeypatch, capfd):
+    """A fork copies only the thread that forks: a worker forked from it could deadlock on a lock the
+    other thread held. The judge then starts its workers with Popen, and says why."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "starts_a_thread.py").write_text(
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    Zygote.stop_current()
+    Zygote.prestart(("starts_a_thread",))
+    try:
+        proc, report = _probe(tmp_path / "w", zygote=True)
+    finally:
+        Zygote.stop_current()
+    assert isinstance(proc, subprocess.Popen) and report["passed_fd_reads"] == "hello"
+    assert "the preload started threads" in capfd.readouterr().err
+
+
 def test_a_workers_compiler_caches_and_harness_copy_are_its_own(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", "/site")
     env = worker_env(tmp_path)

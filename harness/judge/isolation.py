@@ -51,10 +51,12 @@ ZYGOTE_SOURCE = (Path(__file__).parent / "zygote.py").read_text()
 ZYGOTE_READY_S, ZYGOTE_FORK_S = 120.0, 10.0
 #: What the zygote of a GPU run imports beyond numpy and torch, once rather than in every worker
 #: that needs it: torch.compile (pt-compiled) and fla (the FLA baselines, whose import pulls in
-#: torch._dynamo, torch._inductor, sympy and Triton: ~15 s in each FLA worker on the H100 host,
-#: results/speed/20261124-H100). None of them starts CUDA or a thread, and Triton and inductor read
-#: their cache folders from the environment when they compile, so a worker's private caches
-#: still apply (tests/test_isolation.py). A CPU run does without: ~1.5 s more per zygote start.
+#: torch._dynamo, torch._inductor, sympy and Triton). On the H100 host importing fla's GDN ops took
+#: 20 s after torch alone and 9.5 s after these (results/speed/20261124-H100/row_cost_probe.txt).
+#: The zygote imports them without starting CUDA or a thread, and says so or refuses to serve
+#: (zygote.py, ``preload``); Triton and inductor read their cache folders from the environment
+#: when they compile, so a worker's private caches still apply (tests/test_isolation.py). A CPU
+#: run does without: ~1.5 s more per zygote start there.
 GPU_PRELOAD = ("torch._dynamo", "torch._inductor.compile_fx", "triton.language")
 #: The zygote's first PYTHONPATH entry (no such folder): a forked worker puts its own entries there.
 ZYGOTE_PLACEHOLDER = "/nonexistent/gdn-judge-zygote-worker-pythonpath"
@@ -422,8 +424,9 @@ class Zygote:
     def request(self, request: dict, fds: list[int]) -> ForkedWorker:
         if not self.ready:
             self.sock.settimeout(ZYGOTE_READY_S)
-            if json.loads(self.sock.recv(4096) or b"{}").get("ready") is not True:
-                raise OSError(f"the zygote exited before it was ready (exit code {self.proc.poll()})")
+            hello = json.loads(self.sock.recv(4096) or b"{}")
+            if hello.get("ready") is not True:
+                raise OSError(hello.get("error") or f"the zygote exited before it was ready (exit code {self.proc.poll()})")
             self.ready = True
         os.kill(self.proc.pid, signal.SIGCONT)  # a worker may have stopped it
         self.sock.settimeout(ZYGOTE_FORK_S)

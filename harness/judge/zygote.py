@@ -30,6 +30,8 @@ import sys
 import time
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
+#: The environment of the preload (see :func:`preload`).
+PRELOAD_ENV = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1", "TORCH_WARM_POOL": "0"}
 
 
 def _prctl(option, value):
@@ -110,6 +112,51 @@ def become_worker(judge, request, fds):
     runpy._run_module_as_main(request["module"], alter_argv=True)
 
 
+def preload(names):
+    """Import numpy, torch and ``names``; return why a fork of this process could not serve as a
+    worker (None: it can).
+
+    While importing, torch answers "is CUDA available?" from NVML rather than the driver, and
+    inductor starts no pool of compile processes: on the H100 host importing
+    torch._inductor.compile_fx otherwise asked the driver (a fork can then no longer start CUDA:
+    "Cannot re-initialize CUDA in forked subprocess") and started the pool's thread and process.
+    Both settings are read at import; the worker runs with its own environment.
+    """
+    import importlib
+
+    saved = {key: os.environ.get(key) for key in PRELOAD_ENV}
+    os.environ.update(PRELOAD_ENV)
+    try:
+        for name in ("numpy", "torch", *names):
+            try:
+                importlib.import_module(name)
+            except Exception:  # not installed or broken here: a worker that needs it imports it (and fails) itself
+                pass
+    finally:
+        for key, value in saved.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+    return fork_problem()
+
+
+def fork_problem():
+    """Why a fork of this process would not be a sound worker (None: it would): a thread to copy
+    half-way, or CUDA started, which a forked child cannot use."""
+    import threading
+
+    import torch
+
+    if threading.active_count() > 1:
+        return f"the preload started threads {[t.name for t in threading.enumerate()][1:]}"
+    in_bad_fork = getattr(torch._C, "_cuda_isInBadFork", None)
+    if in_bad_fork is None:
+        return None
+    pid = os.fork()
+    if pid == 0:
+        os._exit(1 if in_bad_fork() else 0)
+    _, status = os.waitpid(pid, 0)
+    return "the preload started CUDA: a forked worker could not use it" if os.waitstatus_to_exitcode(status) else None
+
+
 def main():
     judge, sock_fd = int(sys.argv[1]), int(sys.argv[2])
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -117,14 +164,10 @@ def main():
         os._exit(0)
     _prctl(PR_SET_DUMPABLE, 0)
     sock = socket.socket(fileno=sock_fd)
-    import importlib
-
-    for name in ("numpy", "torch", *sys.argv[3:]):
-        try:
-            importlib.import_module(name)
-        except Exception:  # not installed or broken here: a worker that needs it imports it (and fails) itself
-            pass
-
+    problem = preload(sys.argv[3:])
+    if problem:  # the judge starts its workers with Popen instead, and says why
+        sock.send(json.dumps({"ready": False, "error": problem}).encode())
+        os._exit(0)
     request, fds = serve(judge, sock)
     become_worker(judge, request, fds)
 

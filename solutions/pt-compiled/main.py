@@ -30,6 +30,12 @@ def _fn():
     if _mode == "eager":
         return _step
     if _compiled is None:
+        import torch._inductor.config as inductor_config
+
+        # one small graph: compiled in this process, the same kernels, without starting inductor's
+        # pool of compile processes (first call 6.1 s with it, 1.3 s without, on the H100 host:
+        # results/speed/20261124-H100/row_cost_probe.txt)
+        inductor_config.compile_threads = 1
         _compiled = torch.compile(_step)
     return _compiled
 
