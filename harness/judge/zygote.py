@@ -22,6 +22,7 @@ ptrace it or read its memory).
 
 import ctypes
 import fcntl
+import gc
 import json
 import os
 import signal
@@ -168,6 +169,9 @@ def main():
     if problem:  # the judge starts its workers with Popen instead, and says why
         sock.send(json.dumps({"ready": False, "error": problem}).encode())
         os._exit(0)
+    # what the preload made lives as long as every worker: out of the collector's sight, so a
+    # worker's full collections neither walk it nor copy its pages (Python's gc.freeze docs)
+    gc.freeze()
     request, fds = serve(judge, sock)
     become_worker(judge, request, fds)
 
