@@ -31,15 +31,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from harness.judge.isolation import GPU_PRELOAD  # noqa: E402
+
+PRELOAD = f"import torch, {', '.join(GPU_PRELOAD)}"
 IMPORT_PROBES = {
     "import torch + CUDA context": "import torch; torch.zeros(1, device='cuda')",
     "fla ops after torch alone": "import torch\nT = time.perf_counter()\nimport fla.ops.gated_delta_rule",
-    "fla ops after the GPU preload": "import torch, torch._dynamo, torch._inductor.compile_fx, triton.language\n"
-                                     "T = time.perf_counter()\nimport fla.ops.gated_delta_rule",
+    "fla ops after the GPU preload": f"{PRELOAD}\nT = time.perf_counter()\nimport fla.ops.gated_delta_rule",
 }
 #: pt-compiled's first call (torch.compile of the vectorized step) after the GPU preload.
-COMPILE_PROBE = """
-import torch, torch._dynamo, torch._inductor.compile_fx, triton.language
+COMPILE_PROBE = PRELOAD + """
 import importlib.util
 spec = importlib.util.spec_from_file_location("vectorized", "solutions/pt-compiled/vectorized.py")
 vectorized = importlib.util.module_from_spec(spec); spec.loader.exec_module(vectorized)

@@ -45,7 +45,7 @@ print(json.dumps(report), flush=True)
 #: Stands in for the worker in a zygote that preloaded the compilers: which cache folders they use.
 CACHES = r'''
 import json, os, sys
-preloaded = [m for m in ("torch._dynamo", "torch._inductor.compile_fx") if m in sys.modules]
+preloaded = [m for m in ("torch._dynamo", "torch._inductor") if m in sys.modules]
 from torch._inductor.runtime.cache_dir_utils import cache_dir
 try:
     from triton import knobs
@@ -120,7 +120,7 @@ def test_a_worker_of_a_gpu_runs_zygote_compiles_into_its_own_caches(judge, tmp_p
         proc, report = _probe(tmp_path / "w", zygote=True, source=CACHES)
     finally:
         Zygote.stop_current()  # the tests after this one get the zygote of a CPU run again
-    assert isinstance(proc, ForkedWorker) and report["preloaded"] == ["torch._dynamo", "torch._inductor.compile_fx"]
+    assert isinstance(proc, ForkedWorker) and report["preloaded"] == ["torch._dynamo", "torch._inductor"]
     assert report["inductor"] == str(tmp_path / "w" / "inductor")
     assert report["triton"] in (None, str(tmp_path / "w" / "triton"))
 

@@ -31,8 +31,6 @@ import sys
 import time
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
-#: The environment of the preload (see :func:`preload`).
-PRELOAD_ENV = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1", "TORCH_WARM_POOL": "0"}
 
 
 def _prctl(option, value):
@@ -115,39 +113,36 @@ def become_worker(judge, request, fds):
 
 def preload(names):
     """Import numpy, torch and ``names``; return why a fork of this process could not serve as a
-    worker (None: it can).
-
-    While importing, torch answers "is CUDA available?" from NVML rather than the driver, and
-    inductor starts no pool of compile processes: on the H100 host importing
-    torch._inductor.compile_fx otherwise asked the driver (a fork can then no longer start CUDA:
-    "Cannot re-initialize CUDA in forked subprocess") and started the pool's thread and process.
-    Both settings are read at import; the worker runs with its own environment.
-    """
+    worker (None: it can): see :func:`fork_problem`."""
     import importlib
 
-    saved = {key: os.environ.get(key) for key in PRELOAD_ENV}
-    os.environ.update(PRELOAD_ENV)
-    try:
-        for name in ("numpy", "torch", *names):
-            try:
-                importlib.import_module(name)
-            except Exception:  # not installed or broken here: a worker that needs it imports it (and fails) itself
-                pass
-    finally:
-        for key, value in saved.items():
-            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
-    return fork_problem()
+    import numpy  # noqa: F401
+    import torch  # noqa: F401
+
+    threads = _os_threads()  # torch's own, as in every zygote so far
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:  # not installed or broken here: a worker that needs it imports it (and fails) itself
+            pass
+    return fork_problem(threads)
 
 
-def fork_problem():
-    """Why a fork of this process would not be a sound worker (None: it would): a thread to copy
-    half-way, or CUDA started, which a forked child cannot use."""
-    import threading
+def _os_threads():
+    return len(os.listdir("/proc/self/task"))
 
+
+def fork_problem(threads_before):
+    """Why a fork of this process would not be a sound worker (None: it would): threads the
+    preload started (a fork copies only the thread that forks, and a lock another one held stays
+    held in the child), or CUDA started, which a forked child cannot use ("Cannot re-initialize
+    CUDA in forked subprocess"). On the H100 host importing torch._inductor.compile_fx asked the
+    driver whether CUDA is available, which does that, and asking NVML instead started NVML's
+    threads, after which a forked worker saw no GPU (results/speed/20261124-H100/README.md)."""
+    if _os_threads() > threads_before:
+        return f"the preload started threads ({_os_threads()} in the process, {threads_before} after torch)"
     import torch
 
-    if threading.active_count() > 1:
-        return f"the preload started threads {[t.name for t in threading.enumerate()][1:]}"
     in_bad_fork = getattr(torch._C, "_cuda_isInBadFork", None)
     if in_bad_fork is None:
         return None
