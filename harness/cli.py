@@ -147,7 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"seconds of back-to-back calls before a GPU tier after the GPU idled for {IDLE_S:g} s, so "
                         "the clocks ramp up (default: %(default)s)")
     p.add_argument("--keep-warm-seconds", type=NON_NEGATIVE, default=TimingConfig.keep_warm_s,
-                   help="the same before a GPU tier that follows busy work, to top the clocks up (default: %(default)s)")
+                   help="the same before a GPU tier that follows busy work, to top the clocks up; 0: one untimed call "
+                        "(default: %(default)s)")
     p.add_argument("--iters", type=COUNT, default=TimingConfig.iters,
                    help="most timed calls per tier; the cupti, events and wallclock tiers stop sooner once the "
                         "median is stable (--max-noise), and slow solutions are cut by --budget (default: %(default)s)")

@@ -139,7 +139,7 @@ def test_a_zygote_whose_preload_started_a_thread_does_not_fork(judge, tmp_path, 
     finally:
         Zygote.stop_current()
     assert isinstance(proc, subprocess.Popen) and report["passed_fd_reads"] == "hello"
-    assert "the preload started threads" in capfd.readouterr().err
+    assert "the preload left threads running" in capfd.readouterr().err
 
 
 def test_a_workers_compiler_caches_and_harness_copy_are_its_own(tmp_path, monkeypatch):

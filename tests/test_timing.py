@@ -167,6 +167,9 @@ def test_a_call_longer_than_the_warm_up_window_is_its_own_estimate(cpu_gpu_tiers
     config = TimingConfig(warm_s=0.005, keep_warm_s=0.005, warmup=10, budget_s=0.05)
     estimate = timing.warm_then_estimate(fn, setup, lambda: None, config, config.warmup)
     assert calls == [None] and estimate >= 0.02  # one call: the warm-up's, timed
+    calls.clear()
+    timing.warm_then_estimate(fn, setup, lambda: None, TimingConfig(keep_warm_s=0.0, budget_s=0.05), 10)
+    assert calls == [None]  # no top-up window (the default after busy work): the one untimed call is enough
     fn, setup, calls = slow_solution(0.0)
     assert timing.warm_then_estimate(fn, setup, lambda: None, config, 2) < 0.005
     assert len(calls) > 3  # a fast call: the warm-up loop, then one timed call and the warm-up calls

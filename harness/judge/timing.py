@@ -26,9 +26,12 @@ H100 sits at a low SM clock (345 MHz seen) and needs tens of milliseconds of
 work to reach its boost clock, so a tier that starts cold measured µs kernels
 up to 2x slow (results/proof, first attempt). The full ``warm_s`` is spent
 once, when this process has not kept the GPU busy for :data:`IDLE_S`; a tier
-that follows another closely only tops the clock up for ``keep_warm_s``
-(:class:`ClockWarmth`): 0.2 s before each of three tiers of every workload was
-most of a fast solution's time on the GPU (issue #17).
+that follows another closely makes one untimed call first, or tops the clock up
+for ``keep_warm_s`` if one is set (:class:`ClockWarmth`): 0.2 s before each of
+three tiers of every workload was most of a fast solution's time on the GPU
+(issue #17), and after a warm-up the clock held through idle gaps of up to 5 s
+(results/speed/20261123-H100/clock_idle_probe.log: only the first call of a
+series was slow, with or without a 0.03 s top-up).
 
 The cupti, events and wallclock tiers stop before ``iters`` once the median is
 known well (:func:`median_noise` at most ``max_noise``, or its interval one timer
@@ -126,7 +129,7 @@ class TimingConfig:
     budget_s: float = 0.3  # slow solutions get fewer iterations, never fewer than min_iters (docs/timing.md)
     min_iters: int = 5
     warm_s: float = 0.2  # seconds of back-to-back flush + call before a GPU tier (clock ramp) ...
-    keep_warm_s: float = 0.03  # ... or only this when the GPU was kept busy within IDLE_S
+    keep_warm_s: float = 0.0  # ... or only this (one call at least) when the GPU was kept busy within IDLE_S
     max_noise: float = 0.005  # stop once the median's 95% CI half-width is this fraction of it (0: never early)
 
 
@@ -307,9 +310,9 @@ def warm_gpu_clocks(fn: Callable, setup: Callable, flush: Callable, seconds: flo
 def warm_then_estimate(fn: Callable, setup: Callable, flush: Callable, config: TimingConfig, warmup: int) -> float:
     """Warm the clock (:data:`CLOCKS`), then the wall seconds of one call, to plan a GPU tier by.
 
-    A call that alone outlasted the warm-up window is not made again to be timed: that one
-    warm-up call (its setup and flush included, so the estimate errs long, toward fewer calls)
-    is the estimate. The per-head reference loop at B = 64 (~0.12 s a call on the H100) made
+    A call that alone outlasted the warm-up window, and a tenth of the budget (so the estimate
+    would make no warm-up call for it), is not made again to be timed: that one warm-up call (its
+    setup and flush included, so the estimate errs long, toward fewer calls) is the estimate. The per-head reference loop at B = 64 (~0.12 s a call on the H100) made
     two untimed calls a tier before its five timed ones without this (issue #17).
     """
     window = CLOCKS.seconds(config)
@@ -317,7 +320,7 @@ def warm_then_estimate(fn: Callable, setup: Callable, flush: Callable, config: T
     calls = warm_gpu_clocks(fn, setup, flush, window)
     elapsed = time.perf_counter() - began
     CLOCKS.busy()
-    if calls == 1 and elapsed >= window:
+    if calls == 1 and elapsed >= max(window, 0.1 * config.budget_s):  # _estimate_call_s would only time it again
         return elapsed
     return _estimate_call_s(fn, setup, torch.cuda.synchronize, warmup, config.budget_s)
 

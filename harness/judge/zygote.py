@@ -31,6 +31,8 @@ import sys
 import time
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
+#: The environment of the preload (see :func:`preload`); a worker runs with its own.
+PRELOAD_ENV = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1", "TORCH_WARM_POOL": "0"}
 
 
 def _prctl(option, value):
@@ -113,19 +115,44 @@ def become_worker(judge, request, fds):
 
 def preload(names):
     """Import numpy, torch and ``names``; return why a fork of this process could not serve as a
-    worker (None: it can): see :func:`fork_problem`."""
+    worker (None: it can): see :func:`fork_problem`.
+
+    While ``names`` are imported, torch answers "is CUDA available?" from NVML rather than from the
+    driver, and inductor starts no pool of compile processes; NVML is shut down afterwards, with
+    its threads. On the H100 host importing torch._inductor.compile_fx asked the driver (a fork can
+    then no longer start CUDA: "Cannot re-initialize CUDA in forked subprocess"), and NVML left
+    running made a forked worker see no GPU (results/speed/20261124-H100/README.md).
+    """
     import importlib
 
     import numpy  # noqa: F401
     import torch  # noqa: F401
 
     threads = _os_threads()  # torch's own, as in every zygote so far
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except Exception:  # not installed or broken here: a worker that needs it imports it (and fails) itself
-            pass
+    saved = {key: os.environ.get(key) for key in PRELOAD_ENV}
+    os.environ.update(PRELOAD_ENV)
+    try:
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except Exception:  # not installed or broken here: a worker that needs it imports it (and fails) itself
+                pass
+    finally:
+        for key, value in saved.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+        _shut_nvml_down()
     return fork_problem(threads)
+
+
+def _shut_nvml_down():
+    """Undo every nvmlInit of this process (NVML counts them), so NVML's threads end."""
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:  # no NVIDIA driver here: nothing was started
+        return
+    for _ in range(64):
+        if nvml.nvmlShutdown() != 0:  # NVML_ERROR_UNINITIALIZED: the last one is undone
+            return
 
 
 def _os_threads():
@@ -134,23 +161,25 @@ def _os_threads():
 
 def fork_problem(threads_before):
     """Why a fork of this process would not be a sound worker (None: it would): threads the
-    preload started (a fork copies only the thread that forks, and a lock another one held stays
-    held in the child), or CUDA started, which a forked child cannot use ("Cannot re-initialize
-    CUDA in forked subprocess"). On the H100 host importing torch._inductor.compile_fx asked the
-    driver whether CUDA is available, which does that, and asking NVML instead started NVML's
-    threads, after which a forked worker saw no GPU (results/speed/20261124-H100/README.md)."""
+    preload left running (a fork copies only the thread that forks, and a lock another one held
+    stays held in the child), or a forked child that cannot use the GPU."""
     if _os_threads() > threads_before:
-        return f"the preload started threads ({_os_threads()} in the process, {threads_before} after torch)"
+        return f"the preload left threads running ({_os_threads()} in the process, {threads_before} after torch)"
     import torch
 
     in_bad_fork = getattr(torch._C, "_cuda_isInBadFork", None)
-    if in_bad_fork is None:
+    if in_bad_fork is None or not os.path.exists("/dev/nvidiactl"):  # no CUDA build or no GPU: nothing to prove
         return None
     pid = os.fork()
     if pid == 0:
-        os._exit(1 if in_bad_fork() else 0)
+        try:
+            os._exit(1 if in_bad_fork() else 0 if torch._C._cuda_getDeviceCount() > 0 else 2)
+        except BaseException:
+            os._exit(3)
     _, status = os.waitpid(pid, 0)
-    return "the preload started CUDA: a forked worker could not use it" if os.waitstatus_to_exitcode(status) else None
+    code = os.waitstatus_to_exitcode(status)
+    return {0: None, 1: "the preload started CUDA, which a forked worker cannot use"}.get(
+        code, f"a process forked after the preload saw no GPU (exit {code})")
 
 
 def main():
