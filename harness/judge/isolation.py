@@ -50,14 +50,16 @@ ZYGOTE_SOURCE = (Path(__file__).parent / "zygote.py").read_text()
 #: Seconds the judge waits for the zygote: to be ready (it imports torch), to answer a fork request.
 ZYGOTE_READY_S, ZYGOTE_FORK_S = 120.0, 10.0
 #: What the zygote of a GPU run imports beyond numpy and torch, once rather than in every worker
-#: that needs it: what torch.compile (pt-compiled) and fla (the FLA baselines) import. On the H100
-#: host importing fla's GDN ops took 20 s after torch alone, 13 s after these without compile_fx
-#: and 8 s after all of them (results/speed/20261124-H100/row_cost_probe.txt). The zygote imports
-#: them without starting CUDA, and refuses to serve if a thread is left running or a forked child
-#: cannot use the GPU (zygote.py, ``preload``, ``fork_problem``); Triton and inductor read their
-#: cache folders from the environment when they compile, so a worker's private caches still apply
-#: (tests/test_isolation.py). A CPU run does without: ~1.5 s more per zygote start there.
-GPU_PRELOAD = ("torch._dynamo", "torch._inductor", "sympy", "triton.language", "torch._inductor.compile_fx")
+#: that needs it: most of what torch.compile (pt-compiled) and fla (the FLA baselines) import
+#: (importing fla's GDN ops took 20 s after torch alone and 13 s after these on the H100 host,
+#: results/speed/20261124-H100/row_cost_probe.txt). Not torch._inductor.compile_fx: its import
+#: starts the CUDA driver there (a thread named cuda0000..., also with PYTORCH_NVML_BASED_CUDA_CHECK
+#: set), and the zygote then refuses to serve, so every worker of the run was started the slow way
+#: (results/speed/20261125-H100/README.md). The zygote checks that the preload started neither
+#: CUDA nor a thread, or refuses (zygote.py, ``preload``, ``fork_problem``); Triton and inductor
+#: read their cache folders from the environment when they compile, so a worker's private caches
+#: still apply (tests/test_isolation.py). A CPU run does without: ~1.5 s more per zygote start there.
+GPU_PRELOAD = ("torch._dynamo", "torch._inductor", "sympy", "triton.language")
 #: The zygote's first PYTHONPATH entry (no such folder): a forked worker puts its own entries there.
 ZYGOTE_PLACEHOLDER = "/nonexistent/gdn-judge-zygote-worker-pythonpath"
 
