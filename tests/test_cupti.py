@@ -136,7 +136,14 @@ class FakeCupti:
         HTOD = 1
         DTOD = 8
 
-    def __init__(self, fail_enable=None, emit_external=True):
+    class RuntimeApiTraceCbid(enum.IntEnum):
+        cudaGetDevice_v3020 = 17
+        cudaLaunchKernel_v7000 = 211
+
+    def __init__(self, fail_enable=None, emit_external=True, queries=False):
+        """``queries``: each launch is preceded by a cudaGetDevice, as torch's are."""
+        self.queries = queries
+        self.quiet: set[int] = set()  # runtime cbids whose records are off
         self.enabled: set[int] = set()
         self.enable_calls: list[int] = []
         self.fail_enable = fail_enable
@@ -160,6 +167,11 @@ class FakeCupti:
             raise RuntimeError("CUPTI_ERROR_NOT_SUPPORTED")
         self.enable_calls.append(kind)
         self.enabled.add(kind)
+        if kind == self.ActivityKind.RUNTIME:
+            self.quiet.clear()  # as documented: enabling the kind overrides the per-API settings
+
+    def activity_enable_runtime_api(self, cbid, enable):
+        (self.quiet.discard if enable else self.quiet.add)(cbid)
 
     def activity_disable(self, kind):
         self.enabled.discard(kind)
@@ -183,19 +195,27 @@ class FakeCupti:
         if self.callbacks and records:
             self.callbacks[1](records)
 
-    # what a CUDA launch looks like to CUPTI
-    def launch(self, name, dur_ns, kind="kernel"):
+    def api_call(self, cbid):
+        """A runtime API call as CUPTI records it; its correlation id."""
         ak = self.ActivityKind
         corr = next(self.corr)
-        if ak.RUNTIME in self.enabled:
+        if ak.RUNTIME in self.enabled and cbid not in self.quiet:
             self.clock += 1
             self.api_records += 1
             self.pending.append(SimpleNamespace(kind=ak.RUNTIME, start=self.clock, end=self.clock + 1,
-                                                correlation_id=corr, cbid=211))
+                                                correlation_id=corr, cbid=cbid))
             if self.stack and self.emit_external and ak.EXTERNAL_CORRELATION in self.enabled:
                 k, i = self.stack[-1]
                 self.pending.append(SimpleNamespace(kind=ak.EXTERNAL_CORRELATION, correlation_id=corr,
                                                     external_id=i, external_kind=k))
+        return corr
+
+    # what a CUDA launch looks like to CUPTI
+    def launch(self, name, dur_ns, kind="kernel"):
+        ak = self.ActivityKind
+        if self.queries:
+            self.api_call(self.RuntimeApiTraceCbid.cudaGetDevice_v3020)
+        corr = self.api_call(self.RuntimeApiTraceCbid.cudaLaunchKernel_v7000)
         start, self.gpu_clock = self.gpu_clock, self.gpu_clock + dur_ns
         if kind == "kernel" and ak.CONCURRENT_KERNEL in self.enabled:
             self.pending.append(SimpleNamespace(kind=ak.CONCURRENT_KERNEL, start=start, end=start + dur_ns,
@@ -245,6 +265,42 @@ def test_api_activity_is_recorded_around_the_call_only(monkeypatch, window):
         (["gdn_decode_a", "gdn_decode_b"], pytest.approx(6.0), "external-correlation")] * 3
     assert fake.api_records == 5 * (2 if window else 4)  # fn's two launches (+ set-up's and flush's)
     assert fake.enabled == set()
+
+
+@pytest.mark.parametrize("window", [True, False])
+def test_query_api_calls_are_not_recorded_and_change_no_figure(monkeypatch, window):
+    """cudaGetDevice and the like made 30 of the 34 records a kernel of the reference loop cost on
+    the H100; they launch nothing, so leaving their records out changes no figure, and they stay
+    out after every re-enable of the API kinds (which resets CUPTI's per-API settings)."""
+    monkeypatch.setattr(hc, "API_WINDOW", window)
+    noisy, quiet = FakeCupti(queries=True), FakeCupti(queries=True)
+    monkeypatch.setattr(hc, "QUIET_APIS", {"RuntimeApiTraceCbid": ()})
+    loud = _loop(noisy, iters=3, warmup=2)
+    monkeypatch.setattr(hc, "QUIET_APIS", {"RuntimeApiTraceCbid": ("cudaGetDevice_v3020", "cudaNotInThisCupti")})
+    hushed = _loop(quiet, iters=3, warmup=2)
+    assert [(r.names, r.kernel_sum_us, r.span_us) for r in hushed] == [(r.names, r.kernel_sum_us, r.span_us)
+                                                                       for r in loud]
+    assert quiet.api_records == noisy.api_records // 2  # only the launches' records are left
+
+
+def test_one_recording_serves_several_chunks():
+    fake = FakeCupti()
+    launch = lambda args: fake.launch("gdn_decode", 3_000)  # noqa: E731
+    with hc.Recording(fake, lambda: None) as recording:
+        first = recording.time_calls(launch, lambda index=None: None, lambda: None, iters=2, warmup=1)
+        second = recording.time_calls(launch, lambda index=None: None, lambda: None, iters=3, warmup=0)
+        assert hc._SESSION.locked() and fake.enabled
+    assert [len(first), len(second)] == [2, 3]
+    assert all(r.kernel_sum_us == pytest.approx(3.0) for r in first + second)
+    assert fake.enabled == set()
+
+
+def test_a_second_recording_at_once_is_refused():
+    fake = FakeCupti()
+    with hc.Recording(fake, lambda: None):
+        with pytest.raises(RuntimeError, match="already running"):
+            with hc.Recording(fake, lambda: None):
+                pass
 
 
 def test_loop_memcpy_counted():

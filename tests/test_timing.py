@@ -191,16 +191,24 @@ def test_a_slow_sync_tier_makes_min_iters_timed_calls_over_its_trials_and_no_mor
 def test_a_slow_cupti_tier_records_no_untimed_call(cpu_gpu_tiers, monkeypatch):
     from harness.judge import cupti
 
-    recordings = []
+    recordings, opened = [], []
 
-    def record(fn, setup, flush, iters, warmup, after):
-        recordings.append((iters, warmup))
-        for index in range(warmup + iters):
-            fn(setup(None if index < warmup else index - warmup))
-        return [cupti.CallRecord(5.0, 5.0, 1, ["k"]) for _ in range(iters)]
+    class FakeRecording:
+        def __enter__(self):
+            opened.append(self)
+            return self
+
+        def __exit__(self, *exc_info):
+            pass
+
+        def time_calls(self, fn, setup, flush, iters, warmup, after):
+            recordings.append((iters, warmup))
+            for index in range(warmup + iters):
+                fn(setup(None if index < warmup else index - warmup))
+            return [cupti.CallRecord(5.0, 5.0, 1, ["k"]) for _ in range(iters)]
 
     monkeypatch.setattr(cupti, "cupti_status", lambda: (True, "fake"))
-    monkeypatch.setattr(cupti, "time_calls_with_cupti", record)
+    monkeypatch.setattr(cupti, "recording", FakeRecording)
     fn, setup, _ = slow_solution(0.01)
     config = TimingConfig(min_iters=5, budget_s=0.01, warm_s=0.001, keep_warm_s=0.001)
     assert timing.bench_cupti(fn, setup, lambda: None, config).iters == 5 and recordings == [(5, 0)]
@@ -208,3 +216,7 @@ def test_a_slow_cupti_tier_records_no_untimed_call(cpu_gpu_tiers, monkeypatch):
     fn, setup, _ = slow_solution(0.0)
     timing.bench_cupti(fn, setup, lambda: None, TimingConfig(warm_s=0.001, keep_warm_s=0.001))
     assert recordings[0] == (STOP_MIN_SAMPLES, 1)  # a fast one: one untimed call first, as before
+    recordings.clear()
+    opened.clear()
+    timing.bench_cupti(fn, setup, lambda: None, TimingConfig(warm_s=0.001, keep_warm_s=0.001, max_noise=0, iters=40))
+    assert recordings == [(20, 1), (10, 0), (10, 0)] and len(opened) == 1  # the chunks share one recording

@@ -49,8 +49,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 # Plain activity kinds (what the pure functions below understand).
@@ -140,34 +139,64 @@ def call_record(activities: Sequence[Activity], attribution: str = "external-cor
     return CallRecord(total_ns / 1e3, span_ns / 1e3, len(gpu), names, attribution)
 
 
-def _external_map(records: Iterable[Activity], wanted: set[int], external_kind: int | None) -> dict[int, int]:
+@dataclass
+class Delivered:
+    """What CUPTI delivered in one recording, in the compact forms attribution needs: a timed
+    call of the per-head reference loop at B = 64 delivered ~193,000 records, and turning each
+    into an :class:`Activity` cost more than the call itself (results/speed/20261125-H100)."""
+
+    gpu: list[Activity] = field(default_factory=list)  # kernels, memcpys, memsets
+    external: list[tuple[int, int, int | None]] = field(default_factory=list)  # (correlation id, external id, kind)
+    api: list[tuple[int, int]] = field(default_factory=list)  # (correlation id, start ns): the fallback's only
+
+    @classmethod
+    def of(cls, records: Iterable[Activity]) -> "Delivered":
+        """The compact form of plain :class:`Activity` records (tests, tools)."""
+        out = cls()
+        for r in records:
+            if r.kind in GPU_KINDS:
+                out.gpu.append(r)
+            elif r.kind == EXTERNAL:
+                out.external.append((r.correlation_id, r.external_id, r.external_kind))
+            elif r.kind == API:
+                out.api.append((r.correlation_id, r.start_ns))
+        return out
+
+    def extend(self, other: "Delivered") -> None:
+        self.gpu += other.gpu
+        self.external += other.external
+        self.api += other.api
+
+    def counts(self) -> dict[str, int]:
+        return {"gpu": len(self.gpu), "external": len(self.external), "api": len(self.api)}
+
+
+def _external_map(delivered: Delivered, wanted: set[int], external_kind: int | None) -> dict[int, int]:
     """correlation id -> our external id, from EXTERNAL_CORRELATION records."""
     out: dict[int, int] = {}
-    for r in records:
-        if r.kind != EXTERNAL or r.external_id not in wanted:
+    for correlation_id, external_id, kind in delivered.external:
+        if external_id not in wanted:
             continue
-        if external_kind is not None and r.external_kind is not None and r.external_kind != external_kind:
+        if external_kind is not None and kind is not None and kind != external_kind:
             continue  # another tool's id (kineto's CUSTOM0/1) that happens to be equal
-        out[r.correlation_id] = r.external_id
+        out[correlation_id] = external_id
     return out
 
 
-def _window_map(records: Iterable[Activity], tags: Sequence[IterationTag]) -> dict[int, int]:
+def _window_map(delivered: Delivered, tags: Sequence[IterationTag]) -> dict[int, int]:
     """Fallback: correlation id -> external id of the call whose [before, after]
     CUPTI timestamps contain the API call's start."""
     windows = sorted((t.cpu_start_ns, t.cpu_end_ns, t.external_id) for t in tags if t.cpu_end_ns > t.cpu_start_ns)
     out: dict[int, int] = {}
-    for r in records:
-        if r.kind != API:
-            continue
+    for correlation_id, start_ns in delivered.api:
         for lo, hi, ext in windows:  # few calls; linear scan keeps it obviously right
-            if lo <= r.start_ns <= hi:
-                out[r.correlation_id] = ext
+            if lo <= start_ns <= hi:
+                out[correlation_id] = ext
                 break
     return out
 
 
-def attribute_activities(records: Sequence[Activity], tags: Sequence[IterationTag],
+def attribute_activities(records: Delivered | Sequence[Activity], tags: Sequence[IterationTag],
                          external_kind: int | None = None) -> tuple[dict[int, list[Activity]], str]:
     """Group GPU activities by the call (external id) that launched them.
 
@@ -176,15 +205,14 @@ def attribute_activities(records: Sequence[Activity], tags: Sequence[IterationTa
     of our ids, else ``api-time-window``. GPU activities whose correlation id
     maps to none of our calls (setup, L2 flush, other threads) are dropped.
     """
+    delivered = records if isinstance(records, Delivered) else Delivered.of(records)
     wanted = {t.external_id for t in tags}
-    corr = _external_map(records, wanted, external_kind)
+    corr = _external_map(delivered, wanted, external_kind)
     method = "external-correlation"
     if not corr:
-        corr, method = _window_map(records, tags), "api-time-window"
+        corr, method = _window_map(delivered, tags), "api-time-window"
     groups: dict[int, list[Activity]] = {t.external_id: [] for t in tags}
-    for r in records:
-        if r.kind not in GPU_KINDS:
-            continue
+    for r in delivered.gpu:
         ext = corr.get(r.correlation_id)
         if ext is None and r.runtime_correlation_id:
             ext = corr.get(r.runtime_correlation_id)
@@ -193,7 +221,7 @@ def attribute_activities(records: Sequence[Activity], tags: Sequence[IterationTa
     return groups, method
 
 
-def build_call_records(records: Sequence[Activity], tags: Sequence[IterationTag], warmup: int,
+def build_call_records(records: Delivered | Sequence[Activity], tags: Sequence[IterationTag], warmup: int,
                        external_kind: int | None = None) -> list[CallRecord]:
     """One CallRecord per timed call: ``tags`` lists warmup + timed calls in
     order; the first ``warmup`` are dropped.
@@ -202,15 +230,15 @@ def build_call_records(records: Sequence[Activity], tags: Sequence[IterationTag]
         RuntimeError: a timed call has no attributed GPU activity (its number
             would not come from CUPTI), or one of its records is incomplete.
     """
-    groups, method = attribute_activities(records, tags, external_kind)
+    delivered = records if isinstance(records, Delivered) else Delivered.of(records)
+    groups, method = attribute_activities(delivered, tags, external_kind)
     out = []
     for i, tag in enumerate(tags[warmup:]):
         acts = groups[tag.external_id]
         if not acts:
-            seen = dict(Counter(r.kind for r in records))
             raise RuntimeError(
                 f"CUPTI recorded no kernel/memcpy/memset for timed call {i} (attribution {method}; "
-                f"records seen by kind: {seen}); refusing to report a CUPTI number")
+                f"records seen: {delivered.counts()}); refusing to report a CUPTI number")
         try:
             out.append(call_record(acts, method))
         except ValueError as exc:
@@ -319,17 +347,21 @@ def cupti_status() -> tuple[bool, str]:
 
 
 class _Sink:
-    """Receives CUPTI buffers and converts records to plain Activities at once
-    (the record objects point into a buffer CUPTI reuses after the callback)."""
+    """Receives CUPTI buffers and keeps, at once, what attribution needs of each record (the
+    record objects point into a buffer CUPTI reuses after the callback): GPU activities as
+    :class:`Activity`, external correlations of ``external_kind`` and API calls as tuples
+    (:class:`Delivered`)."""
 
-    def __init__(self, cu):
+    def __init__(self, cu, external_kind: int):
         ak = cu.ActivityKind
-        self._kinds = {int(ak.CONCURRENT_KERNEL): KERNEL, int(ak.KERNEL): KERNEL, int(ak.MEMCPY): MEMCPY,
-                       int(ak.MEMSET): MEMSET, int(ak.RUNTIME): API, int(ak.DRIVER): API,
-                       int(ak.EXTERNAL_CORRELATION): EXTERNAL}
+        self._gpu_kinds = {int(ak.CONCURRENT_KERNEL): KERNEL, int(ak.KERNEL): KERNEL, int(ak.MEMCPY): MEMCPY,
+                           int(ak.MEMSET): MEMSET}
+        self._api_kinds = {int(ak.RUNTIME), int(ak.DRIVER)}
+        self._external_kind = int(ak.EXTERNAL_CORRELATION)
+        self._ours = external_kind
         self._memcpy_kind = getattr(cu, "ActivityMemcpyKind", None)
         self._lock = threading.Lock()  # CUPTI may call back from its own thread
-        self.records: list[Activity] = []
+        self.delivered = Delivered()
         self.errors: list[str] = []
         self.active = True
 
@@ -339,36 +371,48 @@ class _Sink:
     def buffer_completed(self, activities) -> None:
         # Must never raise: it runs inside a CUPTI callback.
         try:
-            converted = [c for c in (self._convert(a) for a in activities) if c is not None]
+            batch = self._convert(activities)
         except Exception as exc:
             with self._lock:
                 self.errors.append(f"{type(exc).__name__}: {exc}")
             return
         with self._lock:
             if self.active:
-                self.records.extend(converted)
+                self.delivered.extend(batch)
 
-    def _convert(self, a) -> Activity | None:
-        kind = self._kinds.get(int(a.kind))
-        if kind is None:
-            return None
-        if kind == EXTERNAL:
-            return Activity(EXTERNAL, correlation_id=int(a.correlation_id), external_id=int(a.external_id),
-                            external_kind=int(a.external_kind))
+    def take(self) -> Delivered:
+        """What arrived since the last take (after a forced flush: everything recorded so far)."""
+        with self._lock:
+            taken, self.delivered = self.delivered, Delivered()
+        return taken
+
+    def _convert(self, activities) -> Delivered:
+        batch = Delivered()
+        gpu_kinds, api_kinds, external_kind, ours = self._gpu_kinds, self._api_kinds, self._external_kind, self._ours
+        for a in activities:  # one pass, the commonest kinds first, no object made for them
+            kind = a.kind
+            if kind == external_kind:
+                if a.external_kind == ours:  # kineto's (CUSTOM0/1) never name our calls
+                    batch.external.append((a.correlation_id, a.external_id, ours))
+            elif kind in api_kinds:
+                batch.api.append((a.correlation_id, a.start))
+            elif kind in gpu_kinds:
+                batch.gpu.append(self._gpu_activity(gpu_kinds[kind], a))
+        return batch
+
+    def _gpu_activity(self, kind: str, a) -> Activity:
         start, end, corr = int(a.start), int(a.end), int(a.correlation_id)
         if kind == KERNEL:
             return Activity(KERNEL, start, end, corr, name=str(a.name))
-        if kind == MEMCPY:
-            name = "memcpy"
-            try:
-                name = f"memcpy {self._memcpy_kind(int(a.copy_kind)).name}"
-            except Exception:
-                pass
-            return Activity(MEMCPY, start, end, corr, name=name,
-                            runtime_correlation_id=int(getattr(a, "runtime_correlation_id", 0) or 0))
         if kind == MEMSET:
             return Activity(MEMSET, start, end, corr, name="memset")
-        return Activity(API, start, end, corr, name=str(getattr(a, "cbid", "")))
+        name = "memcpy"
+        try:
+            name = f"memcpy {self._memcpy_kind(int(a.copy_kind)).name}"
+        except Exception:
+            pass
+        return Activity(MEMCPY, start, end, corr, name=name,
+                        runtime_correlation_id=int(getattr(a, "runtime_correlation_id", 0) or 0))
 
 
 def _record_kinds(cu) -> list[int]:
@@ -393,47 +437,118 @@ def _api_kinds(cu) -> list[int]:
 #: API kinds on for the whole recording, as before (scripts/cupti_cost_probe.py compares the two).
 API_WINDOW = True
 
+#: API calls that only read the state of the process or the device and put no work on the GPU,
+#: whose activity records CUPTI is told not to make (``activity_enable_runtime_api`` /
+#: ``activity_enable_driver_api`` with 0; names as in cupti_runtime_cbid.h / cupti_driver_cbid.h).
+#: A timed call of the per-head reference loop at B = 64 made 34 records a kernel on the H100,
+#: 30 of them these calls and their external correlations: cudaGetDevice 9 a kernel,
+#: cuDevicePrimaryCtxGetState 3.4, cudaGetLastError 1.6, cuKernelGetName 1
+#: (results/speed/20261125-H100/call_cost_probe.txt). A kernel, memcpy or memset is attributed
+#: through the API call that launched it, which none of these is, so leaving them out changes no
+#: figure; every other API call is still recorded. A name this CUPTI does not know is skipped.
+QUIET_APIS = {
+    "RuntimeApiTraceCbid": ("cudaGetDevice_v3020", "cudaGetLastError_v3020", "cudaPeekAtLastError_v3020"),
+    "DriverApiTraceCbid": ("cuDevicePrimaryCtxGetState", "cuCtxGetCurrent", "cuCtxGetDevice", "cuKernelGetName"),
+}
 
-def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush: Callable[[], None],
-                iters: int, warmup: int, synchronize: Callable[[], None],
-                after: Callable[[int], None] = lambda index: None) -> list[CallRecord]:
-    """The recording loop, with cupti-python passed in (tests pass a fake).
 
-    Raises CuptiUnavailable if recording cannot start; RuntimeError if a timed
-    call recorded nothing; whatever ``fn``/``setup``/``flush`` raise. CUPTI
-    recording is always disabled again on the way out.
+def _quiet_apis(cu) -> list[tuple[Callable[[int, int], Any], int]]:
+    """``(switch, cbid)`` for every :data:`QUIET_APIS` entry this cupti-python knows."""
+    switches = {"RuntimeApiTraceCbid": getattr(cu, "activity_enable_runtime_api", None),
+                "DriverApiTraceCbid": getattr(cu, "activity_enable_driver_api", None)}
+    found = []
+    for enum_name, names in QUIET_APIS.items():
+        enum, switch = getattr(cu, enum_name, None), switches[enum_name]
+        if enum is None or switch is None:
+            continue
+        found += [(switch, int(getattr(enum, name))) for name in names if hasattr(enum, name)]
+    return found
+
+
+class Recording:
+    """One CUPTI activity recording: its callbacks registered and its kinds on from ``__enter__``
+    to ``__exit__``, timed calls recorded chunk by chunk (:meth:`time_calls`). A tier keeps one
+    open for all its chunks: registering, enabling and probing CUPTI again for every chunk of the
+    stop rule cost a fast tier more than its calls. One recording at a time per process (CUPTI's
+    activity callbacks are process-wide).
+
+    Raises (on entry):
+        RuntimeError: another recording of this process is open.
+        CuptiUnavailable: CUPTI cannot record here (the reason in the message).
     """
-    if iters < 1 or warmup < 0:
-        raise ValueError(f"iters must be >= 1 and warmup >= 0 (got {iters}, {warmup})")
-    if not _SESSION.acquire(blocking=False):
-        raise RuntimeError("a CUPTI recording session is already running in this process")
-    ext_kind = int(cu.ExternalCorrelationKind.CUSTOM2)
-    api_kinds = _api_kinds(cu)
-    sink = _Sink(cu)
-    tags: list[IterationTag] = []
-    try:
+
+    def __init__(self, cu, synchronize: Callable[[], None]):
+        self.cu, self.synchronize = cu, synchronize
+        self.external_kind = int(cu.ExternalCorrelationKind.CUSTOM2)
+        self.api_kinds = _api_kinds(cu)
+        self.quiet = _quiet_apis(cu)
+        self.sink = _Sink(cu, self.external_kind)
+
+    def __enter__(self) -> "Recording":
+        if not _SESSION.acquire(blocking=False):
+            raise RuntimeError("a CUPTI recording session is already running in this process")
         try:
             # Registered every time: torch.profiler (kineto) registers its own.
-            cu.activity_register_callbacks(sink.buffer_requested, sink.buffer_completed)
-            _enable(cu, _record_kinds(cu) + ([] if API_WINDOW else api_kinds))
+            self.cu.activity_register_callbacks(self.sink.buffer_requested, self.sink.buffer_completed)
+            _enable(self.cu, _record_kinds(self.cu))
+            if not API_WINDOW:
+                self._api_on()
         except Exception as exc:
+            self._close()
             raise CuptiUnavailable(f"CUPTI could not enable activity recording: {type(exc).__name__}: {exc}") from exc
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        errors = self._close()
+        if errors and exc_info[0] is None:
+            raise RuntimeError(f"CUPTI activity could not be disabled: {errors}")
+
+    def _close(self) -> list[str]:
+        """Everything off, late records delivered and dropped, the session free; the disable errors."""
+        errors = _disable_all(self.cu)
+        try:
+            self.cu.activity_flush_all(FLUSH_FORCED)  # anything that completed late
+        except Exception:
+            pass
+        with self.sink._lock:
+            self.sink.active = False
+        _SESSION.release()
+        return errors
+
+    def _api_on(self) -> None:
+        """The API kinds on, then the :data:`QUIET_APIS` off (enabling a kind resets them)."""
+        _enable(self.cu, self.api_kinds)
+        for switch, cbid in self.quiet:
+            switch(cbid, 0)
+
+    def time_calls(self, fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush: Callable[[], None],
+                   iters: int, warmup: int, after: Callable[[int], None] = lambda index: None) -> list[CallRecord]:
+        """``warmup + iters`` calls (see :func:`time_calls_with_cupti`), one CallRecord per timed call.
+
+        Raises:
+            CuptiUnavailable: the API kinds could not be switched on around a call.
+            RuntimeError: a timed call recorded nothing, the external-correlation stack broke,
+                or CUPTI's buffer callback failed; whatever ``fn``/``setup``/``flush`` raise.
+        """
+        if iters < 1 or warmup < 0:
+            raise ValueError(f"iters must be >= 1 and warmup >= 0 (got {iters}, {warmup})")
+        cu, tags = self.cu, []
         for call in range(warmup + iters):
             index = call - warmup if call >= warmup else None  # timed-call number, None while warming up
             args = setup(index)
             flush()
             # Wait for setup and flush to finish: the call then starts on an
             # idle GPU, so span_us includes the host gaps between its launches.
-            synchronize()
+            self.synchronize()
             ext = next(_EXTERNAL_IDS)
             if API_WINDOW:
                 try:
-                    _enable(cu, api_kinds)
+                    self._api_on()
                 except Exception as exc:
-                    raise CuptiUnavailable(f"CUPTI could not enable API recording: {type(exc).__name__}: {exc}") from exc
+                    raise CuptiUnavailable(f"CUPTI could not enable API recording: {exc}") from exc
             t0 = int(cu.get_timestamp())
             try:
-                cu.activity_push_external_correlation_id(ext_kind, ext)
+                cu.activity_push_external_correlation_id(self.external_kind, ext)
             except Exception as exc:
                 raise CuptiUnavailable(f"CUPTI external correlation push failed: {exc}") from exc
             popped: Any = None
@@ -443,12 +558,12 @@ def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush
                 # Always pop, or later API calls on this thread would stay tagged;
                 # a pop failure must not hide an exception from fn.
                 try:
-                    popped = cu.activity_pop_external_correlation_id(ext_kind)
+                    popped = cu.activity_pop_external_correlation_id(self.external_kind)
                 except Exception as exc:
                     popped = exc
             t1 = int(cu.get_timestamp())
             if API_WINDOW:
-                _disable(cu, api_kinds)
+                _disable(cu, self.api_kinds)
             if isinstance(popped, Exception):
                 raise RuntimeError(f"CUPTI external correlation pop failed: {popped}")
             if popped and int(popped) != ext:
@@ -456,27 +571,40 @@ def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush
             tags.append(IterationTag(ext, t0, t1))
             if index is not None:
                 after(index)
-        synchronize()  # every record has its end timestamp before we flush
+        self.synchronize()  # every record has its end timestamp before we flush
         cu.activity_flush_all(FLUSH_FORCED)
-    finally:
-        disable_errors = _disable_all(cu)
-        try:
-            cu.activity_flush_all(FLUSH_FORCED)  # anything that completed late
-        except Exception:
-            pass
-        with sink._lock:
-            sink.active = False
-        _SESSION.release()
-    if sink.errors:
-        raise RuntimeError(f"CUPTI buffer callback failed: {sink.errors[:3]}")
-    if disable_errors:
-        raise RuntimeError(f"CUPTI activity could not be disabled: {disable_errors}")
-    return build_call_records(sink.records, tags, warmup, external_kind=ext_kind)
+        if self.sink.errors:
+            raise RuntimeError(f"CUPTI buffer callback failed: {self.sink.errors[:3]}")
+        return build_call_records(self.sink.take(), tags, warmup, external_kind=self.external_kind)
+
+
+def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush: Callable[[], None],
+                iters: int, warmup: int, synchronize: Callable[[], None],
+                after: Callable[[int], None] = lambda index: None) -> list[CallRecord]:
+    """One :class:`Recording` of one chunk, with cupti-python passed in (tests pass a fake)."""
+    if iters < 1 or warmup < 0:
+        raise ValueError(f"iters must be >= 1 and warmup >= 0 (got {iters}, {warmup})")
+    with Recording(cu, synchronize) as recording:
+        return recording.time_calls(fn, setup, flush, iters, warmup, after)
+
+
+def recording() -> Recording:
+    """A :class:`Recording` on this GPU (enter it to start recording).
+
+    Raises:
+        CuptiUnavailable: CUPTI cannot record here (reason in the message).
+    """
+    ok, reason = cupti_status()
+    if not ok:
+        raise CuptiUnavailable(reason)
+    import torch  # noqa: PLC0415
+
+    return Recording(_import_cupti(), torch.cuda.synchronize)
 
 
 def time_calls_with_cupti(fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush: Callable[[], None],
                           iters: int, warmup: int, after: Callable[[int], None] = lambda index: None) -> list[CallRecord]:
-    """CUPTI-timed calls: one CallRecord (µs) per timed call.
+    """CUPTI-timed calls in a recording of their own: one CallRecord (µs) per timed call.
 
     Each of ``warmup + iters`` iterations: ``args = setup(index)`` (index: the
     timed-call number, None for warm-up calls); ``flush()``
@@ -490,13 +618,8 @@ def time_calls_with_cupti(fn: Callable[[Any], Any], setup: Callable[[Any], Any],
         RuntimeError: a timed call recorded no GPU activity, or CUPTI's
             buffers/disable failed, so the numbers would not be CUPTI's.
     """
-    ok, reason = cupti_status()
-    if not ok:
-        raise CuptiUnavailable(reason)
-    cu = _import_cupti()
-    import torch  # noqa: PLC0415
-
-    return _time_calls(cu, fn, setup, flush, iters, warmup, torch.cuda.synchronize, after)
+    with recording() as recorder:
+        return recorder.time_calls(fn, setup, flush, iters, warmup, after)
 
 
 # ----------------------------------------------------------------------------

@@ -456,17 +456,18 @@ def bench_cupti(fn: Callable, setup: Callable, flush: Callable, config: TimingCo
     # ~5,000 launches made its calls ~2x slower (results/speed/20261124-H100)
     recording_warmup = 1 if planned > config.min_iters else 0
     records = []
+    try:
+        with cupti.recording() as recorder:  # one recording for every chunk of the stop rule
 
-    def time_calls(first: int, count: int) -> list[float]:
-        """One CUPTI recording of ``count`` calls (the first of the tier after one warm-up call)."""
-        chunk = cupti.time_calls_with_cupti(fn, lambda index=None: setup(None if index is None else first + index),
+            def time_calls(first: int, count: int) -> list[float]:
+                """``count`` calls of the recording (the first of the tier after one warm-up call)."""
+                chunk = recorder.time_calls(fn, lambda index=None: setup(None if index is None else first + index),
                                             flush, iters=count, warmup=recording_warmup if first == 0 else 0,
                                             after=lambda index: after(first + index))
-        records.extend(chunk)
-        return [r.kernel_sum_us for r in chunk]
+                records.extend(chunk)
+                return [r.kernel_sum_us for r in chunk]
 
-    try:
-        samples = until_stable(time_calls, planned, config)
+            samples = until_stable(time_calls, planned, config)
     except cupti.CuptiUnavailable as exc:
         if records:  # calls were already timed and reported: a failure, not a tier that cannot run here
             raise RuntimeError(f"CUPTI stopped recording after {len(records)} timed calls: {exc}") from exc
