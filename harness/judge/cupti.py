@@ -425,17 +425,22 @@ def _record_kinds(cu) -> list[int]:
 def _api_kinds(cu) -> list[int]:
     """RUNTIME and DRIVER: external-correlation records are emitted for API activity
     records, so the API kinds must be on while ``fn`` runs (torch launches through the
-    runtime, Triton/cute-dsl kernels through the driver). With :data:`API_WINDOW` they are
-    on only then: the input set-up, flush and synchronize between calls made ~240 of the
-    ~263 records a timed call cost, and converting them was 55% of the tier's wall time
-    (results/speed/20261124-H100/cupti_cost_probe.txt)."""
+    runtime, Triton/cute-dsl kernels through the driver)."""
     ak = cu.ActivityKind
     return [int(ak.RUNTIME), int(ak.DRIVER)]
 
 
-#: Record API activity only around each ``fn`` call (see :func:`_api_kinds`); False keeps the
-#: API kinds on for the whole recording, as before (scripts/cupti_cost_probe.py compares the two).
-API_WINDOW = True
+#: Switch the API kinds on only around each ``fn`` call (True), or once for the whole recording
+#: (False). Around the call was chosen when the query calls of the input set-up, flush and
+#: synchronize made ~240 of a call's ~263 records (results/speed/20261124-H100/cupti_cost_probe.txt).
+#: With those calls quiet (:data:`QUIET_APIS`) the set-up leaves a few launch records a call, and
+#: switching kinds per call costs more: CUPTI resets its per-API settings whenever a kind is
+#: enabled, so the quiet list must be applied again every call. On the H100, a fast call's CUPTI
+#: tier at B = 16 and 64 took 1.23 and 1.13 ms a call with the kinds on all along, 1.39 and 1.23
+#: ms around the call with every API recorded, 4.26 and 3.41 ms around the call with the quiet
+#: list re-applied; a traced call of the reference loop at B = 64 took 0.23, 0.51 and 0.26 s
+#: (0.16 s untraced; results/speed/20261125-H100/call_cost_probe.txt).
+API_WINDOW = False
 
 #: API calls that only read the state of the process or the device and put no work on the GPU,
 #: whose activity records CUPTI is told not to make (``activity_enable_runtime_api`` /

@@ -226,9 +226,14 @@ class WorkerProcess:
         """
         return self._before(deadline, lambda: self.channel.recv(*expected))
 
-    def recv_tensor(self, header, shape, dtype: str, deadline: float):
-        """A payload (see :meth:`protocol.Channel.recv_tensor`) before ``deadline``."""
-        return self._before(deadline, lambda: self.channel.recv_tensor(header, shape, dtype))
+    def recv_tensor(self, header, shape, dtype: str, deadline: float, device: str = "cpu"):
+        """A payload, copied onto ``device`` (see :meth:`protocol.Channel.recv_tensor`), before ``deadline``."""
+        return self._before(deadline, lambda: self.channel.recv_tensor(header, shape, dtype, device))
+
+    def pin_areas(self) -> None:
+        """Page-lock the judge's mappings of both payload areas for CUDA (:meth:`protocol.PayloadArea.pin`)."""
+        for area in (self.channel.send_area, self.channel.recv_area):
+            area.pin()
 
     def _before(self, deadline: float, read):
         """``read()`` on a thread, so that a worker that sends half a frame and
@@ -293,10 +298,7 @@ class WorkerProcess:
             if not connection.closed:
                 connection.close()
         for area in (self.channel.send_area, self.channel.recv_area):
-            try:
-                area.map.close()
-            except BufferError:  # a view still alive (an abandoned reader thread): freed with it
-                pass
+            area.close()
 
 
 def worker_base_env() -> dict:

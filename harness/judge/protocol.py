@@ -38,6 +38,7 @@ overwrite before (it goes on timing meanwhile, reading answers as they come).
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import json
 import math
@@ -219,6 +220,44 @@ class PayloadArea:
         self.fd = fd
         self.size = os.fstat(fd).st_size
         self.map = mmap.mmap(fd, self.size)
+        self._pinned: torch.Tensor | None = None  # the whole area, while it is registered with CUDA
+
+    def pin(self) -> bool:
+        """Page-lock this process's mapping of the area for CUDA, so a copy between it and the GPU
+        is one DMA rather than a pass through the driver's staging buffers: a state of 33 MB
+        (B = 64) crosses an area several times a workload, and those copies were most of what a
+        fast solution's workload cost beyond its tiers at that size on the H100
+        (results/speed/20261125-H100). Returns whether it is locked; where CUDA refuses (or
+        there is none) the copies work as before, only slower. Undone by :meth:`unpin`.
+
+        Through the driver (``cuMemHostRegister``), whose failures leave no error behind, where a
+        failed ``cudaHostRegister`` would be reported by the runtime at this process's next launch."""
+        if self._pinned is not None:
+            return True
+        driver = _cuda_driver()
+        if driver is None or not torch.cuda.is_available():
+            return False
+        torch.cuda.synchronize()  # a runtime call on this thread: the device's primary context is current
+        whole = torch.frombuffer(self.map, dtype=torch.uint8)
+        if driver.cuMemHostRegister_v2(ctypes.c_void_p(whole.data_ptr()), ctypes.c_size_t(whole.numel()),
+                                       ctypes.c_uint(_HOST_REGISTER_PORTABLE)) != 0:
+            return False
+        self._pinned = whole
+        return True
+
+    def unpin(self) -> None:
+        """Undo :meth:`pin` (before the mapping is closed)."""
+        if self._pinned is not None:
+            _cuda_driver().cuMemHostUnregister(ctypes.c_void_p(self._pinned.data_ptr()))
+            self._pinned = None
+
+    def close(self) -> None:
+        """Unpin and unmap (a view still alive elsewhere keeps the mapping until it is freed)."""
+        self.unpin()
+        try:
+            self.map.close()
+        except BufferError:  # a view still alive (an abandoned reader thread): freed with it
+            pass
 
     @classmethod
     def create(cls, nbytes: int, name: str) -> "PayloadArea":
@@ -232,6 +271,18 @@ class PayloadArea:
         """A CPU tensor over the area's bytes at ``offset`` shaped as ``header`` (no copy)."""
         raw = torch.frombuffer(self.map, dtype=torch.uint8, count=header.nbytes(), offset=offset)
         return raw.view(TORCH_DTYPES[header.dtype]).reshape(header.shape)
+
+
+#: CU_MEMHOSTREGISTER_PORTABLE: the page-locked memory counts as such for every CUDA context.
+_HOST_REGISTER_PORTABLE = 1
+
+
+def _cuda_driver():
+    """The CUDA driver library (``libcuda.so.1``), or None where there is none."""
+    try:
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
 
 
 def _aligned(nbytes: int) -> int:
@@ -306,8 +357,10 @@ class Channel:
         self._cursor = offset + _aligned(nbytes)
         self.writer.send_bytes(_PAYLOAD_FRAME.pack(offset, nbytes))
 
-    def recv_tensor(self, header: TensorHeader, expected_shape: tuple[int, ...], expected_dtype: str) -> torch.Tensor:
-        """The payload ``header`` announced, copied out of the receive area as a CPU tensor of its own.
+    def recv_tensor(self, header: TensorHeader, expected_shape: tuple[int, ...], expected_dtype: str,
+                    device: str | torch.device = "cpu") -> torch.Tensor:
+        """The payload ``header`` announced, copied out of the receive area into a tensor of its own on
+        ``device`` (straight onto a GPU: one copy, not a host clone and then another).
 
         Raises:
             ProtocolError: the header's dtype or shape is not the expected one, or the
@@ -328,7 +381,8 @@ class Channel:
         if offset % _ALIGN or offset + nbytes > self.recv_area.size:
             raise ProtocolError(f"{header.name}: payload at offset {offset} is misaligned or outside the "
                                 f"{self.recv_area.size}-byte area")
-        return self.recv_area.view(offset, header).clone()  # the judge's own copy: the area is the sender's
+        # the receiver's own copy, made before it answers: the area is the sender's to write again
+        return self.recv_area.view(offset, header).to(device, copy=True)
 
 
 def dtype_name(dtype: torch.dtype) -> str:

@@ -151,6 +151,8 @@ class VariantJudge:
         package_dir = materialize(self.variant.meta, self.files, private / "code", self.library)
         worker = WorkerProcess(private, private / "worker.log", *self.payload_area_sizes())
         config = self.ctx.config
+        if config.device.startswith("cuda"):  # outputs go straight from the area onto the GPU
+            worker.pin_areas()
         worker.send(msg.Solution(
             package_dir=str(package_dir), package_name=self.variant.meta.package_name,
             entry_module=self.variant.meta.entry_module, inplace_state=self.variant.meta.inplace_state,
@@ -283,7 +285,7 @@ class VariantJudge:
             raise msg.ProtocolError(f"outputs {names}, expected {sorted(expected)}")
         for h in header.outputs:
             shape, dtype = expected[h.name] if expected is not None else (tuple(h.shape), h.dtype)
-            outputs[h.name] = worker.recv_tensor(h, shape, dtype, self.deadline)
+            outputs[h.name] = worker.recv_tensor(h, shape, dtype, self.deadline, self.ctx.config.device)
         return outputs
 
     def receive_call(self, worker, workload: Workload, deadline: float, what: str) -> dict[str, torch.Tensor]:

@@ -100,6 +100,9 @@ class Worker:
         self.device = job.device
         self.timing = TimingConfig(**job.timing)
         self.flush = L2Flusher(self.device) if self.device.startswith("cuda") else (lambda: None)
+        if self.device.startswith("cuda"):  # the stored inputs come and the outputs go as DMA
+            channel.send_area.pin()
+            channel.recv_area.pin()
 
     # ------------------------------------------------------------------ inputs
 
@@ -175,7 +178,7 @@ class Worker:
 
     def workload(self, job: msg.Workload) -> None:
         workload = parse_workload(job.workload, self.definition, "workload sent by the judge")
-        stored = {h.name: self.channel.recv_tensor(h, tuple(h.shape), h.dtype).to(self.device) for h in job.tensors}
+        stored = {h.name: self.channel.recv_tensor(h, tuple(h.shape), h.dtype, self.device) for h in job.tensors}
         inputs = None
         for trial in range(self.job.trials):
             inputs = self.inputs(workload, stored, trial)
