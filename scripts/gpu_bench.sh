@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark runs behind results/runs, in pieces that each fit one 10-minute
-# GPU command (an H100: pt-reference alone takes ~6 minutes on contest-v2).
+# GPU command (on an H100 `--algo all` now takes ~2.5 minutes on contest-v1 and ~7 on
+# contest-v2: results/speed/20261125-H100).
+# On the device machine set GDN_BENCH_COMMIT=<commit>: its copy of the checkout records a stale one.
 # usage: scripts/gpu_bench.sh RESULTS_DIR STEP...
 #   kernels     every kernel side by side on the sweep set (the run results/targets.md judges)
 #   sweep-base  pt-reference, pt-compiled on the sweep set
