@@ -188,6 +188,18 @@ def test_a_received_payload_is_the_judges_own_copy():
     assert torch.equal(got, torch.ones(4))
 
 
+def test_a_payload_area_pins_only_where_cuda_can_and_closes_either_way():
+    """Page-locking is a speed-up, never a condition: without a GPU the area is not locked, the copies
+    work as before, and closing it (with or without a lock to undo) never raises."""
+    parent, worker = channel_pair()
+    assert parent.recv_area.pin() is torch.cuda.is_available()
+    tensor = torch.arange(4.0)
+    worker.send_tensor(tensor)
+    assert torch.equal(parent.recv_tensor(msg.tensor_header("output", tensor), (4,), "float32"), tensor)
+    parent.recv_area.close()
+    parent.recv_area.close()  # a killed worker's areas may be closed twice
+
+
 def test_the_worker_cannot_shrink_a_payload_area():
     """The area is sealed at its size: a truncated file under the judge's mapping would be a SIGBUS."""
     area = msg.PayloadArea.create(8192, "t")

@@ -550,7 +550,7 @@ class Recording:
                 try:
                     self._api_on()
                 except Exception as exc:
-                    raise CuptiUnavailable(f"CUPTI could not enable API recording: {exc}") from exc
+                    raise CuptiUnavailable(f"CUPTI could not enable API recording: {type(exc).__name__}: {exc}") from exc
             t0 = int(cu.get_timestamp())
             try:
                 cu.activity_push_external_correlation_id(self.external_kind, ext)
@@ -587,8 +587,6 @@ def _time_calls(cu, fn: Callable[[Any], Any], setup: Callable[[Any], Any], flush
                 iters: int, warmup: int, synchronize: Callable[[], None],
                 after: Callable[[int], None] = lambda index: None) -> list[CallRecord]:
     """One :class:`Recording` of one chunk, with cupti-python passed in (tests pass a fake)."""
-    if iters < 1 or warmup < 0:
-        raise ValueError(f"iters must be >= 1 and warmup >= 0 (got {iters}, {warmup})")
     with Recording(cu, synchronize) as recording:
         return recording.time_calls(fn, setup, flush, iters, warmup, after)
 

@@ -230,10 +230,11 @@ class WorkerProcess:
         """A payload, copied onto ``device`` (see :meth:`protocol.Channel.recv_tensor`), before ``deadline``."""
         return self._before(deadline, lambda: self.channel.recv_tensor(header, shape, dtype, device))
 
-    def pin_areas(self) -> None:
-        """Page-lock the judge's mappings of both payload areas for CUDA (:meth:`protocol.PayloadArea.pin`)."""
-        for area in (self.channel.send_area, self.channel.recv_area):
-            area.pin()
+    def pin_outputs_area(self) -> bool:
+        """Page-lock the judge's mapping of the area the worker's outputs arrive in, which the judge
+        copies onto the GPU (:meth:`protocol.PayloadArea.pin`; the stored inputs it sends come from
+        host memory, so their area gains nothing). Returns whether it is locked."""
+        return self.channel.recv_area.pin()
 
     def _before(self, deadline: float, read):
         """``read()`` on a thread, so that a worker that sends half a frame and

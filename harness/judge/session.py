@@ -152,7 +152,7 @@ class VariantJudge:
         worker = WorkerProcess(private, private / "worker.log", *self.payload_area_sizes())
         config = self.ctx.config
         if config.device.startswith("cuda"):  # outputs go straight from the area onto the GPU
-            worker.pin_areas()
+            worker.pin_outputs_area()
         worker.send(msg.Solution(
             package_dir=str(package_dir), package_name=self.variant.meta.package_name,
             entry_module=self.variant.meta.entry_module, inplace_state=self.variant.meta.inplace_state,
