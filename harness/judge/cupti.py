@@ -439,7 +439,7 @@ def _api_kinds(cu) -> list[int]:
 #: tier at B = 16 and 64 took 1.23 and 1.13 ms a call with the kinds on all along, 1.39 and 1.23
 #: ms around the call with every API recorded, 4.26 and 3.41 ms around the call with the quiet
 #: list re-applied; a traced call of the reference loop at B = 64 took 0.23, 0.51 and 0.26 s
-#: (0.16 s untraced; results/speed/20261125-H100/call_cost_probe.txt).
+#: (0.16 s untraced; results/speed/20261125-H100/call_cost_probe-54f2a10.txt).
 API_WINDOW = False
 
 #: API calls that only read the state of the process or the device and put no work on the GPU,
@@ -448,7 +448,7 @@ API_WINDOW = False
 #: A timed call of the per-head reference loop at B = 64 made 34 records a kernel on the H100,
 #: 30 of them these calls and their external correlations: cudaGetDevice 9 a kernel,
 #: cuDevicePrimaryCtxGetState 3.4, cudaGetLastError 1.6, cuKernelGetName 1
-#: (results/speed/20261125-H100/call_cost_probe.txt). A kernel, memcpy or memset is attributed
+#: (results/speed/20261125-H100/call_cost_probe-54f2a10.txt). A kernel, memcpy or memset is attributed
 #: through the API call that launched it, which none of these is, so leaving them out changes no
 #: figure; every other API call is still recorded. A name this CUPTI does not know is skipped.
 QUIET_APIS = {
