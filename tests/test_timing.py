@@ -207,7 +207,6 @@ def test_a_slow_cupti_tier_records_no_untimed_call(cpu_gpu_tiers, monkeypatch):
                 fn(setup(None if index < warmup else index - warmup))
             return [cupti.CallRecord(5.0, 5.0, 1, ["k"]) for _ in range(iters)]
 
-    monkeypatch.setattr(cupti, "cupti_status", lambda: (True, "fake"))
     monkeypatch.setattr(cupti, "recording", FakeRecording)
     fn, setup, _ = slow_solution(0.01)
     config = TimingConfig(min_iters=5, budget_s=0.01, warm_s=0.001, keep_warm_s=0.001)

@@ -447,9 +447,10 @@ def bench_cupti(fn: Callable, setup: Callable, flush: Callable, config: TimingCo
         from harness.judge import cupti
     except ImportError as exc:
         return TierUnavailable("cupti", f"harness.judge.cupti cannot be imported: {exc}")
-    ok, reason = cupti.cupti_status()
-    if not ok:
-        return TierUnavailable("cupti", reason)
+    try:
+        recorder = cupti.recording()  # probes CUPTI; records nothing until entered, after the warm-up
+    except cupti.CuptiUnavailable as exc:
+        return TierUnavailable("cupti", str(exc))
     planned = plan_iterations(warm_then_estimate(fn, setup, flush, config, config.warmup), config)
     # one untimed call inside the recording first, unless the budget cut the tier to its fewest
     # calls: a slow call is long warm by then, and under CUPTI's API tracing the reference loop's
@@ -457,7 +458,7 @@ def bench_cupti(fn: Callable, setup: Callable, flush: Callable, config: TimingCo
     recording_warmup = 1 if planned > config.min_iters else 0
     records = []
     try:
-        with cupti.recording() as recorder:  # one recording for every chunk of the stop rule
+        with recorder:  # one recording for every chunk of the stop rule
 
             def time_calls(first: int, count: int) -> list[float]:
                 """``count`` calls of the recording (the first of the tier after one warm-up call)."""
