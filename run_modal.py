@@ -213,9 +213,7 @@ def write_run_files(results_dir: Path, run_id: str, run: dict, traces: list, flo
     from harness.records.store import RunWriter
 
     writer = RunWriter(Path(results_dir) / "runs" / run_id)
-    writer.write_meta(run)
-    writer.write_traces(traces)
-    writer.write_floors(floors)
+    writer.write_run(run, floors, traces)
     return writer.run_dir, writer.write_summary(traces, floors)
 
 

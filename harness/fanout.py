@@ -181,9 +181,7 @@ def fan_out(args: argparse.Namespace, parser: argparse.ArgumentParser, names: li
         raise RuntimeError(f"no lane wrote a run folder; see {', '.join(map(str, logs))}")
     run_id, meta, traces, floors = merge_lanes(finished, args.algo, gpus=devices)
     writer = RunWriter(Path(args.results) / "runs" / run_id)
-    writer.write_meta(meta)
-    writer.write_traces(traces)
-    writer.write_floors(floors)
+    writer.write_run(meta, floors, traces)
     if not any(codes):  # a failed lane's folder and log stay for a look
         shutil.rmtree(scratch, ignore_errors=True)
     return writer.run_dir, codes

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -66,6 +67,9 @@ EXPECTED: dict[str, tuple] = {
     "tamper-blob": ({RUNTIME}, ("tamper",)),
     "tamper-harness": ({RUNTIME}, ("tamper",)),
     "tamper-results": ({RUNTIME}, ("tamper",)),
+    "tamper-definition": ({RUNTIME}, ("tamper", "definitions")),
+    "forge-run": ({RUNTIME}, ("tamper", "leaderboard.csv")),
+    "plant-module": ({RUNTIME}, ("tamper", "gdn_attack_planted.py")),
     "double-fork": (None, ()),
     "hang": (({TIMEOUT}, {TIMEOUT, RUNTIME}), ()),
     "stall-reader": ({TIMEOUT, RUNTIME}, ()),   # and the judge must not block on it: see _stuck_on
@@ -262,12 +266,21 @@ def _untamper(path: Path) -> None:
         path.write_bytes(stripped)
 
 
+FORGED_RUN_DIR = REPO / "results" / "runs" / "20991231T000000Z_NVIDIA-H100-80GB-HBM3-contest-v1"
+PLANTED_MODULE = REPO / "gdn_attack_planted.py"
+
+
+def _undo_checkout_attacks(saved: dict[Path, bytes]) -> None:
+    """Put back what forge-run, plant-module and tamper-definition change outside the test's folder."""
+    for path, data in saved.items():
+        if not path.is_file() or path.read_bytes() != data:
+            path.write_bytes(data)
+    shutil.rmtree(FORGED_RUN_DIR, ignore_errors=True)
+    PLANTED_MODULE.unlink(missing_ok=True)
+
+
 def _api():
-    try:
-        from harness.judge.run import RunConfig, run_benchmark
-    except ImportError:  # the judge's entry point before it moved into harness.judge.run
-        from harness.judge.orchestrate import run_benchmark
-        from harness.judge.run import RunConfig
+    from harness.judge.run import RunConfig, run_benchmark
     from harness.judge.isolation import Timeouts
     from harness.judge.timing import TimingConfig
 
@@ -288,7 +301,10 @@ def attack_run(tmp_path_factory):
         os.utime(results / relative, (long_ago, long_ago))
     harness_file = REPO / "harness" / "judge" / "check.py"
     env = {"GDN_ATTACK_DATASET": str(dataset), "GDN_ATTACK_RESULTS": str(results),
-           "GDN_ATTACK_PIDFILE": str(root / "daemon.pids"), "GDN_ATTACK_HARNESS_FILE": str(harness_file)}
+           "GDN_ATTACK_PIDFILE": str(root / "daemon.pids"), "GDN_ATTACK_HARNESS_FILE": str(harness_file),
+           "GDN_ATTACK_REPO": str(REPO), "GDN_ATTACK_MARKER": str(root / "reference-ran")}
+    definition_file = next((dataset / "definitions").rglob("*.json"))
+    checkout = {path: path.read_bytes() for path in (definition_file, REPO / "results" / "leaderboard.csv")}
     saved_env = {k: os.environ.get(k) for k in env}
     config = RunConfig(device="cpu", tiers=("wallclock",), trials=2,
                        timing=TimingConfig(warmup=2, iters=20, budget_s=0.5, warm_s=0.0))
@@ -311,6 +327,9 @@ def attack_run(tmp_path_factory):
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
         _untamper(harness_file)
+        restored = {path: path.read_bytes() if path.is_file() else None for path in checkout}
+        restored["left behind"] = [p for p in (PLANTED_MODULE, FORGED_RUN_DIR) if p.exists()]
+        _undo_checkout_attacks(checkout)  # the judge should have; the test must not leave them either way
         ATTACK_ENV_FILE.unlink(missing_ok=True)
         for key, value in saved_env.items():
             if value is None:
@@ -320,6 +339,7 @@ def attack_run(tmp_path_factory):
     return SimpleNamespace(run_dir=Path(result.run_dir), traces=list(result.traces),
                            floors=list(getattr(result, "floors", []) or []), elapsed_s=time.monotonic() - started,
                            dataset=dataset, results=results, root=root, original_blobs=blobs,
+                           original_checkout=checkout, restored_checkout=restored,
                            stuck="; ".join(watchdog.events + ([stuck] if stuck else [])) or None)
 
 
@@ -409,14 +429,24 @@ def test_results_folder_integrity(attack_run):
     assert sorted(pairs) == sorted(expected), "traces.jsonl must hold exactly one valid line per (solution, workload)"
 
 
-def test_tamper_blob_names_the_file_and_later_solutions_still_pass(attack_run):
+def test_tamper_blob_names_the_file_is_restored_and_later_solutions_still_pass(attack_run):
     blobs = [str(p) for p in attack_run.original_blobs]
-    tampered = [p for p, data in attack_run.original_blobs.items() if p.read_bytes() != data]
-    assert tampered, "tamper-blob did not change the blob (did the worker get GDN_ATTACK_DATASET?)"
     logs = [_field(t, "evaluation", "log") or "" for t in attack_run.traces if _field(t, "solution") == "tamper-blob"]
     assert any(any(b in log or Path(b).name in log for b in blobs) for log in logs), logs
+    changed = [p for p, data in attack_run.original_blobs.items() if p.read_bytes() != data]
+    assert not changed, f"not put back: {changed}"
     later = [t for t in attack_run.traces if _field(t, "solution") == "zz-honest-last"]
     assert [_status(t) for t in later] == [PASSED] * len(WORKLOADS)
+
+
+def test_what_was_spoiled_for_the_next_run_is_put_back(attack_run):
+    """tamper-definition's reference, forge-run's run folder and deleted leaderboard, plant-module's
+    module: the judge put every one back before the run ended (checked before the test's own undo)."""
+    assert attack_run.restored_checkout == {**attack_run.original_checkout, "left behind": []}
+    logs = " ".join(_field(t, "evaluation", "log") or "" for t in attack_run.traces
+                    if _field(t, "solution") in ("forge-run", "plant-module"))
+    assert FORGED_RUN_DIR.name in logs and PLANTED_MODULE.name in logs  # they did act
+    assert not (attack_run.root / "reference-ran").exists()
 
 
 def test_tamper_harness_was_restored(attack_run):

@@ -43,6 +43,18 @@ def test_check_outputs_statuses():
     assert check_outputs(bf16, bf16, ref, Tolerance(), dtypes={"new_state": torch.bfloat16}).status == Status.PASSED
 
 
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_non_finite_expected_value_is_an_error_of_the_reference_not_a_pass(bad):
+    """A poisoned stored state makes the reference NaN, and NaN compares false with everything:
+    zeros, or anything, would be "within tolerance" of it."""
+    ref = {"output": torch.zeros(2, 3, dtype=torch.bfloat16), "new_state": torch.ones(2, 4)}
+    ref["new_state"][1, 2] = bad
+    zeros = {k: torch.zeros_like(v) for k, v in ref.items()}
+    result = check_outputs(zeros, zeros, ref, Tolerance())
+    assert result.status == Status.RUNTIME_ERROR
+    assert "reference" in result.message and "new_state: 1 non-finite" in result.message
+
 EXPECTED = {
     "good": Status.PASSED,
     "inside-tol": Status.PASSED,

@@ -2,7 +2,6 @@
 
 import json
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -83,22 +82,17 @@ def test_a_changed_or_truncated_cached_file_is_made_again(tmp_path, monkeypatch,
     assert capsys.readouterr().err == ""
 
 
-def test_a_generated_file_a_solution_changed_is_deleted_with_its_stamp(tmp_path, monkeypatch):
-    """The run that caught the change deletes the file: a forged stamp then vouches for nothing."""
-    from harness.data.dataset import forget_generated_files
+def test_a_dataset_names_every_file_a_run_reads(tmp_path, monkeypatch):
+    """What the judge's vault keeps of a set: the definition, the set's JSONL, the checksums, every
+    tensor file the workloads name and its stamp (a solution could forge a stamp)."""
+    from harness.data.dataset import CHECKSUMS_FILE, OUR_DEFINITION
 
     monkeypatch.setenv("GDN_BENCH_CACHE", str(tmp_path))
     dataset = open_dataset("contest-v1", show_progress=False)
+    files = dataset.read_files()
     blob = tmp_path / "dataset" / dataset.workloads[0].inputs["state"].path
-    stamp = blob.with_name(blob.name + ".verified")
-    assert stamp.is_file()
-    outside = tmp_path / "elsewhere.safetensors"
-    outside.write_bytes(b"x")
-    assert forget_generated_files(dataset, [str(blob), str(outside)]) == [blob]
-    assert not blob.exists() and not stamp.exists() and outside.exists()
-    open_dataset("contest-v1", show_progress=False)  # generated again
-    external = SimpleNamespace(name=str(tmp_path / "dataset"), files=dataset.files)  # a user's dataset folder
-    assert forget_generated_files(external, [str(blob)]) == [] and blob.exists()  # the user's files stay
+    assert {OUR_DEFINITION, CHECKSUMS_FILE, blob, blob.with_name(blob.name + ".verified")} <= set(files)
+    assert all(f.is_file() for f in files)
 
 
 def test_checksum_mismatch_is_refused(tmp_path):

@@ -17,7 +17,9 @@ import torch
 from harness.facts import DEFAULT_TOLERANCE
 from harness.judge import protocol as msg
 from harness.judge.check import Status
-from harness.judge.isolation import (PR_GET_DUMPABLE, FileGuard, ResultsGuard, become_subreaper,
+from harness.judge import vault as vault_module
+from harness.judge.vault import FileVault
+from harness.judge.isolation import (PR_GET_DUMPABLE, become_subreaper,
                                      descendants, kill_tree, protect_memory)
 from harness.judge.session import Rejected, VariantJudge
 from harness.judge.solutions import SolutionLoadError, load_meta
@@ -257,25 +259,70 @@ def test_a_good_folder_loads_as_a_package(tmp_path):
 # ---------------------------------------------------------------- files and processes
 
 
-def test_file_guard_sees_edits_additions_and_deletions(tmp_path):
+def test_the_vault_sees_edits_additions_deletions_and_links(tmp_path):
     (tmp_path / "a").write_text("1")
     (tmp_path / "b").write_text("2")
-    guard = FileGuard([tmp_path])
-    assert guard.changes() == []
+    (tmp_path / "d").write_text("4")
+    vault = FileVault([tmp_path])
+    assert vault.changes() == []
     (tmp_path / "a").write_text("x")
     (tmp_path / "b").unlink()
     (tmp_path / "c").write_text("3")
-    assert guard.changes() == sorted(str(tmp_path / n) for n in "abc")
+    (tmp_path / "d").unlink()
+    (tmp_path / "d").symlink_to(tmp_path / "c")  # a link put in a file's place
+    (tmp_path / "e.py").symlink_to(tmp_path / "c")  # an added link
+    assert vault.changes() == sorted(str(tmp_path / n) for n in ("a", "b", "c", "d", "e.py"))
 
 
-def test_results_guard_puts_the_folder_back(tmp_path):
+def test_the_vault_puts_everything_back(tmp_path):
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "old.jsonl").write_text("old\n")
-    guard = ResultsGuard(tmp_path)
+    (tmp_path / "def.json").write_text("{}")
+    vault = FileVault([tmp_path / "runs"], files=[tmp_path / "def.json"])
     (tmp_path / "runs" / "old.jsonl").write_text("old\njunk\n")
-    (tmp_path / "junk").write_text("x")
-    guard.restore()
-    assert (tmp_path / "runs" / "old.jsonl").read_text() == "old\n" and not (tmp_path / "junk").exists()
+    (tmp_path / "runs" / "forged").mkdir()
+    (tmp_path / "runs" / "forged" / "traces.jsonl").write_text("x")
+    (tmp_path / "def.json").unlink()
+    (tmp_path / "def.json").symlink_to(tmp_path / "runs" / "old.jsonl")
+    assert len(vault.restore()) == 3
+    assert (tmp_path / "runs" / "old.jsonl").read_text() == "old\n"
+    assert not (tmp_path / "runs" / "forged").exists()  # the folder it made goes too
+    assert (tmp_path / "def.json").read_text() == "{}" and not (tmp_path / "def.json").is_symlink()
+    assert vault.changes() == []
+
+
+def test_the_vault_knows_an_unchanged_file_without_reading_it(tmp_path, monkeypatch):
+    """Same stat signature (size, inode, mtime, ctime): not read again; a rewrite with the same bytes
+    and the mtime set back still moves the ctime, so the bytes are compared."""
+    path = tmp_path / "big"
+    path.write_bytes(b"a" * 1000)
+    vault = FileVault([tmp_path])
+    reads = []
+    monkeypatch.setattr(vault_module, "_read", lambda p: reads.append(p) or Path(p).read_bytes())
+    assert vault.changes() == [] and reads == []
+    before = os.stat(path)
+    path.write_bytes(b"b" * 1000)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # a forger sets the mtime back
+    assert vault.changes() == [str(path)] and reads == [path]
+
+
+def test_a_shallow_root_keeps_its_modules_and_loses_new_importables(tmp_path):
+    """The checkout's root: a new torch.py or package would shadow an import of the next run's judge;
+    a log written beside the run is not the vault's."""
+    (tmp_path / "run_local.py").write_text("print(1)")
+    (tmp_path / "notes.log").write_text("")
+    vault = FileVault(shallow=[tmp_path])
+    (tmp_path / "run_local.py").write_text("evil")
+    (tmp_path / "torch.py").write_text("evil")
+    (tmp_path / "numpy").mkdir()
+    (tmp_path / "numpy" / "__init__.py").write_text("evil")
+    (tmp_path / "notes.log").write_text("a line the user's shell wrote")
+    (tmp_path / "data").mkdir()
+    assert vault.changes() == sorted(str(tmp_path / n) for n in ("numpy", "run_local.py", "torch.py"))
+    vault.restore()
+    assert (tmp_path / "run_local.py").read_text() == "print(1)"
+    assert not (tmp_path / "torch.py").exists() and not (tmp_path / "numpy").exists()
+    assert (tmp_path / "notes.log").read_text() and (tmp_path / "data").is_dir()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="child subreaper and /proc are Linux")

@@ -63,10 +63,8 @@ def write_run(results: Path, name: str, records: list[Trace | FloorMeasurement],
     for f in floors:
         f.environment.hardware = hardware
     writer = RunWriter(results / "runs" / name)
-    writer.write_meta({"algo": "all", "workloads": set_name, "environment": {"hardware": hardware, "libs": {}},
-                       "git_commit": commit, "started": started})
-    writer.write_traces(traces)
-    writer.write_floors(floors)
+    writer.write_run({"algo": "all", "workloads": set_name, "environment": {"hardware": hardware, "libs": {}},
+                      "git_commit": commit, "started": started}, floors, traces)
     return writer.run_dir
 
 
@@ -181,13 +179,15 @@ def test_bf16_state_variant_is_its_own_row(tmp_path):
     assert dtypes == sorted(dtypes, key=lambda d: d != "float32")
 
 
-def test_write_leaderboard_and_bad_lines(tmp_path):
-    run_dir = write_run(tmp_path, "r1", floor_and_reference())
-    with open(run_dir / "traces.jsonl", "a") as f:
-        f.write('{"truncated": ')  # a run that died mid-write
+def test_write_leaderboard_leaves_out_a_folder_changed_since_it_was_written(tmp_path, capsys):
+    write_run(tmp_path, "r1", floor_and_reference())
+    changed = write_run(tmp_path, "r2", floor_and_reference())
+    with open(changed / "traces.jsonl", "a") as f:
+        f.write('{"truncated": ')  # not what the writer wrote (it writes whole files, atomically)
     path = write_leaderboard(tmp_path)
     assert path == tmp_path / LEADERBOARD_FILE
-    assert list(pd.read_csv(path)["solution"]) == ["pt-reference"]
+    assert set(pd.read_csv(path)["run"]) == {"r1"}
+    assert "r2" in capsys.readouterr().err
 
 
 def test_empty_results(tmp_path):

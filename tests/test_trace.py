@@ -12,7 +12,8 @@ from pydantic import ValidationError
 from test_leaderboard import STAMP, make_floor, make_trace
 
 from harness.records.annotate import annotate
-from harness.records.store import FLOORS_FILE, SKIPPED_FILE, TRACES_FILE, RunWriter, load_run, run_dirs
+from harness.records.store import (FLOORS_FILE, MANIFEST_KEY, SKIPPED_FILE, TRACES_FILE, RunWriter, load_run,
+                                   run_dirs)
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation, EvaluationStatus,
                                    Performance, TensorErrors, Trace, floor_label, is_floor_label, label_state_dtype)
 
@@ -100,25 +101,24 @@ def test_writer_round_trip_and_rewrites_whole_files(tmp_path):
     traces = [make_trace("a", "w0", {"events": 2.0}), make_trace("b", "w0", {}, status="SKIPPED")]
     floors = [make_floor("w0", {"events": 1.0, "cupti": None})]
     writer = RunWriter(tmp_path / "run")
-    writer.write_meta({"workloads": "sweep"})
-    writer.write_traces(traces[:1])
+    writer.write_run({"workloads": "sweep"}, [], traces[:1])
     (writer.run_dir / TRACES_FILE).write_text("tampered\n")
-    writer.write_traces(traces)
-    writer.write_floors(floors)
+    writer.write_run({"workloads": "sweep"}, floors, traces)
     frame = writer.write_summary(traces, floors)
     assert sorted(p.name for p in writer.run_dir.iterdir()) == ["floors.jsonl", "run.json", "skipped.jsonl",
                                                                  "summary.csv", "traces.jsonl"]  # no temporary files
     assert [json.loads(line)["solution"] for line in (writer.run_dir / TRACES_FILE).read_text().splitlines()] == ["a"]
     assert [json.loads(line)["solution"] for line in (writer.run_dir / SKIPPED_FILE).read_text().splitlines()] == ["b"]
     run = load_run(writer.run_dir)
-    assert (run.meta, run.traces, run.floors) == ({"workloads": "sweep"}, traces, floors)
+    assert (run.traces, run.floors) == (traces, floors) and run.meta["workloads"] == "sweep"
+    assert set(run.meta[MANIFEST_KEY]) == {TRACES_FILE, SKIPPED_FILE, "floors.jsonl"}
     assert list(frame["solution"]) == ["copy-floor", "a", "b"]
     assert frame.loc[0, "events_value_us"] == 1.0 and frame.loc[0, "cupti_unavailable"] == "not here"
 
 
 def test_bad_lines_are_skipped_with_a_note(tmp_path, capsys):
     writer = RunWriter(tmp_path / "run")
-    writer.write_traces([make_trace("a", f"w{i}", {"events": 2.0}) for i in range(3)])
+    writer.write_run({}, [], [make_trace("a", f"w{i}", {"events": 2.0}) for i in range(3)])
     path = writer.run_dir / TRACES_FILE
     lines = path.read_text().splitlines()
     passed_without_correctness = json.loads(lines[1])
@@ -241,3 +241,23 @@ def test_annotate_agrees_with_the_stored_runs(run_dir):
                 assert figure.copy_floor_us == old.copy_floor_us
             else:
                 assert figure.x_copy_floor is None
+
+
+def test_only_folders_the_writer_left_are_read_as_runs(tmp_path, capsys):
+    """score, the leaderboard and the earlier-reference lookup read :func:`run_dirs`: a folder
+    without the writer's manifest (forged, or hand-made) or with a file changed since is skipped,
+    and the note names it."""
+    traces = [make_trace("a", "w0", {"events": 2.0})]
+    good = RunWriter(tmp_path / "runs" / "1-good")
+    good.write_run({"workloads": "sweep"}, [], traces)
+    edited = RunWriter(tmp_path / "runs" / "2-edited")
+    edited.write_run({"workloads": "sweep"}, [], traces)
+    with open(edited.run_dir / TRACES_FILE, "a") as f:
+        f.write(make_trace("forged", "w0", {"events": 0.1}).model_dump_json() + "\n")
+    forged = tmp_path / "runs" / "3-forged"
+    forged.mkdir()
+    (forged / TRACES_FILE).write_text(make_trace("forged", "w0", {"events": 0.1}).model_dump_json() + "\n")
+    (forged / "run.json").write_text(json.dumps({"workloads": "sweep"}))
+    assert run_dirs(tmp_path) == [good.run_dir]
+    err = capsys.readouterr().err
+    assert "2-edited" in err and "3-forged" in err and "manifest" in err

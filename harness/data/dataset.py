@@ -28,6 +28,7 @@ from harness.paths import WORKLOADS_DIR, cache_dir
 from harness.data.workloads import TensorFiles, Workload, load_workloads
 
 OUR_DEFINITION = WORKLOADS_DIR / f"{DEFINITION_NAME}.json"
+CHECKSUMS_FILE = WORKLOADS_DIR / "checksums.json"
 SET_NAMES = tuple(generator.SET_BATCH_SIZES)
 
 
@@ -39,6 +40,16 @@ class Dataset:
     definition: Definition
     workloads: list[Workload]
     files: TensorFiles
+    sources: tuple[Path, ...] = ()  # the definition, workloads and checksum files it was read from
+
+    def read_files(self) -> list[Path]:
+        """Every file a run reads for this dataset: :attr:`sources`, the tensor files its workloads
+        name and, for one of our sets, their ``.verified`` stamps (what the judge's
+        :class:`~harness.judge.vault.FileVault` keeps)."""
+        blobs = {self.files.root / s.path for w in self.workloads for s in w.inputs.values()
+                 if s.kind == "safetensors"}
+        stamps = {_stamp_path(b) for b in blobs} if self.name in SET_NAMES else set()
+        return sorted(set(self.sources) | blobs | stamps)
 
 
 def open_dataset(spec: str, definition_name: str = DEFINITION_NAME, show_progress: bool = True) -> Dataset:
@@ -63,8 +74,10 @@ def describe_dataset(spec: str, definition_name: str = DEFINITION_NAME) -> Datas
     """
     if spec in SET_NAMES:
         definition = load_definition(OUR_DEFINITION)
-        workloads = load_workloads(WORKLOADS_DIR / f"{spec}.jsonl", definition)
-        return Dataset(spec, definition, workloads, TensorFiles(cache_dir() / "dataset"))
+        workloads_file = WORKLOADS_DIR / f"{spec}.jsonl"
+        workloads = load_workloads(workloads_file, definition)
+        return Dataset(spec, definition, workloads, TensorFiles(cache_dir() / "dataset"),
+                       (OUR_DEFINITION, workloads_file, CHECKSUMS_FILE))
     path = Path(spec)
     if path.is_dir():
         return _open_external(path, definition_name)
@@ -84,7 +97,7 @@ def make_tensors(dataset: Dataset, show_progress: bool = True) -> None:
         return
     root = dataset.files.root
     bank = generator.Bank(cache_dir())
-    checksums = json.loads((WORKLOADS_DIR / "checksums.json").read_text())
+    checksums = json.loads(CHECKSUMS_FILE.read_text())
     recipes = generator.set_recipes(dataset.name)
     for recipe in recipes:  # a cached file that is not what checksums.json records is made again
         path = root / recipe.blob_path
@@ -96,22 +109,6 @@ def make_tensors(dataset: Dataset, show_progress: bool = True) -> None:
     bank.fill(missing)
     for recipe in tqdm(missing, desc=f"generating {dataset.name} tensors", disable=not (show_progress and missing)):
         _write_stamp(generator.materialize(recipe, root, bank, checksums))  # materialize checked the checksums
-
-
-def forget_generated_files(dataset: Dataset, paths) -> list[Path]:
-    """Delete those of ``paths`` that are generated tensor files of one of our sets, with their
-    stamps, so the next run generates them afresh (a process that changed a file could also
-    have forged its stamp, see :func:`cached_file_is_intact`). An external dataset's files are
-    the user's and stay. Returns the deleted files."""
-    if dataset.name not in SET_NAMES:
-        return []
-    root, deleted = dataset.files.root.resolve(), []
-    for path in map(Path, paths):
-        if path.resolve().is_relative_to(root) and path.suffix == ".safetensors":
-            path.unlink(missing_ok=True)
-            _stamp_path(path).unlink(missing_ok=True)
-            deleted.append(path)
-    return deleted
 
 
 def cached_file_is_intact(path: Path, expected: dict[str, str]) -> bool:
@@ -187,6 +184,8 @@ def external_files(root: str | Path, definition_name: str = DEFINITION_NAME) -> 
 
 
 def _open_external(root: Path, definition_name: str) -> Dataset:
-    definition = load_definition(_find_one(root, f"definitions/*/{definition_name}.json"))
-    workloads = load_workloads(_find_one(root, f"workloads/*/{definition_name}.jsonl"), definition)
-    return Dataset(str(root), definition, workloads, TensorFiles(root))
+    definition_file = _find_one(root, f"definitions/*/{definition_name}.json")
+    workloads_file = _find_one(root, f"workloads/*/{definition_name}.jsonl")
+    definition = load_definition(definition_file)
+    workloads = load_workloads(workloads_file, definition)
+    return Dataset(str(root), definition, workloads, TensorFiles(root), (definition_file, workloads_file))

@@ -2,7 +2,8 @@
 
 An element fails when ``|x - y| > atol`` **and** ``|x - y| / (|y| + 1e-8) > rtol``
 (flashinfer-bench's default evaluator; atol = rtol = 1e-2 by default). Any NaN
-or inf in a solution's output is a failure. ``Status`` is the trace's
+or inf in a solution's output is a failure; a NaN or inf in the *expected*
+output is an error of the reference, never a pass. ``Status`` is the trace's
 :class:`~harness.records.trace.EvaluationStatus` (flashinfer-bench's values
 plus SKIPPED): a verdict and the trace that records it share one enum.
 """
@@ -90,7 +91,9 @@ def check_outputs(returned: Any, destinations: dict[str, torch.Tensor], expected
             ``new_state``, still compared with the fp32 reference values).
 
     Returns:
-        The first failing status in the order shape, dtype, numerical, else PASSED.
+        The first failing status in the order shape, dtype, numerical, else PASSED;
+        RUNTIME_ERROR naming the reference when an expected value is not finite (a NaN
+        expected value would otherwise let every output pass).
     """
     if not isinstance(returned, dict) or set(expected) - set(returned):
         got = sorted(returned) if isinstance(returned, dict) else type(returned).__name__
@@ -103,6 +106,13 @@ def check_outputs(returned: Any, destinations: dict[str, torch.Tensor], expected
         want = (dtypes or {}).get(name, ref.dtype)
         if out.dtype != want:
             return CheckResult(Status.INCORRECT_DTYPE, {}, f"{name}: dtype {out.dtype}, expected {want}")
+    broken = {name: int((~torch.isfinite(ref)).sum()) for name, ref in expected.items()}
+    broken = {name: count for name, count in broken.items() if count}
+    if broken:  # NaN compares false with everything: without this, any output would be "within tolerance"
+        return CheckResult(Status.RUNTIME_ERROR, {}, "the reference is not finite ("
+                           + ", ".join(f"{n}: {c} non-finite values" for n, c in broken.items())
+                           + "): this workload's inputs cannot be judged (an error of the reference or of its "
+                             "inputs, not of the solution)")
     errors, failures = {}, []
     for name, ref in expected.items():
         candidates = [destinations[name]]

@@ -13,17 +13,14 @@
   gives a worker. ``GDN_JUDGE_ZYGOTE=0`` turns it off; where it cannot be used
   (the judge is not a subreaper) or fails (it died, was stopped, did not
   answer), the worker is started with Popen.
-* :class:`FileGuard` fingerprints (SHA-256 of the bytes) the files a solution
-  could spoil for others — the dataset's tensor files, the harness's sources,
-  the solutions, the results folder — before a worker starts and verifies them
-  after it ends; :class:`ResultsGuard` can also put the results folder back.
+* The files a solution could spoil for others are kept and put back by
+  :class:`harness.judge.vault.FileVault`.
 """
 
 from __future__ import annotations
 
 import atexit
 import ctypes
-import hashlib
 import json
 import os
 import signal
@@ -473,59 +470,3 @@ def read_tree(root: Path, pattern: str = "**/*", skip=("__pycache__",)) -> dict[
     """``{relative path: bytes}`` of the files under ``root`` matching ``pattern``."""
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.glob(pattern))
             if p.is_file() and not set(skip) & set(p.relative_to(root).parts)}
-
-
-def _digest(path: Path) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            return hashlib.file_digest(f, "sha256").hexdigest()
-    except OSError:
-        return None
-
-
-class FileGuard:
-    """Fingerprints of the files under some roots (and of some single files)."""
-
-    def __init__(self, roots: list[Path], files: list[Path] = ()):
-        self.roots, self.files = [Path(r) for r in roots], [Path(f) for f in files]
-        self.prints = self._take()
-
-    def _paths(self) -> set[Path]:
-        paths = {f for f in self.files}
-        for root in self.roots:
-            if root.is_dir():
-                paths |= {p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
-        return paths
-
-    def _take(self) -> dict[Path, str | None]:
-        return {p: _digest(p) for p in sorted(self._paths() | set(getattr(self, "prints", {})))}
-
-    def changes(self) -> list[str]:
-        """Paths added, removed or changed since the fingerprints were taken (sorted)."""
-        now = self._take()
-        return sorted(str(p) for p in set(now) | set(self.prints) if now.get(p) != self.prints.get(p))
-
-    def refresh(self) -> None:
-        """Take the fingerprints again (after the judge itself wrote under a root)."""
-        self.prints = {p: _digest(p) for p in sorted(self._paths())}
-
-
-class ResultsGuard(FileGuard):
-    """A FileGuard over the results folder that also keeps its bytes, so a
-    solution that deleted or edited earlier results can be undone."""
-
-    def __init__(self, root: Path):
-        super().__init__([root])
-        self.root = Path(root)
-        self.saved = read_tree(self.root) if self.root.is_dir() else {}
-
-    def restore(self) -> None:
-        """Put every saved file back and remove the files neither there at the start nor written by the judge."""
-        for path in self._paths():
-            if path.relative_to(self.root).as_posix() not in self.saved:
-                path.unlink(missing_ok=True)
-        write_tree(self.saved, self.root)
-
-    def remember(self, path: Path) -> None:
-        """The judge wrote ``path``: keep its bytes as the version to restore."""
-        self.saved[Path(path).relative_to(self.root).as_posix()] = Path(path).read_bytes()

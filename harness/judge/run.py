@@ -21,6 +21,7 @@ Only this process writes under ``results/``.
 
 from __future__ import annotations
 
+import compileall
 import os
 import re
 import shutil
@@ -35,20 +36,21 @@ from typing import Callable
 import torch
 from tqdm import tqdm
 
-from harness.data.dataset import Dataset, describe_dataset, forget_generated_files, make_tensors
+from harness.data.dataset import Dataset, describe_dataset, make_tensors
 from harness.data.workloads import Workload
 from harness.facts import DEFAULT_TOLERANCE, REFERENCE_SOLUTION, Tolerance
 from harness.judge.build import CompileError
 from harness.judge.check import Status
 from harness.judge.floor import measure_floor
-from harness.judge.isolation import (GPU_PRELOAD, FileGuard, ResultsGuard, Timeouts, Zygote, become_subreaper,
+from harness.judge.isolation import (GPU_PRELOAD, Timeouts, Zygote, become_subreaper,
                                      protect_memory, read_tree)
 from harness.judge.references import References
+from harness.judge.vault import FileVault
 from harness.judge.session import RunContext, Variant, VariantJudge
-from harness.judge.solutions import (SolutionLoadError, SolutionMeta, build_library, discover, load_meta,
+from harness.judge.solutions import (SolutionLoadError, SolutionMeta, build_library_file, discover, load_meta,
                                      snapshot_files)
 from harness.judge.timing import L2Flusher, TimingConfig
-from harness.paths import SOLUTIONS_DIR
+from harness.paths import REPO_ROOT, RESULTS_DIR, SOLUTIONS_DIR
 from harness.records.annotate import annotate
 from harness.records.environment import environment, git_commit, hardware_name, version_drift
 from harness.records.store import RunWriter, stored_references
@@ -89,6 +91,7 @@ class Candidate:
     failure: tuple[Status, str] | None = None  # COMPILE_ERROR or SKIPPED, with the log
     files: dict[str, bytes] = field(default_factory=dict)
     library: bytes | None = None
+    library_file: Path | None = None  # where the build cache holds ``library`` (the next run loads it from there)
 
 
 def select_solutions(algo: str, solutions_root: Path | None = None) -> list[Path]:
@@ -124,7 +127,8 @@ def prepare(folder: Path, dataset: Dataset, config: RunConfig) -> Candidate:
         return candidate
     candidate.files = snapshot_files(folder)
     try:
-        candidate.library = build_library(meta)
+        candidate.library_file = build_library_file(meta)
+        candidate.library = candidate.library_file.read_bytes() if candidate.library_file else None
     except CompileError as exc:
         candidate.failure = (Status.COMPILE_ERROR, str(exc)[-4000:])
     return candidate
@@ -204,22 +208,15 @@ def floors_by_key(floors: list[FloorMeasurement]) -> dict[tuple[str, str], list[
     return found
 
 
-def dataset_files(dataset: Dataset) -> list[Path]:
-    """The stored-tensor files the dataset's workloads reference."""
-    return sorted({dataset.files.root / s.path for w in dataset.workloads for s in w.inputs.values()
-                   if s.kind == "safetensors"})
-
-
-class Guards:
-    """The fingerprints a run verifies after every worker (see module doc)."""
-
-    def __init__(self, dataset: Dataset, folders: list[Path], results_dir: Path):
-        self.inputs = FileGuard([], dataset_files(dataset))
-        self.code = FileGuard([HARNESS_DIR, *folders])
-        self.results = ResultsGuard(results_dir)
-
-    def changes(self) -> list[str]:
-        return self.inputs.changes() + self.code.changes() + self.results.changes()
+def run_vault(dataset: Dataset, candidates: list[Candidate], results_dir: Path) -> FileVault:
+    """Everything this run, or the next, reads from disk (see :mod:`harness.judge.vault`): the
+    harness (its bytecode compiled first, so the judge's own later imports write none), the
+    solutions' folders and their cached builds, the dataset's files, the whole results tree
+    and this run's results folder, and the importable entries of the checkout's root."""
+    compileall.compile_dir(HARNESS_DIR, quiet=1)
+    libraries = [c.library_file for c in candidates if c.library_file is not None]
+    return FileVault(roots=[HARNESS_DIR, RESULTS_DIR, results_dir, *(c.folder for c in candidates)],
+                     files=[*dataset.read_files(), *libraries], shallow=[REPO_ROOT])
 
 
 def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: Path, *,
@@ -253,7 +250,7 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
         result.timeline.append(clock.lap("tensors, while the builds run"))
         candidates = building.result()
     result.timeline.append(clock.lap("the rest of the builds"))
-    guards = Guards(dataset, folders, results_dir)
+    vault = run_vault(dataset, candidates, results_dir)
     references = References(dataset, config.device, notes=result.notes)
     env = Environment(**environment(config.device))
     # read before any worker runs: a solution of this run cannot have touched them
@@ -280,7 +277,7 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
         result.floors = measure_floors(dataset, references, config, dtypes, env, progress) if dtypes else []
         ctx.floors = floors_by_key(result.floors)
         result.timeline.append(clock.lap("copy floor"))
-        save(writer, meta, result, guards, earlier_references)
+        save(writer, meta, result, vault, earlier_references)
         def arrived(trace: Trace) -> None:
             bar.update()
             bar.set_postfix_str(f"{trace.solution}: {trace.evaluation.status.value}")
@@ -288,9 +285,9 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
         for candidate in candidates:
             for variant in candidate.variants:
                 done = len(result.traces)
-                judge = judge_variant(ctx, candidate, variant, guards, result, arrived)
+                judge = judge_variant(ctx, candidate, variant, vault, result, arrived)
                 writing = time.monotonic()
-                save(writer, meta, result, guards, earlier_references)
+                save(writer, meta, result, vault, earlier_references)
                 result.timeline.append(clock.lap(variant.label, load_s=judge.load_seconds,
                                                  workload_s=judge.workload_seconds,
                                                  write_s=round(time.monotonic() - writing, 3)))
@@ -301,16 +298,16 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
         result.notes.append("interrupted (Ctrl-C): the traces hold what finished before it")
     finally:
         bar.close()
-        save(writer, meta, result, guards, earlier_references)
+        save(writer, meta, result, vault, earlier_references)
         shutil.rmtree(scratch, ignore_errors=True)
     result.traces = annotate(result.traces, result.floors, references=earlier_references)
     return result
 
 
-def judge_variant(ctx: RunContext, candidate: Candidate, variant: Variant, guards: Guards, result: RunResult,
+def judge_variant(ctx: RunContext, candidate: Candidate, variant: Variant, vault: FileVault, result: RunResult,
                   arrived: Callable[[Trace], None]) -> VariantJudge:
-    """Add one variant's traces to ``result`` (also those made before a Ctrl-C),
-    then check the fingerprints once its worker is gone. Returns the variant's judge."""
+    """Add one variant's traces to ``result`` (also those made before a Ctrl-C), then, once its
+    worker is gone, put back every file it changed (:class:`FileVault`). Returns the variant's judge."""
     judge = VariantJudge(ctx, variant, candidate.files, candidate.library)
     generator = (judge.all_remaining(ctx.dataset.workloads, *candidate.failure) if candidate.failure
                  else judge.traces())
@@ -321,17 +318,12 @@ def judge_variant(ctx: RunContext, candidate: Candidate, variant: Variant, guard
             arrived(trace)
     finally:
         generator.close()  # kills the worker tree, also on Ctrl-C
-        changed = guards.changes()
+        changed = vault.restore()
         if changed:
             traces = tampered(judge, ctx, traces, changed)
-            guards.results.restore()
-            forgotten = forget_generated_files(ctx.dataset, changed)
             result.notes.append(f"{variant.label} changed files it must not touch: {', '.join(changed[:10])}; "
-                                "the run kept using the copies it took when it started, and put the results "
-                                "folder back" + (f"; {len(forgotten)} changed tensor file(s) of the generated set "
-                                                 "were deleted, to be generated afresh" if forgotten else ""))
-            guards.inputs.refresh()
-            guards.code.refresh()
+                                "the run kept using the copies it took when it started, and put every one of "
+                                "them back as it was (files it added removed)")
         result.traces += traces
     return judge
 
@@ -357,12 +349,10 @@ def tampered(judge: VariantJudge, ctx: RunContext, traces: list[Trace], changed:
     return [judge.trace(w, Status.RUNTIME_ERROR, log) for w in ctx.dataset.workloads if w.uuid in by_uuid]
 
 
-def save(writer: RunWriter, meta: dict, result: RunResult, guards: Guards,
+def save(writer: RunWriter, meta: dict, result: RunResult, vault: FileVault,
          earlier_references: list[Trace] = ()) -> None:
     """Rewrite the run's files from memory (annotation in one pure pass, with the reference
-    timings of earlier runs on this GPU where this run has none), then let the guard know them."""
-    written = [writer.write_meta(meta), writer.write_floors(result.floors),
-               *writer.write_traces(annotate(result.traces, result.floors, references=earlier_references))]
-    for path in written:
-        guards.results.remember(path)
-    guards.results.refresh()
+    timings of earlier runs on this GPU where this run has none), then let the vault keep them."""
+    for path in writer.write_run(meta, result.floors,
+                                 annotate(result.traces, result.floors, references=earlier_references)):
+        vault.remember(path)

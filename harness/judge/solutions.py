@@ -250,9 +250,10 @@ def import_package(package_name: str, entry_module: str, package_dir: Path) -> M
     return importlib.import_module(f"{package_name}.{entry_module}")
 
 
-def build_library(meta: SolutionMeta, defines: tuple[str, ...] = ()) -> bytes | None:
-    """The compiled CUDA library of a ``language = "cuda"`` solution (None for others);
-    ``defines``: preprocessor macros (a tuner's build of every variant).
+def build_library_file(meta: SolutionMeta, defines: tuple[str, ...] = ()) -> Path | None:
+    """Where the compiled CUDA library of a ``language = "cuda"`` solution lies in the build cache
+    (None for others; built first when the cache lacks it); ``defines``: preprocessor macros (a
+    tuner's build of every variant).
 
     Raises:
         harness.judge.build.CompileError: nvcc or tvm-ffi missing, or the build failed.
@@ -261,7 +262,17 @@ def build_library(meta: SolutionMeta, defines: tuple[str, ...] = ()) -> bytes | 
         return None
     from harness.judge.build import build_solution
 
-    return Path(build_solution(meta.directory, meta.sources, defines=defines)).read_bytes()
+    return Path(build_solution(meta.directory, meta.sources, defines=defines))
+
+
+def build_library(meta: SolutionMeta, defines: tuple[str, ...] = ()) -> bytes | None:
+    """The bytes of :func:`build_library_file` (None for a solution that is not CUDA).
+
+    Raises:
+        harness.judge.build.CompileError: nvcc or tvm-ffi missing, or the build failed.
+    """
+    path = build_library_file(meta, defines)
+    return path.read_bytes() if path is not None else None
 
 
 def load_solution(meta: SolutionMeta, workdir: str | Path | None = None,

@@ -29,6 +29,7 @@ died mid-write) is the common case.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -47,6 +48,8 @@ TRACES_FILE = "traces.jsonl"
 SKIPPED_FILE = "skipped.jsonl"
 FLOORS_FILE = "floors.jsonl"
 SUMMARY_FILE = "summary.csv"
+#: The key of ``run.json`` that lists the SHA-256 of every data file the writer wrote.
+MANIFEST_KEY = "files"
 #: ``method`` of a floor read from the old format (``dst.copy_(state)`` in torch).
 OLD_FLOOR_METHOD = "torch copy_"
 
@@ -98,6 +101,10 @@ def _atomic_write(path: Path, text: str) -> None:
             tmp.unlink()
 
 
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def _jsonl(records: Iterable[Trace | FloorMeasurement]) -> str:
     return "".join(record.model_dump_json() + "\n" for record in records)
 
@@ -109,27 +116,18 @@ class RunWriter:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
 
-    def write_meta(self, meta: dict[str, Any]) -> Path:
-        """``run.json`` (indented JSON)."""
-        path = self.run_dir / RUN_FILE
-        _atomic_write(path, json.dumps(meta, indent=2) + "\n")
-        return path
-
-    def write_traces(self, traces: list[Trace]) -> list[Path]:
-        """``traces.jsonl`` and ``skipped.jsonl`` (see module doc): every trace of the run so far,
-        one per line, in run order. Returns both paths."""
+    def write_run(self, meta: dict[str, Any], floors: list[FloorMeasurement], traces: list[Trace]) -> list[Path]:
+        """Every file of the run so far: ``floors.jsonl``, ``traces.jsonl`` and ``skipped.jsonl``
+        (see module doc), then ``run.json``: ``meta`` with :data:`MANIFEST_KEY`, the SHA-256 of each
+        file written (what :func:`run_dirs` checks before a folder is read). Returns the paths."""
         skipped = [t for t in traces if t.evaluation.status == EvaluationStatus.SKIPPED]
         ran = [t for t in traces if t.evaluation.status != EvaluationStatus.SKIPPED]
-        paths = [self.run_dir / TRACES_FILE, self.run_dir / SKIPPED_FILE]
-        for path, records in zip(paths, (ran, skipped)):
-            _atomic_write(path, _jsonl(records))
-        return paths
-
-    def write_floors(self, floors: list[FloorMeasurement]) -> Path:
-        """``floors.jsonl``: every floor measurement of the run so far, one per line."""
-        path = self.run_dir / FLOORS_FILE
-        _atomic_write(path, _jsonl(floors))
-        return path
+        contents = {FLOORS_FILE: _jsonl(floors), TRACES_FILE: _jsonl(ran), SKIPPED_FILE: _jsonl(skipped)}
+        for name, text in contents.items():
+            _atomic_write(self.run_dir / name, text)
+        manifest = {name: _sha256(text.encode("utf-8")) for name, text in contents.items()}
+        _atomic_write(self.run_dir / RUN_FILE, json.dumps({**meta, MANIFEST_KEY: manifest}, indent=2) + "\n")
+        return [self.run_dir / name for name in (*contents, RUN_FILE)]
 
     def write_summary(self, traces: list[Trace], floors: list[FloorMeasurement] = ()) -> pd.DataFrame:
         """``summary.csv`` (:func:`harness.records.report.trace_rows`, floors first); returns the table."""
@@ -218,13 +216,36 @@ def load_run(run_dir: Path) -> StoredRun:
                      floors=floors + [r for r in records if isinstance(r, FloorMeasurement)])
 
 
+def manifest_problem(run_dir: Path) -> str | None:
+    """Why ``run_dir`` is not a folder as :meth:`RunWriter.write_run` left it (None when it is):
+    no ``run.json`` or no manifest in it, or a data file whose SHA-256 differs from the manifest's."""
+    manifest = load_meta(run_dir).get(MANIFEST_KEY)
+    if not isinstance(manifest, dict) or not manifest:
+        return f"{run_dir / RUN_FILE} has no '{MANIFEST_KEY}' manifest: not a folder the harness's writer wrote"
+    for name, digest in manifest.items():
+        path = run_dir / str(name)
+        if "/" in str(name) or not path.is_file() or _sha256(path.read_bytes()) != digest:
+            return f"{path} is not the file the harness wrote (missing or changed since)"
+    return None
+
+
 def run_dirs(results_dir: Path) -> list[Path]:
-    """Run folders under ``<results_dir>/runs/`` that hold traces or floors, sorted by name."""
+    """Run folders under ``<results_dir>/runs/`` as the harness's writer left them (their manifest
+    holds: :func:`manifest_problem`; any other is skipped with a note naming it), sorted by name:
+    what ``score``, the leaderboard and the earlier-reference lookup read."""
     runs = Path(results_dir) / "runs"
     if not runs.is_dir():
         return []
-    return sorted(p for p in runs.iterdir()
-                  if p.is_dir() and ((p / TRACES_FILE).exists() or (p / FLOORS_FILE).exists()))
+    found = []
+    for path in sorted(p for p in runs.iterdir() if p.is_dir()):
+        if not ((path / TRACES_FILE).exists() or (path / FLOORS_FILE).exists()):
+            continue
+        problem = manifest_problem(path)
+        if problem:
+            _note(f"{problem}; skipped")
+            continue
+        found.append(path)
+    return found
 
 
 def load_runs(results_dir: Path) -> list[StoredRun]:

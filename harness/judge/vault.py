@@ -1,0 +1,168 @@
+"""The files a run reads, kept in the judge's memory and put back after every worker.
+
+A solution can write any file its user can write (docs/judging.md). Whatever
+the judge (or the *next* run's judge) reads from disk could therefore be
+spoiled: the definition, whose reference the judge executes; the dataset's
+tensors; the harness's own sources and their bytecode; the solutions' folders
+and their cached CUDA builds; the whole ``results/`` tree, which ``score``,
+the leaderboard and the README table read. A :class:`FileVault` holds the
+bytes of every such file, taken before the first worker starts. After each
+worker, :meth:`FileVault.changes` lists what differs and
+:meth:`FileVault.restore` puts it back: a changed or deleted file gets its
+bytes again, a file that was not there is deleted. A *shallow* root (the
+checkout's root, which is the first entry of the next run's ``sys.path``) keeps
+only its importable entries: its modules, and any new module, extension or
+package put there (a ``torch.py`` would shadow torch for the next run's judge)
+is removed; other files there (a log the user writes beside the run) are not
+the vault's.
+
+A file is re-read only when its ``stat`` signature moved: size, inode,
+modification time *and* change time. A process of an ordinary user can set a
+file's modification time back (``os.utime``) but not its change time, which
+the kernel stamps on every write, so an unchanged signature means unchanged
+bytes without hashing hundreds of MB after every worker.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+#: What a stat signature holds (see module doc).
+Signature = tuple[int, int, int, int, int]
+
+
+def signature(path: Path) -> Signature | None:
+    """``(size, inode, device, mtime ns, ctime ns)`` of a regular file or a symbolic link (the
+    link itself: one put in a file's place, or added, is a change); None for anything else."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        return None
+    return st.st_size, st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns
+
+
+#: Suffixes of the files Python imports a module from (a folder with ``__init__.py`` is a package).
+MODULE_SUFFIXES = (".py", ".pyc", ".so", ".pyd")
+
+
+def importable(path: Path) -> bool:
+    """Whether ``import <name>`` could find ``path`` when its folder is on ``sys.path``."""
+    if path.suffix in MODULE_SUFFIXES:
+        return True
+    return path.is_dir() and (path / "__init__.py").exists()
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+class FileVault:
+    """The bytes of every file under ``roots`` (recursively), of single ``files``, and of the files
+    importable entries directly under ``shallow`` roots; see module doc.
+
+    Memory: the bytes of every file kept (a dataset's tensors included: 0.7 GB for contest-v2).
+    """
+
+    def __init__(self, roots=(), files=(), shallow=()):
+        self.roots = [Path(r) for r in roots]
+        self.files = [Path(f) for f in files]
+        self.shallow = [Path(r) for r in shallow]
+        self.saved: dict[Path, bytes] = {}
+        self.signatures: dict[Path, Signature | None] = {}
+        self.entries: dict[Path, set[str]] = {}  # names directly under each shallow root
+        self.folders: set[Path] = set()  # the folders under the roots (a folder a worker made goes again)
+        self.take()
+
+    # ------------------------------------------------------------------ what is kept
+
+    def _paths(self) -> set[Path]:
+        paths = {f for f in self.files if signature(f) is not None}
+        for root in self.roots:
+            if root.is_dir():
+                paths |= {p for p in root.rglob("*") if signature(p) is not None}
+        for root in self.shallow:
+            if root.is_dir():
+                paths |= {p for p in root.iterdir() if importable(p) and signature(p) is not None}
+        return paths
+
+    def _entries(self) -> dict[Path, set[str]]:
+        """The importable names directly under each shallow root."""
+        return {root: {p.name for p in root.iterdir() if importable(p)} if root.is_dir() else set()
+                for root in self.shallow}
+
+    def take(self) -> None:
+        """Keep the bytes of every file now there (the run's start)."""
+        self.saved, self.signatures = {}, {}
+        for path in sorted(self._paths()):
+            self.remember(path)
+        self.entries = self._entries()
+        self.folders = {p for root in self.roots if root.is_dir() for p in root.rglob("*") if p.is_dir()}
+
+    def remember(self, path: Path) -> None:
+        """The judge itself wrote ``path``: keep its bytes as the version to restore."""
+        path = Path(path)
+        data, sig = _read(path), signature(path)
+        if data is None:
+            return
+        self.saved[path], self.signatures[path] = data, sig
+
+    # ------------------------------------------------------------------ checking and restoring
+
+    def changes(self) -> list[str]:
+        """Paths added, removed or changed since they were kept (sorted)."""
+        changed = set()
+        now = self._paths()
+        for path in now | set(self.saved):
+            sig = signature(path)
+            if sig == self.signatures.get(path) and path in self.saved:
+                continue
+            if path not in self.saved or _read(path) != self.saved[path]:
+                changed.add(str(path))
+            else:  # same bytes, new signature (rewritten with the same content): nothing to restore
+                self.signatures[path] = sig
+        for root, names in self._entries().items():
+            changed |= {str(root / n) for n in names - self.entries.get(root, set())}
+        return sorted(changed)
+
+    def restore(self) -> list[str]:
+        """Put every kept file back and remove what was added; returns the paths it touched."""
+        touched = self.changes()
+        for name in touched:
+            path = Path(name)
+            if path in self.saved:
+                _write_back(path, self.saved[path])
+                self.signatures[path] = signature(path)
+            elif path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+                self._remove_new_folders(path.parent)
+        return touched
+
+    def _remove_new_folders(self, folder: Path) -> None:
+        """Remove ``folder`` and its parents while they are empty and were not there when kept."""
+        while folder not in self.folders and any(folder.is_relative_to(r) and folder != r for r in self.roots):
+            try:
+                folder.rmdir()
+            except OSError:  # not empty, or gone
+                return
+            folder = folder.parent
+
+
+def _write_back(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` through a temporary file and ``os.replace`` (a symlink or a
+    folder put in its place is replaced too; a reader never sees half a file)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.restore")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
