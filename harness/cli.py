@@ -14,6 +14,7 @@ from pathlib import Path
 # module imported later would be read from disk after a solution could edit it.
 from harness.errors import HarnessInputError
 from harness.facts import CONTEST_TIER, GPU_TIERS, TIERS, Tolerance
+from harness.judge.core import CoreError
 from harness.judge.isolation import Timeouts
 from harness.judge.run import RunConfig, run_benchmark
 from harness.judge.timing import IDLE_S, STOP_MIN_SAMPLES, TimingConfig
@@ -250,7 +251,7 @@ def main(argv: list[str]) -> int:
         if devices:
             return run_on_gpus(args, parser, devices)
         result = run_from_args(args, config)
-    except (HarnessInputError, ValueError) as exc:
+    except (HarnessInputError, ValueError, CoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     report(args, result.run_dir, result.traces, result.floors, result.notes)

@@ -64,9 +64,8 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="gdn-attacks-"))
     dataset = attacks.write_attack_dataset(root / "dataset")
-    harness_file = REPO / "harness" / "judge" / "check.py"
-    env = {"GDN_ATTACK_DATASET": str(dataset), "GDN_ATTACK_RESULTS": str(out / "runs"),
-           "GDN_ATTACK_PIDFILE": str(root / "daemon.pids"), "GDN_ATTACK_HARNESS_FILE": str(harness_file)}
+    env = attacks.attack_environment(dataset, out / "runs", root)
+    checkout = attacks.files_attacked(dataset)
     os.environ.update(env)
     attacks.ATTACK_ENV_FILE.write_text(json.dumps(env))
     rows = ["| set | fixture | status per workload (B=1 stored, B=2 random) | verdict | reason (first line) |",
@@ -80,7 +79,8 @@ def main() -> int:
         if "gpu" in sets:
             rows += judged(root, attacks.ATTACKS_GPU, attacks.EXPECTED_GPU, out / "runs", dataset)
     finally:
-        attacks._untamper(harness_file)
+        attacks._untamper(attacks.HARNESS_FILE)
+        attacks._undo_checkout_attacks(checkout)  # the judge put them back; never leave them either way
         attacks.ATTACK_ENV_FILE.unlink(missing_ok=True)
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
     text = (f"# Attack fixtures on {hardware_name('cuda')}, {stamp}\n\n"

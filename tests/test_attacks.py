@@ -52,7 +52,7 @@ EXPECTED: dict[str, tuple] = {
     "cache-by-pointer": ({NUMERICAL}, ()),
     "skip-after-checks": ({NUMERICAL}, ()),
     "skip-then-crash": ({NUMERICAL}, ()),
-    "patch-timer": ({RUNTIME}, (("physical limit", "floor"),)),
+    "patch-timer": ({PASSED}, ()),  # its patched clocks are not the core's: an honest figure (see below)
     "patch-checker": ({NUMERICAL}, ()),
     "patch-torch": ({NUMERICAL}, ()),
     "gc-steal": ({NUMERICAL}, ()),
@@ -67,6 +67,12 @@ EXPECTED: dict[str, tuple] = {
     "tamper-blob": ({RUNTIME}, ("tamper",)),
     "tamper-harness": ({RUNTIME}, ("tamper",)),
     "tamper-results": ({RUNTIME}, ("tamper",)),
+    "foresee-inputs": ({NUMERICAL}, ()),  # its correctness trials pass: caught while timed (test below)
+    "setup-window": ({NUMERICAL}, ()),
+    "compute-when-asked": ({NUMERICAL}, ()),
+    "forge-result": ({RUNTIME}, ("did not sign",)),
+    "rewrite-capture": ({RUNTIME}, ("changed after the timing core signed",)),
+    "replay-command": ({RUNTIME}, ("out of turn",)),
     "tamper-definition": ({RUNTIME}, ("tamper", "definitions")),
     "forge-run": ({RUNTIME}, ("tamper", "leaderboard.csv")),
     "plant-module": ({RUNTIME}, ("tamper", "gdn_attack_planted.py")),
@@ -87,7 +93,12 @@ EXPECTED: dict[str, tuple] = {
 #: Where a fixture of tests/fixtures/attacks owes another status when judged with the GPU tiers
 #: (scripts/gpu_attacks.py): skip-then-crash's 20th call comes during the clock warm-up of the
 #: first GPU tier, before any timed call, so nothing sampled precedes its failure.
-EXPECTED_ON_GPU = {**EXPECTED, "skip-then-crash": ({RUNTIME, NUMERICAL}, ())}
+EXPECTED_ON_GPU = {**EXPECTED, "skip-then-crash": ({RUNTIME, NUMERICAL}, ()),
+                   # the cupti tier comes first on a GPU and, unless GDN_JUDGE_CUPTI_IN_CORE=1, its calls are the
+                   # worker's own: a call that launches nothing is refused there (RUNTIME_ERROR) before the core's
+                   # tiers see the NaN outputs (INCORRECT_NUMERICAL)
+                   **{name: ({RUNTIME, NUMERICAL}, ()) for name in ("setup-window", "compute-when-asked",
+                                                                   "rewrite-capture")}}
 
 #: The same for tests/fixtures/attacks_gpu/ (a run on a GPU, workloads as here:
 #: the batch-1 workload first).
@@ -266,7 +277,22 @@ def _untamper(path: Path) -> None:
         path.write_bytes(stripped)
 
 
+HARNESS_FILE = REPO / "harness" / "judge" / "check.py"
 FORGED_RUN_DIR = REPO / "results" / "runs" / "20991231T000000Z_NVIDIA-H100-80GB-HBM3-contest-v1"
+
+
+def attack_environment(dataset: Path, results: Path, root: Path) -> dict[str, str]:
+    """What the fixtures read through attack_env.py: the dataset, the results folder, the daemon's
+    pid file, the harness file and the checkout they attack, tamper-definition's marker."""
+    return {"GDN_ATTACK_DATASET": str(dataset), "GDN_ATTACK_RESULTS": str(results),
+            "GDN_ATTACK_PIDFILE": str(root / "daemon.pids"), "GDN_ATTACK_HARNESS_FILE": str(HARNESS_FILE),
+            "GDN_ATTACK_REPO": str(REPO), "GDN_ATTACK_MARKER": str(root / "reference-ran")}
+
+
+def files_attacked(dataset: Path) -> dict[Path, bytes]:
+    """The bytes of the files tamper-definition and forge-run change outside the test's folder."""
+    definition_file = next((dataset / "definitions").rglob("*.json"))
+    return {path: path.read_bytes() for path in (definition_file, REPO / "results" / "leaderboard.csv")}
 PLANTED_MODULE = REPO / "gdn_attack_planted.py"
 
 
@@ -299,12 +325,9 @@ def attack_run(tmp_path_factory):
         (results / relative).parent.mkdir(parents=True, exist_ok=True)
         (results / relative).write_text(text)
         os.utime(results / relative, (long_ago, long_ago))
-    harness_file = REPO / "harness" / "judge" / "check.py"
-    env = {"GDN_ATTACK_DATASET": str(dataset), "GDN_ATTACK_RESULTS": str(results),
-           "GDN_ATTACK_PIDFILE": str(root / "daemon.pids"), "GDN_ATTACK_HARNESS_FILE": str(harness_file),
-           "GDN_ATTACK_REPO": str(REPO), "GDN_ATTACK_MARKER": str(root / "reference-ran")}
-    definition_file = next((dataset / "definitions").rglob("*.json"))
-    checkout = {path: path.read_bytes() for path in (definition_file, REPO / "results" / "leaderboard.csv")}
+    harness_file = HARNESS_FILE
+    env = attack_environment(dataset, results, root)
+    checkout = files_attacked(dataset)
     saved_env = {k: os.environ.get(k) for k in env}
     config = RunConfig(device="cpu", tiers=("wallclock",), trials=2,
                        timing=TimingConfig(warmup=2, iters=20, budget_s=0.5, warm_s=0.0))
@@ -402,10 +425,33 @@ def test_honest_solutions_pass_everywhere_with_a_figure(attack_run):
 
 
 def test_no_attack_passes_with_a_figure(attack_run):
-    honest = {"honest", "zz-honest-last", "stdout-spam", "double-fork"}
+    honest = {"honest", "zz-honest-last", "stdout-spam", "double-fork", "patch-timer"}
     cheats = [(_field(t, "solution"), _field(t, "workload", "uuid")) for t in attack_run.traces
               if _status(t) == PASSED and _field(t, "solution") not in honest]
     assert not cheats
+
+
+@pytest.mark.parametrize("name", ["foresee-inputs", "setup-window", "compute-when-asked", "rewrite-capture"])
+def test_the_timed_call_attacks_pass_their_correctness_trials_and_are_caught_while_timed(attack_run, name):
+    """They attack the timed calls (work foreseen, done in an untimed window, only when asked,
+    shown afterwards): an honest trial first shows the attack ran as meant, a timed call fails."""
+    logs = [_field(t, "evaluation", "log") or "" for t in attack_run.traces if _field(t, "solution") == name]
+    assert logs and all("timed call" in log and "trial" not in log.split("timed call")[0] for log in logs), logs
+
+
+def _figure(traces, name: str, uuid: str, tier: str = "wallclock") -> float:
+    trace = next(t for t in traces if _field(t, "solution") == name and _field(t, "workload", "uuid") == uuid)
+    return _field(_field(_field(trace, "evaluation", "performance"), "tiers")[tier], "value_us")
+
+
+def test_a_solution_that_patches_every_clock_gets_its_true_figure(attack_run):
+    """patch-timer makes every Python clock (and torch's event timer) advance 1 ns per reading;
+    the core's clock is C's, so its figure is that of the honest code it runs (hundreds of µs on a
+    CPU, like the honest fixture's), not the nanoseconds its clocks would claim: a tenth of the
+    honest figure leaves a busy CI machine's noise room and is still ~10^5 times what they claim."""
+    for uuid in WORKLOADS:
+        patched, honest = _figure(attack_run.traces, "patch-timer", uuid), _figure(attack_run.traces, "honest", uuid)
+        assert patched > 0.1 * honest, (uuid, patched, honest)
 
 
 def test_traces_validate_as_the_typed_model(attack_run):

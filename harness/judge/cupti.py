@@ -488,6 +488,8 @@ class Recording:
         self.api_kinds = _api_kinds(cu)
         self.quiet = _quiet_apis(cu)
         self.sink = _Sink(cu, self.external_kind)
+        self.tags: list[IterationTag] = []  # the calls marked since the last collect
+        self.open_call: tuple[int, int] | None = None  # (external id, start timestamp) of the call under way
 
     def __enter__(self) -> "Recording":
         if not _SESSION.acquire(blocking=False):
@@ -537,7 +539,6 @@ class Recording:
         """
         if iters < 1 or warmup < 0:
             raise ValueError(f"iters must be >= 1 and warmup >= 0 (got {iters}, {warmup})")
-        cu, tags = self.cu, []
         for call in range(warmup + iters):
             index = call - warmup if call >= warmup else None  # timed-call number, None while warming up
             args = setup(index)
@@ -545,39 +546,66 @@ class Recording:
             # Wait for setup and flush to finish: the call then starts on an
             # idle GPU, so span_us includes the host gaps between its launches.
             self.synchronize()
-            ext = next(_EXTERNAL_IDS)
-            if API_WINDOW:
-                try:
-                    self._api_on()
-                except Exception as exc:
-                    raise CuptiUnavailable(f"CUPTI could not enable API recording: {type(exc).__name__}: {exc}") from exc
-            t0 = int(cu.get_timestamp())
-            try:
-                cu.activity_push_external_correlation_id(self.external_kind, ext)
-            except Exception as exc:
-                raise CuptiUnavailable(f"CUPTI external correlation push failed: {exc}") from exc
-            popped: Any = None
+            self.begin_call()
             try:
                 fn(args)
             finally:
-                # Always pop, or later API calls on this thread would stay tagged;
-                # a pop failure must not hide an exception from fn.
-                try:
-                    popped = cu.activity_pop_external_correlation_id(self.external_kind)
-                except Exception as exc:
-                    popped = exc
-            t1 = int(cu.get_timestamp())
-            if API_WINDOW:
-                _disable(cu, self.api_kinds)
-            if isinstance(popped, Exception):
-                raise RuntimeError(f"CUPTI external correlation pop failed: {popped}")
-            if popped and int(popped) != ext:
-                raise RuntimeError(f"CUPTI external correlation stack corrupted: pushed {ext}, popped {popped}")
-            tags.append(IterationTag(ext, t0, t1))
+                self.end_call()
             if index is not None:
                 after(index)
+        return self.collect(warmup)
+
+    def begin_call(self) -> None:
+        """Mark the start of a call: its API calls carry a new external correlation id from here.
+
+        Raises:
+            CuptiUnavailable: the API kinds or the external id could not be switched on.
+        """
+        ext = next(_EXTERNAL_IDS)
+        if API_WINDOW:
+            try:
+                self._api_on()
+            except Exception as exc:
+                raise CuptiUnavailable(f"CUPTI could not enable API recording: {type(exc).__name__}: {exc}") from exc
+        t0 = int(self.cu.get_timestamp())
+        try:
+            self.cu.activity_push_external_correlation_id(self.external_kind, ext)
+        except Exception as exc:
+            raise CuptiUnavailable(f"CUPTI external correlation push failed: {exc}") from exc
+        self.open_call = (ext, t0)
+
+    def end_call(self) -> None:
+        """Mark the end of the call :meth:`begin_call` opened (also after it raised: always pop, or
+        later API calls on this thread would stay tagged).
+
+        Raises:
+            RuntimeError: no call open, or the external-correlation stack broke.
+        """
+        if self.open_call is None:
+            raise RuntimeError("CUPTI recording: a call ended that never began")
+        (ext, t0), self.open_call = self.open_call, None
+        try:
+            popped: Any = self.cu.activity_pop_external_correlation_id(self.external_kind)
+        except Exception as exc:
+            popped = exc
+        t1 = int(self.cu.get_timestamp())
+        if API_WINDOW:
+            _disable(self.cu, self.api_kinds)
+        if isinstance(popped, Exception):
+            raise RuntimeError(f"CUPTI external correlation pop failed: {popped}")
+        if popped and int(popped) != ext:
+            raise RuntimeError(f"CUPTI external correlation stack corrupted: pushed {ext}, popped {popped}")
+        self.tags.append(IterationTag(ext, t0, t1))
+
+    def collect(self, warmup: int = 0) -> list[CallRecord]:
+        """One CallRecord per call marked since the last collect, the first ``warmup`` dropped.
+
+        Raises:
+            RuntimeError: a timed call recorded nothing, or CUPTI's buffer callback failed.
+        """
+        tags, self.tags = self.tags, []
         self.synchronize()  # every record has its end timestamp before we flush
-        cu.activity_flush_all(FLUSH_FORCED)
+        self.cu.activity_flush_all(FLUSH_FORCED)
         if self.sink.errors:
             raise RuntimeError(f"CUPTI buffer callback failed: {self.sink.errors[:3]}")
         return build_call_records(self.sink.take(), tags, warmup, external_kind=self.external_kind)

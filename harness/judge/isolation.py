@@ -167,9 +167,12 @@ def kill_tree(process_group: int | None) -> None:
 class WorkerProcess:
     """One running worker and the parent's end of its channel."""
 
-    def __init__(self, private_dir: Path, log_path: Path, to_worker_bytes: int, from_worker_bytes: int):
+    def __init__(self, private_dir: Path, log_path: Path, to_worker_bytes: int, from_worker_bytes: int,
+                 core_fds: tuple[int, int] | None = None):
         """Start the worker; the payload areas (:class:`protocol.PayloadArea`) hold the largest
-        frame of tensors each way: ``to_worker_bytes`` (stored inputs), ``from_worker_bytes`` (outputs)."""
+        frame of tensors each way: ``to_worker_bytes`` (stored inputs), ``from_worker_bytes`` (outputs).
+        ``core_fds``: the timing core's key pipe and capture area (:class:`harness.judge.core.CoreLink`),
+        passed to the worker and closed here once it has them."""
         self.private_dir, self.log_path = private_dir, log_path
         (private_dir / "work").mkdir(parents=True, exist_ok=True)
         (private_dir / "triton").mkdir(exist_ok=True)
@@ -178,9 +181,11 @@ class WorkerProcess:
         to_area = msg.PayloadArea.create(to_worker_bytes, "gdn-judge-to-worker")
         from_area = msg.PayloadArea.create(from_worker_bytes, "gdn-judge-from-worker")
         base, env = worker_base_env(), worker_env(private_dir)
-        fds = (to_worker_r, from_worker_w, to_area.fd, from_area.fd)
+        fds = (to_worker_r, from_worker_w, to_area.fd, from_area.fd, *(core_fds or ()))
         args = ["--read-fd", str(to_worker_r), "--write-fd", str(from_worker_w), "--recv-area-fd", str(to_area.fd),
                 "--send-area-fd", str(from_area.fd)]
+        if core_fds:
+            args += ["--core-key-fd", str(core_fds[0]), "--core-area-fd", str(core_fds[1])]
         with open(log_path, "ab") as log:
             self.proc = start_process("harness.judge.worker", args, private_dir / "work", base, env,
                                       [str(private_dir / "code")], log, fds)

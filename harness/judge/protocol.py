@@ -19,13 +19,17 @@ The conversation, per workload (``P`` parent, ``W`` worker)::
         W: Checked (+ payloads: output bytes copied from the destinations)
         P: Go(proceed=True|False)          # the parent compared them
     P: Go(proceed=True) to time, or nothing more for this workload
-    for each tier:
+    for each tier the timing core times (wallclock, events, sync: harness/judge/core.py):
+        per chunk of calls:  P: CoreChunk(signed command)   W: CoreChunkDone(signed result)
+        (the core put every call's outputs in the capture area; the parent checks them all)
+    for each other tier (cupti, contest):
+        P: TimeTier
         W: TierBegin
         per timed call i:  W: Called(i)   P: Go(proceed=verify?)
         and, once the worker reads that Go (before call i + ring size, or at the
         tier's end), if verify:   W: Checked(call=i, + payloads)   P: Received
         W: TierEnd(samples or the reason it is unavailable)
-    W: WorkloadDone
+    P: EndWorkload   W: WorkloadDone
 
 ``Called``/``Go`` after every timed call is how the parent samples timed calls
 the worker cannot predict: it decides after the call was made. The worker
@@ -105,6 +109,31 @@ class Workload(_Message):
     workload: dict  # the workload object (uuid, axes, inputs)
     tensors: list[TensorHeader]
     timed_trial_base: int  # timed call i of tier t draws its inputs with trial timed_trial_base + t * 1_000_000 + i
+    core: str | None = None  # hex of the signed command that lays the workload out in the timing core
+
+
+class CoreChunk(_Message):
+    """Run a chunk of calls in the timing core: hex of the command the parent signed (``tier`` and
+    ``timed`` repeat what it says, for the worker; the core reads them from the signed bytes)."""
+
+    kind: Literal["core_chunk"] = "core_chunk"
+    command: str
+    tier: str
+    timed: bool
+
+
+class TimeTier(_Message):
+    """Time tier ``tier`` (the ``index``-th of the run's tiers) with the worker's own timers."""
+
+    kind: Literal["time_tier"] = "time_tier"
+    tier: str
+    index: int
+
+
+class EndWorkload(_Message):
+    """Nothing more to time on this workload."""
+
+    kind: Literal["end_workload"] = "end_workload"
 
 
 class Go(_Message):
@@ -198,9 +227,31 @@ class WorkloadDone(_Message):
     kind: Literal["workload_done"] = "workload_done"
 
 
-ToWorker = Annotated[Union[Solution, Workload, Go, Received, Stop], Field(discriminator="kind")]
-FromWorker = Annotated[Union[Ready, LoadFailed, Checked, TierBegin, Called, TierEnd, Failed, WorkloadDone],
-                       Field(discriminator="kind")]
+class CuptiCall(_Message):
+    """What the worker's CUPTI recorder saw of one timed call of the core (µs)."""
+
+    kernel_sum_us: float
+    span_us: float
+    n_kernels: int
+
+
+class CoreChunkDone(_Message):
+    """Hex of what the timing core returned for a chunk (signed by the core, checked by the parent);
+    for the CUPTI tier, the worker's records of the same calls beside it."""
+
+    kind: Literal["core_chunk_done"] = "core_chunk_done"
+    result: str
+    error: str | None = None  # run() raised: its traceback (the result holds the calls before it)
+    cupti: list[CuptiCall] = Field(default_factory=list)
+    kernel_names: list[str] = Field(default_factory=list)
+    cupti_error: str | None = None  # the recorder could not make a record of every call
+    unavailable: str | None = None  # CUPTI cannot record here (said on the tier's warm-up chunk)
+
+
+ToWorker = Annotated[Union[Solution, Workload, Go, Received, Stop, CoreChunk, TimeTier, EndWorkload],
+                     Field(discriminator="kind")]
+FromWorker = Annotated[Union[Ready, LoadFailed, Checked, TierBegin, Called, TierEnd, Failed, WorkloadDone,
+                             CoreChunkDone], Field(discriminator="kind")]
 _TO_WORKER = TypeAdapter(ToWorker)
 _FROM_WORKER = TypeAdapter(FromWorker)
 

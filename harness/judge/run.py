@@ -41,6 +41,7 @@ from harness.data.workloads import Workload
 from harness.facts import DEFAULT_TOLERANCE, REFERENCE_SOLUTION, Tolerance
 from harness.judge.build import CompileError
 from harness.judge.check import Status
+from harness.judge.core import build_core
 from harness.judge.floor import measure_floor
 from harness.judge.isolation import (GPU_PRELOAD, Timeouts, Zygote, become_subreaper,
                                      protect_memory, read_tree)
@@ -233,6 +234,8 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
     Raises:
         HarnessInputError: the dataset is malformed.
         ValueError: unknown solution name, or no such solutions folder.
+        harness.judge.core.CoreError: the timing core cannot be built here (no C compiler or
+            CPython headers).
     """
     become_subreaper()
     protect_memory()
@@ -244,6 +247,7 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
     results_dir = Path(results_dir)
     run_dir = results_dir / "runs" / run_id(dataset.name, config.device)
     result = RunResult(run_dir)
+    core_library = build_core()  # before anything else is made: without it nothing can be timed
     with ThreadPoolExecutor(max_workers=1) as builder:  # the builds are nvcc processes: the tensors meanwhile
         building = builder.submit(prepare_all, folders, dataset, config)
         make_tensors(dataset, show_progress=progress)
@@ -270,7 +274,8 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
         result.notes.append("installed versions differ from pyproject.toml's pinned gpu extra, which the "
                             f"results were measured with: {'; '.join(meta['version_drift'])}")
     scratch = Path(tempfile.mkdtemp(prefix="gdn-judge-"))
-    ctx = RunContext(dataset, config, references, {}, env, harness_files, scratch, timeouts or Timeouts())
+    ctx = RunContext(dataset, config, references, {}, env, harness_files, scratch, core_library,
+                     timeouts or Timeouts())
     bar = tqdm(total=len(variants) * len(dataset.workloads), desc="evaluating", disable=not progress)
     try:
         dtypes = {v.state_dtype for c in candidates if not c.failure for v in c.variants}

@@ -30,12 +30,14 @@ from harness.data.workloads import Workload
 from harness.facts import STATE_DTYPE_TOLERANCES, Tolerance
 from harness.judge import protocol as msg
 from harness.judge.check import CheckResult, Status, check_outputs
+from harness.judge.core import CoreLink, core_tiers, extension_file_name
+from harness.judge.core_tier import CoreTier, NotHere, Rejection, capture_area_bytes, exchange_with, lay_out
 from harness.judge.floor import FLOOR_MARGIN, physical_limit_us, tier_figure
 from harness.judge.isolation import Timeouts, WorkerGone, WorkerProcess, write_tree
 from harness.judge.references import References
 from harness.judge.solutions import SolutionMeta, materialize
-from harness.judge.timing import (CONTEST_TRIALS, STOP_RULE_TIERS, contest_samples, contest_value, median_noise,
-                                  stop_reason, summarize)
+from harness.judge.timing import (CONTEST_TRIALS, STOP_RULE_TIERS, ClockWarmth, contest_samples, contest_value,
+                                  gpu_tier_unavailable_reason, median_noise, stop_reason, summarize)
 from harness.judge.worker import destination_headers, destination_layout, timed_trial
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation,
                                    FloorMeasurement, Performance, TensorErrors, TierFigure, Trace, WorkloadRecord,
@@ -81,6 +83,7 @@ class RunContext:
     environment: Environment
     harness_files: dict[str, bytes]  # the harness's sources as the run started
     scratch: Path
+    core_library: bytes  # the compiled timing core (harness/judge/core.py), beside every worker's harness
     timeouts: Timeouts = field(default_factory=Timeouts)
 
 
@@ -119,6 +122,10 @@ class VariantJudge:
         self.started = time.monotonic()
         self.load_seconds: list[float] = []  # per worker started: seconds from its start to Ready
         self.workload_seconds: list[float] = []  # per workload judged to its end, in order (run.json's timeline)
+        self.link: CoreLink | None = None  # the running worker's timing core
+        self.laid = None  # the workload being judged, as the core lays it out (core_tier.CoreWorkload)
+        self.clock = ClockWarmth()  # when the running worker last kept the GPU busy (its core tiers' warm-up)
+        self.awaiting_order = False  # the worker waits for the judge's next timing order of this workload
 
     # ------------------------------------------------------------------ traces
 
@@ -148,8 +155,13 @@ class VariantJudge:
     def start_worker(self, attempt: int) -> WorkerProcess:
         private = self.ctx.scratch / f"{self.variant.meta.package_name}-{self.variant.state_dtype}-{attempt}"
         write_tree(self.ctx.harness_files, private / "code" / "harness")
+        write_tree({extension_file_name(): self.ctx.core_library}, private / "code")
         package_dir = materialize(self.variant.meta, self.files, private / "code", self.library)
-        worker = WorkerProcess(private, private / "worker.log", *self.payload_area_sizes())
+        self.link = CoreLink(capture_area_bytes([lay_out(self.definition, w, {}, self.variant.state_dtype, "cpu")
+                                                 for w in self.ctx.dataset.workloads]))
+        self.clock = ClockWarmth()
+        worker = WorkerProcess(private, private / "worker.log", *self.payload_area_sizes(),
+                               core_fds=(self.link.key_fd, self.link.area.fd))
         config = self.ctx.config
         if config.device.startswith("cuda"):  # outputs go straight from the area onto the GPU
             worker.pin_outputs_area()
@@ -218,6 +230,7 @@ class VariantJudge:
                     return
             finally:
                 worker.kill()
+                self.link.close()
                 shutil.rmtree(worker.private_dir, ignore_errors=True)
         yield from self.all_remaining(remaining, Status.RUNTIME_ERROR,
                                       "not run: the solution process failed too often or ran out of its total time")
@@ -227,9 +240,12 @@ class VariantJudge:
     def judge_workload(self, worker: WorkerProcess, workload: Workload) -> Trace:
         deadline = self.deadline = time.monotonic() + self.ctx.timeouts.workload_s
         stored = self.ctx.references.stored[workload.uuid]
-        worker.send(msg.Workload(workload=workload.as_json(), timed_trial_base=TIMED_TRIAL_BASE,
+        self.laid = lay_out(self.definition, workload, stored, self.variant.state_dtype, self.ctx.config.device)
+        command = self.link.workload_command(self.laid.nonce, self.variant.meta.inplace_state, self.laid.scale,
+                                             self.laid.inputs, self.laid.outputs)
+        worker.send(msg.Workload(workload=workload.as_json(), timed_trial_base=TIMED_TRIAL_BASE, core=command.hex(),
                                  tensors=[msg.tensor_header(n, t) for n, t in stored.items()]), stored.values())
-        self.verified, self.pending, self.unbelievable = 0, [], None
+        self.verified, self.pending, self.unbelievable, self.awaiting_order = 0, [], None, False
         try:
             check = self.check_trials(worker, workload, deadline)
             tiers = self.time_tiers(worker, workload, deadline)
@@ -245,6 +261,7 @@ class VariantJudge:
                 verdict = wrong
             self.pending = []
             return self.trace(workload, verdict.status, verdict.log, verdict.check)
+        worker.send(msg.EndWorkload())
         worker.recv(deadline, msg.WorkloadDone)
         try:
             self.verify_timed_calls(workload, self.pending)  # wrong outputs first: the clearer verdict
@@ -257,18 +274,25 @@ class VariantJudge:
         return self.trace(workload, Status.PASSED, "", check, self.performance(workload, tiers))
 
     def finish(self, worker: WorkerProcess, deadline: float) -> None:
-        """Let the worker reach the end of a workload whose verdict is already known."""
+        """Let the worker reach the end of a workload whose verdict is already known: answer what
+        it still asks, and end the workload once it waits for the judge's next timing order."""
         if worker.proc.poll() is not None:
             raise WorkerGone(f"the solution process exited ({worker.exit_text()})")
+        ended = False
         while True:
+            if self.awaiting_order and not ended:
+                worker.send(msg.EndWorkload())
+                ended = True
             message = worker.recv(deadline, msg.WorkloadDone, msg.Called, msg.Checked, msg.TierBegin,
-                                  msg.TierEnd, msg.Failed)
+                                  msg.TierEnd, msg.Failed, msg.CoreChunkDone)
             if isinstance(message, msg.WorkloadDone):
                 return
             if isinstance(message, msg.Failed) and message.fatal:
                 self.needs_restart = True
                 return
-            if isinstance(message, msg.Called):
+            if isinstance(message, (msg.TierEnd, msg.Failed, msg.CoreChunkDone)):
+                self.awaiting_order = True  # back in its order loop
+            elif isinstance(message, msg.Called):
                 worker.send(msg.Go(proceed=False))
             elif isinstance(message, msg.Checked) and not message.problem:
                 self.receive_outputs(worker, workload_axes=None, header=message)
@@ -324,8 +348,10 @@ class VariantJudge:
             self.compare(workload, trial, outputs, keep=False, what=what)
 
     def failed(self, message: msg.Failed):
-        """The worker reports the workload failed outside a checked call."""
+        """The worker reports the workload failed outside a checked call (it then waits for the
+        judge's next order, unless its CUDA context is gone and it exits)."""
         self.needs_restart = self.needs_restart or message.fatal
+        self.awaiting_order = not message.fatal
         raise Rejected(Status.RUNTIME_ERROR, message.log)
 
     def check_trials(self, worker, workload: Workload, deadline: float) -> CheckResult:
@@ -342,6 +368,7 @@ class VariantJudge:
                     pass
                 raise
             worker.send(msg.Go(proceed=True))
+            self.awaiting_order = trial == self.ctx.config.trials - 1  # the last trial's Go starts the timing
             merged = result if merged is None else CheckResult(
                 Status.PASSED, {n: e.worst(merged.errors.get(n)) for n, e in result.errors.items()})
         return merged
@@ -351,17 +378,61 @@ class VariantJudge:
     def time_tiers(self, worker, workload: Workload, deadline: float) -> dict[str, TierFigure]:
         figures = {}
         for index, tier in enumerate(self.ctx.config.tiers):
+            if tier in core_tiers():
+                figures[tier] = self.core_tier(worker, workload, tier, deadline)
+                continue
+            worker.send(msg.TimeTier(tier=tier, index=index))
+            self.awaiting_order = False
             message = worker.recv(deadline, msg.TierBegin, msg.Failed)
             if isinstance(message, msg.Failed):
                 self.failed(message)
             if message.tier != tier:
                 raise msg.ProtocolError(f"tier {message.tier!r} begun, expected {tier!r}")
             figures[tier] = self.time_tier(worker, workload, tier, index, deadline)
+            self.awaiting_order = True
         try:
             self.check_brackets(figures)
         except Rejected as verdict:
             self.unbelievable = self.unbelievable or verdict
         return figures
+
+    def core_tier(self, worker, workload: Workload, tier: str, deadline: float) -> TierFigure:
+        """A tier the timing core times, every call checked (harness/judge/core_tier.py); a wrong
+        call or a result the core did not sign is the workload's verdict, at once."""
+        def exchange_failed(message: msg.Failed):
+            self.awaiting_order = True
+            self.failed(message)
+
+        exchange = exchange_with(worker, deadline, exchange_failed)
+
+        def tracked(command_hex: str, *order) -> msg.CoreChunkDone:
+            self.awaiting_order = False
+            reply = exchange(command_hex, *order)
+            self.awaiting_order = True
+            return reply
+
+        device = self.ctx.config.device
+        cannot = gpu_tier_unavailable_reason(device) if tier != "wallclock" else (
+            "the wallclock tier times runs on the CPU: on a GPU the cupti, events and sync tiers do"
+            if device.startswith("cuda") else None)
+        if cannot:
+            return TierFigure(tier=tier, available=False, reason=cannot)
+        driver = CoreTier(self.link, self.laid, tracked, self.tolerance, device, self.clock)
+        started = time.monotonic()
+        try:
+            samples = driver.samples(tier, self.ctx.config.timing)
+        except Rejection as rejection:
+            raise Rejected(rejection.status, rejection.log, rejection.check) from rejection
+        except NotHere as reason:
+            return TierFigure(tier=tier, available=False, reason=str(reason))
+        finally:
+            self.verified += driver.verified
+        end = driver.tier_end(tier, samples)
+        try:
+            return self.tier_result(workload, tier, end, len(samples), len(samples), time.monotonic() - started)
+        except Rejected as verdict:
+            self.unbelievable = self.unbelievable or verdict
+            return TierFigure(tier=tier, available=False, reason=verdict.log)
 
     def time_tier(self, worker, workload: Workload, tier: str, tier_index: int, deadline: float) -> TierFigure:
         """Follow one tier's timed calls, verify a secret sample of them, then check the figure."""

@@ -254,9 +254,14 @@ class L2Flusher:
     as flashinfer-bench does), so each timed call starts with a cold L2."""
 
     def __init__(self, device):
-        l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)
-        self.nbytes = max(2 * l2, 256 * 1024 * 1024)
+        self.nbytes = self.size(device)
         self.buffer = torch.empty(self.nbytes // 4, dtype=torch.int32, device=device)
+
+    @staticmethod
+    def size(device) -> int:
+        """Bytes zeroed per flush on ``device``: twice its L2, at least 256 MB."""
+        l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)
+        return max(2 * l2, 256 * 1024 * 1024)
 
     def __call__(self) -> None:
         self.buffer.zero_()

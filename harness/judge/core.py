@@ -1,0 +1,313 @@
+"""The judge's side of the timing core (``harness/judge/core/gdn_core.c``).
+
+The core is a C extension the worker imports before the solution: it makes each timed call's
+inputs from a key only the judge and the core hold, runs the call under its own timer and
+copies the destinations into a capture area right after it (docs/judging.md, "The timed
+call"). This module is everything the judge needs of it, and the one other place its binary
+layouts are written down:
+
+* :func:`build_core` compiles it (host C compiler, CPython headers; cached by source hash);
+* :class:`CoreLink` holds the key (it reaches the worker through a pipe the core reads, never
+  through Python) and the capture area, signs the commands and checks the signed results;
+* :func:`random_input` reproduces, bit for bit, the inputs the core made for a call, and
+  :func:`captured_outputs` reads a call's outputs back out of the capture area.
+
+Layouts (little-endian; every command and result ends with its HMAC-SHA256 under the key):
+
+* command: ``magic u32, kind u32, seq u64`` then, for a workload (kind 1): ``nonce u64,
+  inplace u8, has_scale u8, scale f64, n_in u8, n_out u8``, per input ``name_len u16, name,
+  kind u8 (0 none, 1 random, 2 stored), dtype u8 (1 f32, 2 bf16), ndim u8, dims u64...``,
+  per output the same with ``stride u32`` after ``ndim`` (one row of the last dimension in
+  ``stride`` is captured); for a chunk (kind 2): ``tier u32, mode u32 (0 warm, 1 timed),
+  first u64, count u32, warmup u32, warm_ns u64, max_calls u32``.
+* result: ``magic u32, seq u64, tier u32, mode u32, first u64, count u32, calls u32,
+  stopped u32 (1: run() raised after ``count`` calls), wall_ns f64, capture_bytes u64``, ``count`` samples (f64 µs), ``count`` host times of
+  ``run`` (f64 ns), ``count`` x :data:`WORDS_PER_CALL` captured words (u64).
+* seeds: the first 8 bytes of HMAC(key, ``<5Q``: domain, a, b, c, d): domain 1 a random
+  input ``(nonce, tier, call, input index)``, 2 a capture's row phase ``(nonce, tier, call,
+  output index)``, 3 the sampled words of a result ``(seq, call in chunk, 0, 0)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import struct
+import subprocess
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from harness.paths import cache_dir
+
+SOURCE = Path(__file__).parent / "core" / "gdn_core.c"
+#: The module name the worker imports (the file carries the interpreter's extension suffix).
+MODULE = "_gdn_core"
+#: Tiers whose calls the core can make, and their codes in a command. It times the first three
+#: itself; the CUPTI tier's figure is the worker's CUPTI recorder's, which the core calls around
+#: each ``run`` (its calls then made, and every one checked, by the core).
+TIER_CODES = {"wallclock": 0, "events": 1, "sync": 2, "cupti": 3}
+#: The CUPTI tier goes through the core only with GDN_JUDGE_CUPTI_IN_CORE=1: on the H100 its figures
+#: read up to 7% higher there at B = 4-16 than the worker's own loop reads (twice, with two buffer
+#: placements: results/judge-check/20261125-H100-core/README.md), which would reorder kernels a
+#: few percent apart; until that is explained the headline keeps its measured loop (docs/judging.md).
+CUPTI_IN_CORE = os.environ.get("GDN_JUDGE_CUPTI_IN_CORE", "0") == "1"
+
+
+def core_tiers() -> set[str]:
+    """The tiers whose calls the core makes in this run (see :data:`CUPTI_IN_CORE`)."""
+    return set(TIER_CODES) - (set() if CUPTI_IN_CORE else {"cupti"})
+MODE_WARM, MODE_TIMED = 0, 1
+KIND_WORKLOAD, KIND_CHUNK = 1, 2
+DTYPE_CODES = {"float32": 1, "bfloat16": 2}
+SOURCE_CODES = {"none": 0, "random": 1, "stored": 2}
+#: As in gdn_core.c: most calls of a chunk, and the captured words each call's result carries.
+MAX_CHUNK, WORDS_PER_CALL = 64, 256
+MAGIC = 0x43444E47
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_RESULT_HEAD = struct.Struct("<IQIIQIIIdQ")
+
+
+class CoreError(RuntimeError):
+    """The core cannot be built here, or a result is not what the core signed for the command sent."""
+
+
+# ------------------------------------------------------------------ building
+
+
+def extension_file_name() -> str:
+    """``_gdn_core`` with this interpreter's extension suffix (what ``import _gdn_core`` finds)."""
+    return MODULE + sysconfig.get_config_var("EXT_SUFFIX")
+
+
+def build_core() -> bytes:
+    """The compiled core for this interpreter: built once per source text and Python version
+    into ``<cache>/core/<key>/`` with the host C compiler (``$CC``, else ``cc``).
+
+    Raises:
+        CoreError: no C compiler or no CPython headers here, or the source did not compile.
+    """
+    source = SOURCE.read_bytes()
+    include = sysconfig.get_paths()["include"]
+    compiler = os.environ.get("CC", "cc")
+    key = hashlib.sha256(source + extension_file_name().encode() + include.encode() + compiler.encode()).hexdigest()[:16]
+    target = cache_dir() / "core" / key / extension_file_name()
+    if target.is_file():
+        return target.read_bytes()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    command = [compiler, "-O2", "-shared", "-fPIC", "-fvisibility=hidden", f"-I{include}", str(SOURCE), "-o",
+               str(partial), "-ldl"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise CoreError(f"cannot run the C compiler {compiler!r} to build the timing core: {exc}") from exc
+    if done.returncode != 0:
+        raise CoreError(f"the timing core did not compile ({' '.join(command)}):\n{done.stderr[-3000:]}")
+    os.replace(partial, target)
+    return target.read_bytes()
+
+
+# ------------------------------------------------------------------ the workload's layout
+
+
+@dataclass(frozen=True)
+class TensorSlot:
+    """One input or output as the core lays it out: ``source`` (inputs: none, random, stored),
+    the dtype the solution gets, the shape, and for outputs the capture stride."""
+
+    name: str
+    source: str
+    dtype: str
+    shape: tuple[int, ...]
+    stride: int = 1
+
+    @property
+    def row_bytes(self) -> int:
+        return (self.shape[-1] if self.shape else 1) * _itemsize(self.dtype)
+
+    @property
+    def rows(self) -> int:
+        return max(1, int(np.prod(self.shape)) * _itemsize(self.dtype) // self.row_bytes)
+
+    @property
+    def captured_row_slots(self) -> int:
+        """Rows a call's capture of this output takes in the area (its layout, see gdn_core.c)."""
+        return -(-self.rows // self.stride)
+
+
+def _itemsize(dtype: str) -> int:
+    return 4 if dtype == "float32" else 2
+
+
+def capture_bytes_per_call(outputs: list[TensorSlot]) -> int:
+    """Bytes of the capture area one timed call fills."""
+    return sum(o.captured_row_slots * o.row_bytes for o in outputs)
+
+
+# ------------------------------------------------------------------ the link
+
+
+@dataclass
+class ChunkResult:
+    """What the core signed for one chunk: samples (µs), host time of each ``run`` (ns), the
+    calls made (a warm-up's count), its wall time (ns) and the captured words it sampled."""
+
+    samples_us: list[float]
+    host_ns: list[float]
+    calls: int
+    wall_ns: float
+    words: np.ndarray  # [count, WORDS_PER_CALL] uint64
+    stopped: bool  # run() raised after the calls above (the worker sends its traceback beside the result)
+
+
+class CoreLink:
+    """The judge's end of one worker's core: the key, the sequence of signed commands, the
+    capture area (see module doc). The key leaves this process only through :attr:`key_fd`'s
+    pipe, which the core reads before the solution is imported."""
+
+    def __init__(self, area_bytes: int):
+        from harness.judge.protocol import PayloadArea  # the same sealed memfd as the channel's areas
+
+        self.key = secrets.token_bytes(32)
+        self.seq = 0
+        read_end, write_end = os.pipe()
+        os.write(write_end, self.key)
+        os.close(write_end)
+        self.key_fd = read_end
+        self.area = PayloadArea.create(area_bytes, "gdn-judge-capture")
+
+    def close_worker_ends(self) -> None:
+        """Close the descriptors the worker inherited (the judge keeps its mapping of the area)."""
+        os.close(self.key_fd)
+
+    def seed(self, domain: int, a: int, b: int, c: int, d: int) -> int:
+        mac = hmac.new(self.key, struct.pack("<5Q", domain, a, b, c, d), hashlib.sha256).digest()
+        return int.from_bytes(mac[:8], "little")
+
+    def _sign(self, kind: int, body: bytes) -> bytes:
+        message = struct.pack("<IIQ", MAGIC, kind, self.seq) + body
+        self.seq += 1
+        return message + hmac.new(self.key, message, hashlib.sha256).digest()
+
+    def workload_command(self, nonce: int, inplace: bool, scale: float | None, inputs: list[TensorSlot],
+                         outputs: list[TensorSlot]) -> bytes:
+        """The signed command that lays out a workload's buffers in the core."""
+        body = struct.pack("<QBBdBB", nonce, int(inplace), scale is not None, float(scale or 0.0), len(inputs),
+                           len(outputs))
+        for slot, is_output in [(s, False) for s in inputs] + [(s, True) for s in outputs]:
+            name = slot.name.encode()
+            body += struct.pack("<H", len(name)) + name
+            body += struct.pack("<BBB", SOURCE_CODES[slot.source], DTYPE_CODES[slot.dtype], len(slot.shape))
+            if is_output:
+                body += struct.pack("<I", slot.stride)
+            body += struct.pack(f"<{len(slot.shape)}Q", *slot.shape)
+        return self._sign(KIND_WORKLOAD, body)
+
+    def chunk_command(self, tier: str, mode: int, first: int = 0, count: int = 0, warmup: int = 0,
+                      warm_s: float = 0.0, max_calls: int = 1) -> tuple[bytes, int]:
+        """A signed chunk command and its sequence number (what the result must name)."""
+        seq = self.seq
+        body = struct.pack("<IIQIIQI", TIER_CODES[tier], mode, first, count, warmup, int(warm_s * 1e9), max_calls)
+        return self._sign(KIND_CHUNK, body), seq
+
+    def open_result(self, data: bytes, seq: int, tier: str, mode: int, first: int, count: int,
+                    capture_bytes: int) -> ChunkResult:
+        """The fields of a result the core signed for exactly this command.
+
+        Raises:
+            CoreError: a bad signature (not the core's), or fields that are not the command's.
+        """
+        if len(data) < _RESULT_HEAD.size + 32:
+            raise CoreError("a core result too short to be one")
+        body, mac = data[:-32], data[-32:]
+        if not hmac.compare_digest(mac, hmac.new(self.key, body, hashlib.sha256).digest()):
+            raise CoreError("a timing result the core did not sign (forged in the solution's process)")
+        magic, got_seq, got_tier, got_mode, got_first, got_count, calls, stopped, wall_ns, got_capture = \
+            _RESULT_HEAD.unpack_from(body)
+        expected = (MAGIC, seq, TIER_CODES[tier], mode, first, count if mode == MODE_TIMED else 0)
+        if stopped and got_count < count:  # run() raised: the calls before it
+            expected = expected[:-1] + (got_count,)
+        if (magic, got_seq, got_tier, got_mode, got_first, got_count) != expected:
+            raise CoreError(f"a core result for another command: {(got_seq, got_tier, got_mode, got_first, got_count)}"
+                            f", expected {expected[1:]}")
+        if mode == MODE_TIMED and got_capture != capture_bytes:
+            raise CoreError(f"the core captured {got_capture} bytes a call, the judge laid out {capture_bytes}")
+        at = _RESULT_HEAD.size
+        samples = np.frombuffer(body, "<f8", got_count, at).tolist()
+        host = np.frombuffer(body, "<f8", got_count, at + 8 * got_count).tolist()
+        words = np.frombuffer(body, "<u8", got_count * WORDS_PER_CALL, at + 16 * got_count)
+        if len(body) != at + 16 * got_count + 8 * got_count * WORDS_PER_CALL:
+            raise CoreError("a core result of the wrong length")
+        return ChunkResult(samples, host, calls, wall_ns, words.reshape(got_count, WORDS_PER_CALL), bool(stopped))
+
+    def read_capture(self, count: int, capture_bytes: int) -> np.ndarray:
+        """A copy of the first ``count`` calls' captures (the worker can write the area again)."""
+        return np.frombuffer(self.area.map, np.uint8, count * capture_bytes).copy().reshape(count, capture_bytes)
+
+    def check_words(self, seq: int, capture: np.ndarray, words: np.ndarray) -> list[int]:
+        """Calls (in the chunk) whose captured bytes differ from the words the core signed."""
+        bad = []
+        for k in range(capture.shape[0]):
+            as_words = capture[k, : capture.shape[1] // 8 * 8].view("<u8")
+            if not len(as_words):
+                continue
+            positions = _stream(self.seed(3, seq, k, 0, 0), WORDS_PER_CALL) % np.uint64(len(as_words))
+            if not np.array_equal(as_words[positions.astype(np.int64)], words[k]):
+                bad.append(k)
+        return bad
+
+    def close(self) -> None:
+        self.area.close()
+
+
+# ------------------------------------------------------------------ the core's inputs and captures, mirrored
+
+
+def _stream(seed: int, n: int) -> np.ndarray:
+    """splitmix64 outputs 1..n of ``seed`` (gdn_core.c: mix64(seed + j * golden))."""
+    with np.errstate(over="ignore"):
+        z = np.uint64(seed) + np.arange(1, n + 1, dtype=np.uint64) * _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def random_values(seed: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """The float32 values the core draws for a random input of ``shape`` from ``seed``
+    (Irwin-Hall of four 16-bit uniforms, as ``normal_of`` in gdn_core.c, bit for bit)."""
+    x = _stream(seed, int(np.prod(shape)))
+    total = np.zeros(x.shape, np.float32)
+    for lane in range(4):
+        uniform = (((x >> np.uint64(16 * lane)) & np.uint64(0xFFFF)).astype(np.float32) + np.float32(0.5)) \
+            * np.float32(1.0 / 65536.0)
+        total = total + uniform
+    return torch.from_numpy((total - np.float32(2.0)) * np.float32(1.7320508)).reshape(shape)
+
+
+def random_input(link: CoreLink, nonce: int, tier: str, call: int, index: int, slot: TensorSlot) -> torch.Tensor:
+    """Input ``index`` (a random one) of timed call ``call`` as float32 values: what the core
+    handed the solution, before rounding to ``slot.dtype`` (the reference takes the values)."""
+    return random_values(link.seed(1, nonce, TIER_CODES[tier], call, index), slot.shape)
+
+
+def capture_phase(link: CoreLink, nonce: int, tier: str, call: int, index: int, slot: TensorSlot) -> int:
+    """The first captured row of output ``index`` of call ``call``."""
+    return 0 if slot.stride == 1 else link.seed(2, nonce, TIER_CODES[tier], call, index) % slot.stride
+
+
+def captured_outputs(capture: np.ndarray, outputs: list[TensorSlot], phases: list[int]) -> dict[str, torch.Tensor]:
+    """One call's capture split into its outputs' captured rows: ``{name: [rows, last dim]}``."""
+    found, at = {}, 0
+    for slot, phase in zip(outputs, phases):
+        rows = len(range(phase, slot.rows, slot.stride))
+        raw = torch.from_numpy(capture[at: at + rows * slot.row_bytes].copy())
+        dtype = torch.float32 if slot.dtype == "float32" else torch.bfloat16
+        found[slot.name] = raw.view(dtype).reshape(rows, -1)
+        at += slot.captured_row_slots * slot.row_bytes
+    return found

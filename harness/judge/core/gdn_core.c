@@ -1,0 +1,821 @@
+/*
+ * The timing core: the part of the worker that a solution's Python cannot patch.
+ *
+ * A CPython extension (module _gdn_core), compiled by the judge at run start
+ * (harness/judge/core.py) and imported by the worker before the solution is.
+ * It holds, in C memory that no Python object refers to:
+ *   - a 32-byte key the judge wrote into a pipe (read here, never by Python);
+ *   - every input and output buffer of a workload (host memory, or device
+ *     memory from the CUDA driver), handed to the solution as torch tensors
+ *     through DLPack;
+ *   - the mapping of the capture area, a memfd the judge reads.
+ * and it runs every timed call itself: makes the call's inputs from the key
+ * (they exist nowhere before that), restores the stored inputs, poisons the
+ * destinations with NaN, flushes L2, starts the timer, calls run(), stops the
+ * timer and copies the destinations into the capture area, in stream order
+ * right after the call. The judge authorizes each chunk of calls with a
+ * command it signs (HMAC-SHA256, a sequence number the core checks, so no
+ * command runs twice), and the core signs what it returns: the samples, and a
+ * secret sample of the captured words, so a capture rewritten afterwards is
+ * seen. docs/judging.md has the threat model and what remains (native code in
+ * this address space can still find this module's memory).
+ *
+ * Layouts of commands and results: harness/judge/core.py (the one other
+ * reader and writer of them).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ SHA-256 and HMAC */
+
+typedef struct { uint32_t h[8]; uint64_t len; uint8_t buf[64]; size_t fill; } sha256_ctx;
+
+static const uint32_t K256[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha256_block(sha256_ctx *c, const uint8_t *p) {
+    uint32_t w[64], a, b, d, e, f, g, h, cc;
+    for (int i = 0; i < 16; i++) w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    a = c->h[0]; b = c->h[1]; cc = c->h[2]; d = c->h[3]; e = c->h[4]; f = c->h[5]; g = c->h[6]; h = c->h[7];
+    for (int i = 0; i < 64; i++) {
+        uint32_t t1 = h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + K256[i] + w[i];
+        uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & cc) ^ (b & cc));
+        h = g; g = f; f = e; e = d + t1; d = cc; cc = b; b = a; a = t1 + t2;
+    }
+    c->h[0] += a; c->h[1] += b; c->h[2] += cc; c->h[3] += d; c->h[4] += e; c->h[5] += f; c->h[6] += g; c->h[7] += h;
+}
+
+static void sha256_init(sha256_ctx *c) {
+    static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(c->h, iv, sizeof iv);
+    c->len = 0;
+    c->fill = 0;
+}
+
+static void sha256_update(sha256_ctx *c, const void *data, size_t n) {
+    const uint8_t *p = data;
+    c->len += n;
+    while (n) {
+        size_t take = 64 - c->fill < n ? 64 - c->fill : n;
+        memcpy(c->buf + c->fill, p, take);
+        c->fill += take; p += take; n -= take;
+        if (c->fill == 64) { sha256_block(c, c->buf); c->fill = 0; }
+    }
+}
+
+static void sha256_final(sha256_ctx *c, uint8_t out[32]) {
+    uint64_t bits = c->len * 8;
+    uint8_t pad = 0x80, zero = 0, lenbe[8];
+    sha256_update(c, &pad, 1);
+    while (c->fill != 56) sha256_update(c, &zero, 1);
+    for (int i = 0; i < 8; i++) lenbe[i] = (uint8_t)(bits >> (56 - 8 * i));
+    sha256_update(c, lenbe, 8);
+    for (int i = 0; i < 8; i++) {
+        out[4 * i] = (uint8_t)(c->h[i] >> 24); out[4 * i + 1] = (uint8_t)(c->h[i] >> 16);
+        out[4 * i + 2] = (uint8_t)(c->h[i] >> 8); out[4 * i + 3] = (uint8_t)c->h[i];
+    }
+}
+
+static uint8_t g_key[32];
+
+/* HMAC-SHA256 of the concatenation of two byte strings under g_key. */
+static void hmac2(const void *a, size_t na, const void *b, size_t nb, uint8_t out[32]) {
+    uint8_t ipad[64], opad[64], inner[32];
+    memset(ipad, 0x36, 64); memset(opad, 0x5c, 64);
+    for (int i = 0; i < 32; i++) { ipad[i] ^= g_key[i]; opad[i] ^= g_key[i]; }
+    sha256_ctx c;
+    sha256_init(&c); sha256_update(&c, ipad, 64); sha256_update(&c, a, na); sha256_update(&c, b, nb);
+    sha256_final(&c, inner);
+    sha256_init(&c); sha256_update(&c, opad, 64); sha256_update(&c, inner, 32); sha256_final(&c, out);
+}
+
+/* A 64-bit secret seed for (domain, four numbers): the first 8 bytes of their HMAC, little-endian. */
+static uint64_t seed_of(uint32_t domain, uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+    uint64_t msg[5] = {domain, a, b, c, d};
+    uint8_t mac[32];
+    uint64_t s;
+    hmac2(msg, sizeof msg, NULL, 0, mac);
+    memcpy(&s, mac, 8);
+    return s;
+}
+
+/* ------------------------------------------------------------------ random inputs */
+
+/* splitmix64's output function: element j of a stream draws mix(seed + (j + 1) * golden). */
+static inline uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* An approximately standard-normal float (Irwin-Hall of four uniforms): every step exact in
+ * float32 but the last product, so numpy computes the same bits (harness/judge/core.py). */
+static inline float normal_of(uint64_t x) {
+    float s = 0.0f;
+    for (int lane = 0; lane < 4; lane++) s += ((float)((x >> (16 * lane)) & 0xffff) + 0.5f) * (1.0f / 65536.0f);
+    return (s - 2.0f) * 1.7320508f;
+}
+
+static inline uint16_t bf16_of(float f) { /* round to nearest even; no NaN reaches here */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+enum { DT_F32 = 1, DT_BF16 = 2 };
+
+static void fill_random(void *dst, size_t numel, int dtype, uint64_t seed) {
+    for (size_t j = 0; j < numel; j++) {
+        float v = normal_of(mix64(seed + (uint64_t)(j + 1) * 0x9E3779B97F4A7C15ULL));
+        if (dtype == DT_F32) ((float *)dst)[j] = v;
+        else ((uint16_t *)dst)[j] = bf16_of(v);
+    }
+}
+
+/* ------------------------------------------------------------------ the CUDA driver, loaded at arm */
+
+typedef int CUresult;
+typedef uintptr_t CUdeviceptr;
+typedef void *CUevent;
+typedef void *CUstream;
+typedef void *CUcontext;
+typedef struct {
+    size_t srcXInBytes, srcY; int srcMemoryType; const void *srcHost; CUdeviceptr srcDevice; void *srcArray; size_t srcPitch;
+    size_t dstXInBytes, dstY; int dstMemoryType; void *dstHost; CUdeviceptr dstDevice; void *dstArray; size_t dstPitch;
+    size_t WidthInBytes, Height;
+} CUDA_MEMCPY2D;
+enum { CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2 };
+
+static struct {
+    CUresult (*ctxGetCurrent)(CUcontext *);
+    CUresult (*memAlloc)(CUdeviceptr *, size_t);
+    CUresult (*memFree)(CUdeviceptr);
+    CUresult (*memAllocHost)(void **, size_t);
+    CUresult (*memFreeHost)(void *);
+    CUresult (*memHostRegister)(void *, size_t, unsigned);
+    CUresult (*memcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*memcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*memcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*memcpy2DAsync)(const CUDA_MEMCPY2D *, CUstream);
+    CUresult (*memsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+    CUresult (*memsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
+    CUresult (*eventCreate)(CUevent *, unsigned);
+    CUresult (*eventRecord)(CUevent, CUstream);
+    CUresult (*eventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*ctxSynchronize)(void);
+    CUresult (*getErrorString)(CUresult, const char **);
+} cu;
+
+static int cu_failed(CUresult r, const char *what) {
+    if (r == 0) return 0;
+    const char *text = "unknown";
+    if (cu.getErrorString) cu.getErrorString(r, &text);
+    PyErr_Format(PyExc_RuntimeError, "timing core: %s failed: CUDA error %d (%s)", what, r, text);
+    return 1;
+}
+#define CU(call, what) do { if (cu_failed((call), (what))) return -1; } while (0)
+
+static int load_driver(void) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) { PyErr_Format(PyExc_RuntimeError, "timing core: cannot load libcuda.so.1: %s", dlerror()); return -1; }
+#define SYM(field, name) do { *(void **)&cu.field = dlsym(lib, name); \
+        if (!cu.field) { PyErr_Format(PyExc_RuntimeError, "timing core: libcuda lacks %s", name); return -1; } } while (0)
+    SYM(ctxGetCurrent, "cuCtxGetCurrent"); SYM(memAlloc, "cuMemAlloc_v2"); SYM(memFree, "cuMemFree_v2");
+    SYM(memAllocHost, "cuMemAllocHost_v2"); SYM(memFreeHost, "cuMemFreeHost"); SYM(memHostRegister, "cuMemHostRegister_v2");
+    SYM(memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"); SYM(memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    SYM(memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"); SYM(memcpy2DAsync, "cuMemcpy2DAsync_v2");
+    SYM(memsetD32Async, "cuMemsetD32Async"); SYM(memsetD16Async, "cuMemsetD16Async");
+    SYM(eventCreate, "cuEventCreate"); SYM(eventRecord, "cuEventRecord"); SYM(ctxSynchronize, "cuCtxSynchronize");
+    SYM(getErrorString, "cuGetErrorString");
+    *(void **)&cu.eventElapsedTime = dlsym(lib, "cuEventElapsedTime_v2");
+    if (!cu.eventElapsedTime) SYM(eventElapsedTime, "cuEventElapsedTime");
+#undef SYM
+    return 0;
+}
+
+/* ------------------------------------------------------------------ state */
+
+#define MAX_TENSORS 16
+#define MAX_DIMS 6
+#define MAX_EVENTS 64
+#define WORDS_PER_CALL 256
+#define STAGING_BYTES ((size_t)256 << 20)
+#define MAGIC 0x43444e47u /* "GNDC" little-endian: commands and results */
+
+enum { K_NONE = 0, K_RANDOM = 1, K_STORED = 2 };
+enum { CMD_WORKLOAD = 1, CMD_CHUNK = 2 };
+enum { TIER_WALLCLOCK = 0, TIER_EVENTS = 1, TIER_SYNC = 2, TIER_CUPTI = 3 };
+enum { MODE_WARM = 0, MODE_TIMED = 1 };
+
+typedef struct {
+    char name[32];
+    int kind, dtype, ndim;
+    int64_t shape[MAX_DIMS];
+    size_t nbytes, numel, row_bytes;
+    uint32_t stride;         /* outputs: capture one row in `stride` (1: every row) */
+    void *host;              /* CPU run: the buffer; GPU run: pinned staging of a random input, `slots` calls' worth */
+    size_t slots;
+    CUdeviceptr dev;         /* GPU run: the buffer */
+    void *pristine;          /* stored inputs: host copy (CPU) */
+    CUdeviceptr pristine_dev;
+    PyObject *tensor;        /* what the solution is handed */
+} Slot;
+
+static struct {
+    int armed, gpu, device_index;
+    uint64_t seq;                     /* the next command's sequence number */
+    uint8_t *area; size_t area_size;  /* the capture area */
+    CUdeviceptr flush; size_t flush_bytes;
+    CUevent start[MAX_EVENTS], end[MAX_EVENTS];
+    PyObject *from_dlpack, *run;
+    PyObject *before, *after;         /* the CUPTI tier's recorder, called around each timed run() (set_hooks) */
+    /* the workload */
+    int loaded, inplace, n_in, n_out, has_scale;
+    uint64_t nonce;
+    double scale;
+    Slot in[MAX_TENSORS], out[MAX_TENSORS];
+    size_t staging_calls;             /* random-input staging slots allocated per input (GPU) */
+} S;
+
+static double now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* ------------------------------------------------------------------ DLPack */
+
+typedef struct { int32_t device_type, device_id; } DLDevice;
+typedef struct { uint8_t code, bits; uint16_t lanes; } DLDataType;
+typedef struct { void *data; DLDevice device; int32_t ndim; DLDataType dtype; int64_t *shape, *strides; uint64_t byte_offset; } DLTensor;
+typedef struct DLManagedTensor { DLTensor dl_tensor; void *manager_ctx; void (*deleter)(struct DLManagedTensor *); } DLManagedTensor;
+
+static void dl_delete(DLManagedTensor *m) { free(m->dl_tensor.shape); free(m); } /* the data is the core's */
+
+static void capsule_destructor(PyObject *capsule) {
+    if (PyCapsule_IsValid(capsule, "dltensor")) { /* never consumed */
+        DLManagedTensor *m = PyCapsule_GetPointer(capsule, "dltensor");
+        if (m) m->deleter(m);
+    }
+}
+
+static PyObject *as_tensor(Slot *s) {
+    DLManagedTensor *m = calloc(1, sizeof *m);
+    int64_t *shape = calloc(MAX_DIMS * 2, sizeof(int64_t));
+    if (!m || !shape) { free(m); free(shape); return PyErr_NoMemory(); }
+    int64_t stride = 1;
+    for (int d = s->ndim - 1; d >= 0; d--) { shape[d] = s->shape[d]; shape[MAX_DIMS + d] = stride; stride *= s->shape[d]; }
+    m->dl_tensor.data = S.gpu ? (void *)s->dev : s->host;
+    m->dl_tensor.device.device_type = S.gpu ? 2 : 1;
+    m->dl_tensor.device.device_id = S.gpu ? S.device_index : 0;
+    m->dl_tensor.ndim = s->ndim;
+    m->dl_tensor.dtype.code = s->dtype == DT_F32 ? 2 : 4;
+    m->dl_tensor.dtype.bits = s->dtype == DT_F32 ? 32 : 16;
+    m->dl_tensor.dtype.lanes = 1;
+    m->dl_tensor.shape = shape;
+    m->dl_tensor.strides = shape + MAX_DIMS;
+    m->deleter = dl_delete;
+    PyObject *capsule = PyCapsule_New(m, "dltensor", capsule_destructor);
+    if (!capsule) { dl_delete(m); return NULL; }
+    PyObject *tensor = PyObject_CallOneArg(S.from_dlpack, capsule);
+    Py_DECREF(capsule);
+    return tensor;
+}
+
+/* ------------------------------------------------------------------ commands */
+
+typedef struct { const uint8_t *p; size_t left; int bad; } Reader;
+
+static uint64_t take(Reader *r, size_t n) {
+    uint64_t v = 0;
+    if (r->left < n) { r->bad = 1; return 0; }
+    memcpy(&v, r->p, n);
+    r->p += n; r->left -= n;
+    return v;
+}
+
+/* Check a command's HMAC (its last 32 bytes) and sequence number; a reader over its body. */
+static int open_command(PyObject *bytes, int want_kind, Reader *r) {
+    char *data; Py_ssize_t n;
+    if (PyBytes_AsStringAndSize(bytes, &data, &n) < 0) return -1;
+    if (n < 32 + 16) { PyErr_SetString(PyExc_ValueError, "timing core: command too short"); return -1; }
+    uint8_t mac[32];
+    hmac2(data, (size_t)n - 32, NULL, 0, mac);
+    uint8_t diff = 0;
+    for (int i = 0; i < 32; i++) diff |= mac[i] ^ (uint8_t)data[n - 32 + i];
+    if (diff) { PyErr_SetString(PyExc_PermissionError, "timing core: a command the judge did not sign"); return -1; }
+    r->p = (const uint8_t *)data; r->left = (size_t)n - 32; r->bad = 0;
+    uint32_t magic = (uint32_t)take(r, 4), kind = (uint32_t)take(r, 4);
+    uint64_t seq = take(r, 8);
+    if (magic != MAGIC || (int)kind != want_kind || seq != S.seq) {
+        PyErr_Format(PyExc_PermissionError, "timing core: command out of turn (kind %u, sequence %llu, expected %llu)",
+                     kind, (unsigned long long)seq, (unsigned long long)S.seq);
+        return -1;
+    }
+    S.seq++;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ workload buffers */
+
+static void free_slot(Slot *s) {
+    Py_CLEAR(s->tensor);
+    if (S.gpu) {
+        if (s->dev) cu.memFree(s->dev);
+        if (s->pristine_dev) cu.memFree(s->pristine_dev);
+        if (s->host) cu.memFreeHost(s->host);
+    } else {
+        free(s->host);
+    }
+    free(s->pristine);
+    memset(s, 0, sizeof *s);
+}
+
+static void unload(void) {
+    for (int i = 0; i < S.n_in; i++) free_slot(&S.in[i]);
+    for (int i = 0; i < S.n_out; i++) free_slot(&S.out[i]);
+    S.n_in = S.n_out = 0;
+    S.loaded = 0;
+}
+
+static int read_slot(Reader *r, Slot *s, int output) {
+    size_t len = (size_t)take(r, 2);
+    if (len >= sizeof s->name || r->left < len) { r->bad = 1; return -1; }
+    memcpy(s->name, r->p, len); s->name[len] = 0; r->p += len; r->left -= len;
+    s->kind = (int)take(r, 1); s->dtype = (int)take(r, 1); s->ndim = (int)take(r, 1);
+    s->stride = output ? (uint32_t)take(r, 4) : 1;
+    if (s->ndim > MAX_DIMS || (s->dtype != DT_F32 && s->dtype != DT_BF16) || s->stride == 0) { r->bad = 1; return -1; }
+    s->numel = 1;
+    for (int d = 0; d < s->ndim; d++) { s->shape[d] = (int64_t)take(r, 8); s->numel *= (size_t)s->shape[d]; }
+    s->nbytes = s->numel * (s->dtype == DT_F32 ? 4 : 2);
+    s->row_bytes = s->ndim ? (size_t)s->shape[s->ndim - 1] * (s->dtype == DT_F32 ? 4 : 2) : s->nbytes;
+    return r->bad ? -1 : 0;
+}
+
+static int alloc_slot(Slot *s) {
+    if (s->kind == K_NONE && s->nbytes == 0) return 0;
+    size_t n = s->nbytes ? s->nbytes : 1;
+    if (S.gpu) {
+        CU(cu.memAlloc(&s->dev, n), "cuMemAlloc");
+        if (s->kind == K_RANDOM) { /* one staging slot per call of a chunk, within STAGING_BYTES */
+            s->slots = STAGING_BYTES / n < 1 ? 1 : (STAGING_BYTES / n > MAX_EVENTS ? MAX_EVENTS : STAGING_BYTES / n);
+            CU(cu.memAllocHost(&s->host, n * s->slots), "cuMemAllocHost");
+        }
+        if (s->kind == K_STORED) CU(cu.memAlloc(&s->pristine_dev, n), "cuMemAlloc");
+    } else {
+        s->host = malloc(n);
+        if (!s->host) { PyErr_NoMemory(); return -1; }
+    }
+    if (s->kind == K_STORED && !S.gpu) {
+        s->pristine = malloc(n);
+        if (!s->pristine) { PyErr_NoMemory(); return -1; }
+    }
+    s->tensor = as_tensor(s);
+    return s->tensor ? 0 : -1;
+}
+
+/* set_workload(command, stored): the workload's buffers; `stored` maps names to bytes-like objects. */
+static PyObject *set_workload(PyObject *self, PyObject *args) {
+    PyObject *command, *stored;
+    if (!PyArg_ParseTuple(args, "SO!", &command, &PyDict_Type, &stored)) return NULL;
+    if (!S.armed) { PyErr_SetString(PyExc_RuntimeError, "timing core: not armed"); return NULL; }
+    Reader r;
+    if (open_command(command, CMD_WORKLOAD, &r) < 0) return NULL;
+    unload();
+    S.nonce = take(&r, 8);
+    S.inplace = (int)take(&r, 1);
+    S.has_scale = (int)take(&r, 1);
+    uint64_t scale_bits = take(&r, 8);
+    memcpy(&S.scale, &scale_bits, 8);
+    S.n_in = (int)take(&r, 1); S.n_out = (int)take(&r, 1);
+    if (r.bad || S.n_in > MAX_TENSORS || S.n_out > MAX_TENSORS) goto malformed;
+    for (int i = 0; i < S.n_in; i++) if (read_slot(&r, &S.in[i], 0) < 0) goto malformed;
+    for (int i = 0; i < S.n_out; i++) if (read_slot(&r, &S.out[i], 1) < 0) goto malformed;
+    if (r.left) goto malformed;
+    for (int i = 0; i < S.n_in; i++) if (S.in[i].kind != K_NONE && alloc_slot(&S.in[i]) < 0) { unload(); return NULL; }
+    for (int i = 0; i < S.n_out; i++) if (alloc_slot(&S.out[i]) < 0) { unload(); return NULL; }
+    for (int i = 0; i < S.n_in; i++) {
+        Slot *s = &S.in[i];
+        if (s->kind != K_STORED) continue;
+        PyObject *data = PyDict_GetItemString(stored, s->name);
+        Py_buffer view;
+        if (!data || PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+            PyErr_Format(PyExc_ValueError, "timing core: stored input %s missing or not bytes-like", s->name);
+            unload(); return NULL;
+        }
+        if ((size_t)view.len != s->nbytes) {
+            PyErr_Format(PyExc_ValueError, "timing core: stored input %s has %zd bytes, expected %zu", s->name, view.len, s->nbytes);
+            PyBuffer_Release(&view); unload(); return NULL;
+        }
+        if (S.gpu) {
+            if (cu_failed(cu.memcpyHtoDAsync(s->pristine_dev, view.buf, s->nbytes, 0), "cuMemcpyHtoDAsync") ||
+                cu_failed(cu.ctxSynchronize(), "cuCtxSynchronize")) { PyBuffer_Release(&view); unload(); return NULL; }
+        } else {
+            memcpy(s->pristine, view.buf, s->nbytes);
+        }
+        PyBuffer_Release(&view);
+    }
+    S.loaded = 1;
+    Py_RETURN_NONE;
+malformed:
+    unload();
+    PyErr_SetString(PyExc_ValueError, "timing core: malformed workload command");
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ one call */
+
+static Slot *output_named(const char *name) {
+    for (int i = 0; i < S.n_out; i++) if (!strcmp(S.out[i].name, name)) return &S.out[i];
+    return NULL;
+}
+
+/* Make call `call`'s inputs (the k-th call of a chunk) and poison its destinations. On a GPU a
+ * random input goes through a pinned staging slot, which waits for the device before it is
+ * reused (only an input too large for STAGING_BYTES / chunk slots ever waits). */
+static int prepare_call(uint32_t tier, uint64_t call, size_t k) {
+    for (int i = 0; i < S.n_in; i++) {
+        Slot *s = &S.in[i];
+        if (s->kind == K_RANDOM) {
+            uint64_t seed = seed_of(1, S.nonce, tier, call, (uint64_t)i);
+            if (S.gpu) {
+                if (k && k % s->slots == 0) CU(cu.ctxSynchronize(), "cuCtxSynchronize");
+                uint8_t *stage = (uint8_t *)s->host + (k % s->slots) * s->nbytes;
+                fill_random(stage, s->numel, s->dtype, seed);
+                CU(cu.memcpyHtoDAsync(s->dev, stage, s->nbytes, 0), "cuMemcpyHtoDAsync");
+            } else {
+                fill_random(s->host, s->numel, s->dtype, seed);
+            }
+        } else if (s->kind == K_STORED) {
+            if (S.gpu) CU(cu.memcpyDtoDAsync(s->dev, s->pristine_dev, s->nbytes, 0), "cuMemcpyDtoDAsync");
+            else memcpy(s->host, s->pristine, s->nbytes);
+        }
+    }
+    for (int i = 0; i < S.n_out; i++) {
+        Slot *o = &S.out[i];
+        if (S.inplace && !strcmp(o->name, "new_state")) { /* the state, to be updated in place */
+            Slot *state = NULL;
+            for (int j = 0; j < S.n_in; j++) if (!strcmp(S.in[j].name, "state")) state = &S.in[j];
+            if (state && state->kind != K_NONE) {
+                if (S.gpu) CU(cu.memcpyDtoDAsync(o->dev, state->dev, o->nbytes, 0), "cuMemcpyDtoDAsync");
+                else memcpy(o->host, state->host, o->nbytes);
+            } else if (S.gpu) {
+                CU(cu.memsetD32Async(o->dev, 0, o->nbytes / 4, 0), "cuMemsetD32Async");
+            } else {
+                memset(o->host, 0, o->nbytes);
+            }
+            continue;
+        }
+        if (S.gpu) {
+            if (o->dtype == DT_F32) CU(cu.memsetD32Async(o->dev, 0x7fc00000u, o->numel, 0), "cuMemsetD32Async");
+            else CU(cu.memsetD16Async(o->dev, 0x7fc0, o->numel, 0), "cuMemsetD16Async");
+        } else if (o->dtype == DT_F32) {
+            for (size_t j = 0; j < o->numel; j++) ((uint32_t *)o->host)[j] = 0x7fc00000u;
+        } else {
+            for (size_t j = 0; j < o->numel; j++) ((uint16_t *)o->host)[j] = 0x7fc0;
+        }
+    }
+    return 0;
+}
+
+/* run(arguments): the dict is made afresh for every call (a solution that edits it edits its copy). */
+static int call_run(void) {
+    PyObject *arguments = PyDict_New();
+    if (!arguments) return -1;
+    for (int i = 0; i < S.n_in; i++) {
+        Slot *s = &S.in[i];
+        PyObject *value = s->kind == K_NONE ? Py_None : s->tensor;
+        if (S.inplace && !strcmp(s->name, "state") && output_named("new_state")) value = output_named("new_state")->tensor;
+        if (PyDict_SetItemString(arguments, s->name, value) < 0) { Py_DECREF(arguments); return -1; }
+    }
+    if (S.has_scale) {
+        PyObject *scale = PyFloat_FromDouble(S.scale);
+        if (!scale || PyDict_SetItemString(arguments, "scale", scale) < 0) { Py_XDECREF(scale); Py_DECREF(arguments); return -1; }
+        Py_DECREF(scale);
+    }
+    for (int i = 0; i < S.n_out; i++)
+        if (PyDict_SetItemString(arguments, S.out[i].name, S.out[i].tensor) < 0) { Py_DECREF(arguments); return -1; }
+    PyObject *returned = PyObject_CallOneArg(S.run, arguments);
+    Py_DECREF(arguments);
+    if (!returned) return -1;
+    Py_DECREF(returned);
+    return 0;
+}
+
+/* The rows of an output that call `call` captures: one in `stride`, from a secret phase. */
+static size_t captured_rows(Slot *o, size_t phase) {
+    size_t rows = o->nbytes / o->row_bytes;
+    return phase < rows ? (rows - phase + o->stride - 1) / o->stride : 0;
+}
+
+static size_t capture_bytes_per_call(void) {
+    size_t total = 0;
+    for (int i = 0; i < S.n_out; i++) {
+        Slot *o = &S.out[i];
+        size_t rows = o->nbytes / o->row_bytes;
+        total += (o->stride == 1 ? rows : (rows + o->stride - 1) / o->stride) * o->row_bytes;
+    }
+    return total;
+}
+
+/* Copy call `call`'s destinations into the capture area at `at`, in stream order after the call. */
+static int capture(uint32_t tier, uint64_t call, uint8_t *at) {
+    for (int i = 0; i < S.n_out; i++) {
+        Slot *o = &S.out[i];
+        size_t phase = o->stride == 1 ? 0 : (size_t)(seed_of(2, S.nonce, tier, call, (uint64_t)i) % o->stride);
+        size_t rows = captured_rows(o, phase), width = o->row_bytes, pitch = o->row_bytes * o->stride;
+        if (S.gpu) {
+            CUDA_MEMCPY2D m;
+            memset(&m, 0, sizeof m);
+            m.srcMemoryType = CU_MEMORYTYPE_DEVICE; m.srcDevice = o->dev + phase * width; m.srcPitch = pitch;
+            m.dstMemoryType = CU_MEMORYTYPE_HOST; m.dstHost = at; m.dstPitch = width;
+            m.WidthInBytes = width; m.Height = rows;
+            if (rows) CU(cu.memcpy2DAsync(&m, 0), "cuMemcpy2DAsync");
+        } else {
+            for (size_t r = 0; r < rows; r++) memcpy(at + r * width, (uint8_t *)o->host + (phase + r * o->stride) * width, width);
+        }
+        /* the area's layout per call is fixed by the largest phase-0 row count; pad the rest */
+        size_t full = (o->stride == 1 ? o->nbytes / width : (o->nbytes / width + o->stride - 1) / o->stride);
+        at += full * width;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ run_chunk */
+
+static int flush_l2(void) {
+    if (S.gpu && S.flush_bytes) CU(cu.memsetD32Async(S.flush, 0, S.flush_bytes / 4, 0), "cuMemsetD32Async (L2 flush)");
+    return 0;
+}
+
+/* Warm-up: back-to-back calls (inputs of a domain no timed call uses) for warm_ns or max_calls. */
+static int warm(uint32_t tier, uint64_t warm_ns, uint32_t max_calls, uint32_t *calls, double *wall_ns) {
+    double began = now_ns();
+    *calls = 0;
+    while (*calls == 0 || (now_ns() - began < (double)warm_ns && *calls < max_calls)) {
+        if (prepare_call(tier, (1ULL << 40) + *calls, *calls) < 0 || flush_l2() < 0 || call_run() < 0) return -1;
+        (*calls)++;
+        if (S.gpu && *calls % 16 == 0) CU(cu.ctxSynchronize(), "cuCtxSynchronize"); /* a short queue: the deadline means GPU time */
+    }
+    if (S.gpu) CU(cu.ctxSynchronize(), "cuCtxSynchronize");
+    *wall_ns = now_ns() - began;
+    return 0;
+}
+
+/* One of the CUPTI tier's hooks (none set: nothing to call). */
+static int call_hook(PyObject *hook) {
+    if (!hook) return 0;
+    PyObject *r = PyObject_CallNoArgs(hook);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* Timed calls first .. first + count - 1; samples in µs, host time of each run() call in ns.
+ * Returns the calls completed: fewer than `count` when run() raised (its exception left set, the
+ * calls before it timed and captured), -1 when the core itself failed. */
+static int timed(uint32_t tier, uint64_t first, uint32_t count, uint32_t warmup, double *samples, double *host_ns) {
+    size_t per_call = capture_bytes_per_call();
+    if ((size_t)count * per_call > S.area_size) {
+        PyErr_Format(PyExc_ValueError, "timing core: %u calls need %zu bytes of capture area, it has %zu",
+                     count, (size_t)count * per_call, S.area_size);
+        return -1;
+    }
+    for (uint32_t w = 0; w < warmup; w++) { /* untimed calls before the timed ones (the sync tier's trials) */
+        if (flush_l2() < 0 || prepare_call(tier, (1ULL << 41) + first + w, 0) < 0 || call_run() < 0) return -1;
+        if (S.gpu) CU(cu.ctxSynchronize(), "cuCtxSynchronize");
+    }
+    uint32_t done = 0;
+    for (uint32_t k = 0; k < count; k++) {
+        uint64_t call = first + k;
+        if (tier == TIER_SYNC) { /* the contest's loop: flush, then the inputs (left warm in L2), synchronize */
+            if (flush_l2() < 0 || prepare_call(tier, call, k) < 0) return -1;
+            CU(cu.ctxSynchronize(), "cuCtxSynchronize");
+        } else if (prepare_call(tier, call, k) < 0 || flush_l2() < 0) { /* inputs first: a cold L2 */
+            return -1;
+        }
+        if (tier == TIER_CUPTI) { /* CUPTI's own records time the call: it starts on an idle GPU, between the recorder's marks */
+            CU(cu.ctxSynchronize(), "cuCtxSynchronize");
+            if (call_hook(S.before) < 0) return -1;
+        }
+        double t0 = 0;
+        if (S.gpu) CU(cu.eventRecord(S.start[k], 0), "cuEventRecord");
+        t0 = now_ns();
+        int failed = call_run() < 0;
+        if (tier == TIER_CUPTI) { /* the recorder's mark is closed even after a failure, whose exception wins */
+            PyObject *type, *value, *trace;
+            PyErr_Fetch(&type, &value, &trace);
+            int hook_failed = call_hook(S.after) < 0;
+            if (failed) { PyErr_Clear(); PyErr_Restore(type, value, trace); }
+            else if (hook_failed) return -1;
+        }
+        if (failed) break;
+        done = k + 1;
+        double t1 = now_ns();
+        if (S.gpu) CU(cu.eventRecord(S.end[k], 0), "cuEventRecord");
+        host_ns[k] = t1 - t0;
+        if (!S.gpu) samples[k] = (t1 - t0) / 1e3;
+        if (capture(tier, call, S.area + k * per_call) < 0) return -1;
+    }
+    if (S.gpu) {
+        PyObject *type, *value, *trace;
+        PyErr_Fetch(&type, &value, &trace); /* run()'s exception, if any, survives the CUDA calls */
+        if (cu_failed(cu.ctxSynchronize(), "cuCtxSynchronize")) { Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(trace); return -1; }
+        for (uint32_t k = 0; k < done; k++) {
+            float ms;
+            if (cu_failed(cu.eventElapsedTime(&ms, S.start[k], S.end[k]), "cuEventElapsedTime")) {
+                Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(trace); return -1;
+            }
+            samples[k] = (double)ms * 1e3;
+        }
+        PyErr_Restore(type, value, trace);
+    }
+    return (int)done;
+}
+
+/* The text of the pending Python exception (cleared), or None. */
+static PyObject *take_error(void) {
+    if (!PyErr_Occurred()) Py_RETURN_NONE;
+    PyObject *type, *value, *trace;
+    PyErr_Fetch(&type, &value, &trace);
+    PyErr_NormalizeException(&type, &value, &trace);
+    PyObject *text = NULL, *traceback = PyImport_ImportModule("traceback");
+    if (traceback) {
+        PyObject *lines = PyObject_CallMethod(traceback, "format_exception", "OOO", type ? type : Py_None,
+                                              value ? value : Py_None, trace ? trace : Py_None);
+        if (lines) {
+            PyObject *empty = PyUnicode_FromString("");
+            text = empty ? PyUnicode_Join(empty, lines) : NULL;
+            Py_XDECREF(empty);
+            Py_DECREF(lines);
+        }
+        Py_DECREF(traceback);
+    }
+    Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(trace);
+    if (!text) { PyErr_Clear(); text = PyUnicode_FromString("run() raised (its traceback could not be formatted)"); }
+    return text;
+}
+
+/* run_chunk(command) -> (signed result bytes, None or the traceback of run() when it raised;
+ * the result then holds the calls before it). Layout: harness/judge/core.py. */
+static PyObject *run_chunk(PyObject *self, PyObject *args) {
+    PyObject *command;
+    if (!PyArg_ParseTuple(args, "S", &command)) return NULL;
+    if (!S.armed || !S.loaded || !S.run) { PyErr_SetString(PyExc_RuntimeError, "timing core: no workload or no run"); return NULL; }
+    Reader r;
+    if (open_command(command, CMD_CHUNK, &r) < 0) return NULL;
+    uint64_t seq = S.seq - 1;
+    uint32_t tier = (uint32_t)take(&r, 4), mode = (uint32_t)take(&r, 4);
+    uint64_t first = take(&r, 8);
+    uint32_t count = (uint32_t)take(&r, 4), warmup = (uint32_t)take(&r, 4);
+    uint64_t warm_ns = take(&r, 8);
+    uint32_t max_calls = (uint32_t)take(&r, 4);
+    if (r.bad || r.left || tier > TIER_CUPTI || mode > MODE_TIMED || count > MAX_EVENTS || (tier != TIER_WALLCLOCK) != S.gpu) {
+        PyErr_SetString(PyExc_ValueError, "timing core: malformed chunk command");
+        return NULL;
+    }
+    uint32_t calls = 0, stopped = 0;
+    double wall_ns = 0, samples[MAX_EVENTS], host_ns[MAX_EVENTS];
+    uint64_t words[MAX_EVENTS][WORDS_PER_CALL];
+    size_t per_call = capture_bytes_per_call();
+    if (mode == MODE_WARM) {
+        if (warm(tier, warm_ns, max_calls, &calls, &wall_ns) < 0) return NULL;
+        count = 0;
+    } else {
+        double began = now_ns();
+        int done = timed(tier, first, count, warmup, samples, host_ns);
+        if (done < 0) return NULL;
+        wall_ns = now_ns() - began;
+        stopped = (uint32_t)done < count;
+        calls = count = (uint32_t)done;
+        for (uint32_t k = 0; k < count; k++) { /* a secret sample of what was captured, signed below */
+            size_t n_words = per_call / 8;
+            uint64_t s = seed_of(3, seq, k, 0, 0);
+            for (int j = 0; j < WORDS_PER_CALL; j++) {
+                size_t at = n_words ? (size_t)(mix64(s + (uint64_t)(j + 1) * 0x9E3779B97F4A7C15ULL) % n_words) : 0;
+                words[k][j] = 0;
+                if (n_words) memcpy(&words[k][j], S.area + k * per_call + at * 8, 8);
+            }
+        }
+    }
+    PyObject *error = take_error();
+    size_t size = 4 + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 8 + 8 + (size_t)count * (8 + 8 + 8 * WORDS_PER_CALL) + 32;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (!out) { Py_DECREF(error); return NULL; }
+    uint8_t *p = (uint8_t *)PyBytes_AS_STRING(out);
+    uint32_t magic = MAGIC;
+    uint64_t capture = per_call;
+#define PUT(v) do { memcpy(p, &(v), sizeof(v)); p += sizeof(v); } while (0)
+    PUT(magic); PUT(seq); PUT(tier); PUT(mode); PUT(first); PUT(count); PUT(calls); PUT(stopped); PUT(wall_ns); PUT(capture);
+    for (uint32_t k = 0; k < count; k++) PUT(samples[k]);
+    for (uint32_t k = 0; k < count; k++) PUT(host_ns[k]);
+    for (uint32_t k = 0; k < count; k++) { memcpy(p, words[k], 8 * WORDS_PER_CALL); p += 8 * WORDS_PER_CALL; }
+#undef PUT
+    hmac2(PyBytes_AS_STRING(out), size - 32, NULL, 0, p);
+    return Py_BuildValue("(NN)", out, error);
+}
+
+/* ------------------------------------------------------------------ arm and load */
+
+/* arm(key_fd, area_fd, area_size, device_index, flush_bytes): device_index < 0 for a CPU run. */
+static PyObject *arm(PyObject *self, PyObject *args) {
+    int key_fd, area_fd, device;
+    Py_ssize_t area_size, flush_bytes;
+    if (!PyArg_ParseTuple(args, "iinin", &key_fd, &area_fd, &area_size, &device, &flush_bytes)) return NULL;
+    if (S.armed) { PyErr_SetString(PyExc_RuntimeError, "timing core: armed already"); return NULL; }
+    size_t got = 0;
+    while (got < sizeof g_key) {
+        ssize_t n = read(key_fd, g_key + got, sizeof g_key - got);
+        if (n <= 0) { PyErr_SetString(PyExc_RuntimeError, "timing core: the key pipe ended early"); return NULL; }
+        got += (size_t)n;
+    }
+    close(key_fd);
+    void *area = mmap(NULL, (size_t)area_size, PROT_READ | PROT_WRITE, MAP_SHARED, area_fd, 0);
+    close(area_fd);
+    if (area == MAP_FAILED) { PyErr_SetFromErrno(PyExc_OSError); return NULL; }
+    S.area = area; S.area_size = (size_t)area_size;
+    PyObject *torch_c = PyImport_ImportModule("torch._C");
+    if (!torch_c) return NULL;
+    S.from_dlpack = PyObject_GetAttrString(torch_c, "_from_dlpack"); /* a builtin: nothing to patch in it */
+    Py_DECREF(torch_c);
+    if (!S.from_dlpack) return NULL;
+    S.gpu = device >= 0;
+    S.device_index = device;
+    if (S.gpu) {
+        CUcontext ctx = NULL;
+        if (load_driver() < 0) return NULL;
+        if (cu_failed(cu.ctxGetCurrent(&ctx), "cuCtxGetCurrent")) return NULL;
+        if (!ctx) { PyErr_SetString(PyExc_RuntimeError, "timing core: no current CUDA context (initialize torch.cuda first)"); return NULL; }
+        if (cu_failed(cu.memHostRegister(S.area, S.area_size, 0), "cuMemHostRegister (capture area)")) return NULL;
+        S.flush_bytes = (size_t)flush_bytes;
+        if (cu_failed(cu.memAlloc(&S.flush, S.flush_bytes), "cuMemAlloc (L2 flush)")) return NULL;
+        for (int i = 0; i < MAX_EVENTS; i++)
+            if (cu_failed(cu.eventCreate(&S.start[i], 0), "cuEventCreate") || cu_failed(cu.eventCreate(&S.end[i], 0), "cuEventCreate")) return NULL;
+    }
+    S.armed = 1;
+    Py_RETURN_NONE;
+}
+
+/* load(run): the solution's run callable (once). */
+static PyObject *load(PyObject *self, PyObject *fn) {
+    if (S.run) { PyErr_SetString(PyExc_RuntimeError, "timing core: a run is loaded already"); return NULL; }
+    if (!PyCallable_Check(fn)) { PyErr_SetString(PyExc_TypeError, "timing core: run is not callable"); return NULL; }
+    Py_INCREF(fn);
+    S.run = fn;
+    Py_RETURN_NONE;
+}
+
+/* set_hooks(before, after): what the CUPTI tier calls right before and after each timed run()
+ * (the worker's CUPTI recorder marks the call). The figure of that tier is the recorder's, so a
+ * solution that replaces the hooks changes only what it could forge anyway (docs/judging.md). */
+static PyObject *set_hooks(PyObject *self, PyObject *args) {
+    PyObject *before, *after;
+    if (!PyArg_ParseTuple(args, "OO", &before, &after)) return NULL;
+    Py_XSETREF(S.before, before == Py_None ? NULL : Py_NewRef(before));
+    Py_XSETREF(S.after, after == Py_None ? NULL : Py_NewRef(after));
+    Py_RETURN_NONE;
+}
+
+/* tensors(): the workload's arguments as the solution gets them (tests; the worker's checks). */
+static PyObject *tensors(PyObject *self, PyObject *unused) {
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    for (int i = 0; i < S.n_in; i++) if (S.in[i].tensor) PyDict_SetItemString(d, S.in[i].name, S.in[i].tensor);
+    for (int i = 0; i < S.n_out; i++) if (S.out[i].tensor) PyDict_SetItemString(d, S.out[i].name, S.out[i].tensor);
+    return d;
+}
+
+static PyMethodDef methods[] = {
+    {"arm", arm, METH_VARARGS, "arm(key_fd, area_fd, area_size, device_index, flush_bytes)"},
+    {"load", load, METH_O, "load(run)"},
+    {"set_workload", set_workload, METH_VARARGS, "set_workload(command, stored)"},
+    {"run_chunk", run_chunk, METH_VARARGS, "run_chunk(command) -> signed result"},
+    {"tensors", tensors, METH_NOARGS, "the current workload's tensors"},
+    {"set_hooks", set_hooks, METH_VARARGS, "set_hooks(before, after): the CUPTI tier's marks around each timed run()"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_gdn_core", "The judge's timing core (gdn_core.c).", -1, methods};
+
+PyMODINIT_FUNC PyInit__gdn_core(void) { return PyModule_Create(&module); }

@@ -1,0 +1,172 @@
+"""The timing core and the judge's mirror of it agree bit for bit; its signatures hold.
+
+The core is armed once per process, so what runs it does so in a subprocess
+(:data:`CORE_SCRIPT`) that reports what the solution was handed; the judge's side
+(:mod:`harness.judge.core`) must reproduce those inputs from the key alone.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from harness.data.dataset import OUR_DEFINITION
+from harness.data.definition import load_definition
+from harness.judge import core
+from harness.judge.batched_reference import gdn_decode
+from harness.judge.core import MODE_TIMED, MODE_WARM, CoreError, CoreLink, TensorSlot
+
+INPUTS = [TensorSlot("q", "random", "bfloat16", (2, 1, 4, 128)), TensorSlot("state", "random", "float32", (2, 8, 128, 128)),
+          TensorSlot("A_log", "stored", "float32", (8,)), TensorSlot("missing", "none", "float32", (2,))]
+OUTPUTS = [TensorSlot("output", "none", "bfloat16", (2, 1, 8, 128)),
+           TensorSlot("new_state", "none", "float32", (2, 8, 128, 128), 16)]
+
+CORE_SCRIPT = r'''
+import json, os, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+import _gdn_core
+key_fd, area_fd, commands = int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
+_gdn_core.arm(key_fd, area_fd, os.fstat(area_fd).st_size, -1, 0)
+seen = []
+def run(args):
+    seen.append({n: (t.float().sum().item(), t.flatten()[:4].float().tolist()) if isinstance(t, torch.Tensor) else t
+                 for n, t in args.items() if n not in ("output", "new_state")})
+    args["output"].fill_(1.0)
+    args["new_state"].copy_(torch.arange(args["new_state"].numel(), dtype=torch.float32).reshape(args["new_state"].shape))
+    return args
+_gdn_core.load(run)
+_gdn_core.set_workload(bytes.fromhex(commands[0]), {"A_log": torch.arange(8, dtype=torch.float32).numpy()})
+results = []
+for command in commands[1:]:
+    try:
+        result, error = _gdn_core.run_chunk(bytes.fromhex(command))
+        results.append(result.hex())
+    except Exception as exc:
+        results.append(f"{type(exc).__name__}: {exc}")
+print(json.dumps({"seen": seen, "results": results}))
+'''
+
+
+@pytest.fixture(scope="module")
+def core_dir(tmp_path_factory):
+    try:
+        library = core.build_core()
+    except CoreError as exc:
+        pytest.skip(f"no C toolchain for the timing core here: {exc}")
+    folder = tmp_path_factory.mktemp("core")
+    (folder / core.extension_file_name()).write_bytes(library)
+    return folder
+
+
+def run_core(core_dir, link: CoreLink, commands: list[bytes]) -> dict:
+    """Run :data:`CORE_SCRIPT` with the link's key pipe and capture area; its report."""
+    done = subprocess.run([sys.executable, "-c", CORE_SCRIPT, str(core_dir), str(link.key_fd), str(link.area.fd),
+                           json.dumps([c.hex() for c in commands])],
+                          pass_fds=(link.key_fd, link.area.fd), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_core_makes_the_inputs_the_judge_expects_and_signs_what_it_captured(core_dir):
+    link = CoreLink(1 << 22)
+    nonce = 1234
+    workload = link.workload_command(nonce, False, None, INPUTS, OUTPUTS)
+    warm, warm_seq = link.chunk_command("wallclock", MODE_WARM, warm_s=0.0, max_calls=2)
+    timed, timed_seq = link.chunk_command("wallclock", MODE_TIMED, first=5, count=3)
+    report = run_core(core_dir, link, [workload, warm, timed])
+    per_call = core.capture_bytes_per_call(OUTPUTS)
+    warm_result = link.open_result(bytes.fromhex(report["results"][0]), warm_seq, "wallclock", MODE_WARM, 0, 0, per_call)
+    assert warm_result.calls == 1 and not warm_result.samples_us  # warm_s 0: one call
+    result = link.open_result(bytes.fromhex(report["results"][1]), timed_seq, "wallclock", MODE_TIMED, 5, 3, per_call)
+    assert len(result.samples_us) == 3 and all(s > 0 for s in result.samples_us) and not result.stopped
+    for k, call in enumerate(range(5, 8)):  # the timed calls' inputs, rebuilt from the key alone
+        seen = report["seen"][1 + k]
+        q = core.random_input(link, nonce, "wallclock", call, 0, INPUTS[0]).bfloat16().float()
+        state = core.random_input(link, nonce, "wallclock", call, 1, INPUTS[1])
+        assert seen["q"][1] == q.flatten()[:4].tolist() and seen["state"][1] == state.flatten()[:4].tolist()
+        assert math.isclose(seen["state"][0], state.sum().item(), rel_tol=1e-6)
+        assert seen["A_log"][1] == [0.0, 1.0, 2.0, 3.0] and seen["missing"] is None
+    capture = link.read_capture(3, per_call)
+    assert link.check_words(timed_seq, capture, result.words) == []
+    for k, call in enumerate(range(5, 8)):
+        phases = [core.capture_phase(link, nonce, "wallclock", call, i, slot) for i, slot in enumerate(OUTPUTS)]
+        got = core.captured_outputs(capture[k], OUTPUTS, phases)
+        assert bool((got["output"] == 1.0).all())
+        rows = torch.arange(2 * 8 * 128 * 128, dtype=torch.float32).reshape(-1, 128)[phases[1]::16]
+        assert torch.equal(got["new_state"], rows)
+    tampered = link.read_capture(3, per_call)  # every call's capture rewritten after the core signed it
+    tampered[:, :] = 0
+    assert link.check_words(timed_seq, tampered, result.words) == [0, 1, 2]
+    link.close()
+
+
+def test_the_core_runs_only_what_the_judge_signed_once(core_dir):
+    link = CoreLink(1 << 22)
+    workload = link.workload_command(1, False, None, INPUTS, OUTPUTS)
+    chunk, _ = link.chunk_command("wallclock", MODE_TIMED, first=0, count=1)
+    forged = bytearray(chunk)
+    forged[-1] ^= 1
+    other = CoreLink(1 << 12)  # signed with another key
+    other.seq = link.seq
+    stranger, _ = other.chunk_command("wallclock", MODE_TIMED, first=0, count=1)
+    report = run_core(core_dir, link, [workload, bytes(forged), stranger, chunk, chunk])
+    assert report["results"][0].startswith("PermissionError") and "did not sign" in report["results"][0]
+    assert report["results"][1].startswith("PermissionError")
+    assert not report["results"][2].startswith(("PermissionError", "ValueError"))  # the real one runs
+    assert "out of turn" in report["results"][3]  # and only once
+    link.close()
+    other.close()
+
+
+def test_a_result_is_refused_when_not_signed_by_the_key_or_for_another_command():
+    link = CoreLink(1 << 12)
+    body = core._RESULT_HEAD.pack(core.MAGIC, 0, 0, MODE_TIMED, 0, 0, 0, 0, 1.0, 0)
+    with pytest.raises(CoreError, match="did not sign"):
+        link.open_result(body + b"\0" * 32, 0, "wallclock", MODE_TIMED, 0, 0, 0)
+    import hashlib
+    import hmac
+
+    signed = body + hmac.new(link.key, body, hashlib.sha256).digest()
+    assert link.open_result(signed, 0, "wallclock", MODE_TIMED, 0, 0, 0).samples_us == []
+    with pytest.raises(CoreError, match="another command"):
+        link.open_result(signed, 1, "wallclock", MODE_TIMED, 0, 0, 0)
+    link.close()
+
+
+def test_the_key_reaches_the_worker_only_through_its_pipe():
+    link = CoreLink(1 << 12)
+    assert os.read(link.key_fd, 64) == link.key and len(link.key) == 32
+    link.close_worker_ends()
+    link.close()
+
+
+def test_batched_reference_is_the_definitions_reference():
+    """The vectorized math that verifies every timed call equals the definition's own reference
+    (fp32; differences are the order of the sums)."""
+    definition = load_definition(OUR_DEFINITION)
+    gen = torch.Generator().manual_seed(7)
+    B, C = 2, 3
+    calls = [{"q": torch.randn(B, 1, 4, 128, generator=gen).bfloat16(), "k": torch.randn(B, 1, 4, 128, generator=gen).bfloat16(),
+              "v": torch.randn(B, 1, 8, 128, generator=gen).bfloat16(), "state": torch.randn(B, 8, 128, 128, generator=gen),
+              "A_log": torch.rand(8, generator=gen), "a": torch.randn(B, 1, 8, generator=gen).bfloat16(),
+              "dt_bias": torch.randn(8, generator=gen), "b": torch.randn(B, 1, 8, generator=gen).bfloat16()}
+             for _ in range(C)]
+    for scale in (0.0, 0.05):
+        output, new_state = gdn_decode({n: torch.stack([c[n] for c in calls]) for n in calls[0]}, scale)
+        for k, call in enumerate(calls):
+            want = definition.run_reference(dict(call, scale=scale))
+            assert torch.allclose(new_state[k], want["new_state"], atol=1e-5, rtol=1e-5)
+            assert torch.allclose(output[k].float(), want["output"].float(), atol=1e-2, rtol=1e-2)
+            assert (output[k].float() != want["output"].float()).float().mean() < 0.01  # bf16 ties, at most
+
+
+def test_the_cupti_tier_goes_through_the_core_only_when_asked(monkeypatch):
+    """The default keeps the CUPTI tier's measured loop (docs/judging.md); the switch sends it through the core."""
+    assert core.core_tiers() == {"wallclock", "events", "sync"} or core.CUPTI_IN_CORE
+    monkeypatch.setattr(core, "CUPTI_IN_CORE", True)
+    assert core.core_tiers() == {"wallclock", "events", "sync", "cupti"}
