@@ -84,10 +84,10 @@ def test_the_core_makes_the_inputs_the_judge_expects_and_signs_what_it_captured(
     assert warm_result.calls == 1 and not warm_result.samples_us  # warm_s 0: one call
     result = link.open_result(bytes.fromhex(report["results"][1]), timed_seq, "wallclock", MODE_TIMED, 5, 3, per_call)
     assert len(result.samples_us) == 3 and all(s > 0 for s in result.samples_us) and not result.stopped
+    qs = core.random_inputs(link, nonce, "wallclock", [5, 6, 7], 0, INPUTS[0]).bfloat16().float()
+    states = core.random_inputs(link, nonce, "wallclock", [5, 6, 7], 1, INPUTS[1])
     for k, call in enumerate(range(5, 8)):  # the timed calls' inputs, rebuilt from the key alone
-        seen = report["seen"][1 + k]
-        q = core.random_input(link, nonce, "wallclock", call, 0, INPUTS[0]).bfloat16().float()
-        state = core.random_input(link, nonce, "wallclock", call, 1, INPUTS[1])
+        seen, q, state = report["seen"][1 + k], qs[k], states[k]
         assert seen["q"][1] == q.flatten()[:4].tolist() and seen["state"][1] == state.flatten()[:4].tolist()
         assert math.isclose(seen["state"][0], state.sum().item(), rel_tol=1e-6)
         assert seen["A_log"][1] == [0.0, 1.0, 2.0, 3.0] and seen["missing"] is None

@@ -9,7 +9,7 @@ layouts are written down:
 * :func:`build_core` compiles it (host C compiler, CPython headers; cached by source hash);
 * :class:`CoreLink` holds the key (it reaches the worker through a pipe the core reads, never
   through Python) and the capture area, signs the commands and checks the signed results;
-* :func:`random_input` reproduces, bit for bit, the inputs the core made for a call, and
+* :func:`random_inputs` reproduces, bit for bit, the inputs the core made for a call, and
   :func:`captured_outputs` reads a call's outputs back out of the capture area.
 
 Layouts (little-endian; every command and result ends with its HMAC-SHA256 under the key):
@@ -269,31 +269,34 @@ class CoreLink:
 # ------------------------------------------------------------------ the core's inputs and captures, mirrored
 
 
-def _stream(seed: int, n: int) -> np.ndarray:
-    """splitmix64 outputs 1..n of ``seed`` (gdn_core.c: mix64(seed + j * golden))."""
+def _stream(seed, n: int) -> np.ndarray:
+    """splitmix64 outputs 1..n of ``seed`` (gdn_core.c: mix64(seed + j * golden)); for an array
+    of seeds, one row per seed."""
     with np.errstate(over="ignore"):
-        z = np.uint64(seed) + np.arange(1, n + 1, dtype=np.uint64) * _GOLDEN
+        z = np.asarray(seed, dtype=np.uint64)[..., None] + np.arange(1, n + 1, dtype=np.uint64) * _GOLDEN
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         return z ^ (z >> np.uint64(31))
 
 
-def random_values(seed: int, shape: tuple[int, ...]) -> torch.Tensor:
-    """The float32 values the core draws for a random input of ``shape`` from ``seed``
-    (Irwin-Hall of four 16-bit uniforms, as ``normal_of`` in gdn_core.c, bit for bit)."""
-    x = _stream(seed, int(np.prod(shape)))
+def random_values(seeds: list[int], shape: tuple[int, ...]) -> torch.Tensor:
+    """The float32 values the core draws for a random input of ``shape`` from each of ``seeds``
+    (Irwin-Hall of four 16-bit uniforms, as ``normal_of`` in gdn_core.c, bit for bit):
+    ``[len(seeds), *shape]``."""
+    x = _stream(np.array(seeds, dtype=np.uint64), int(np.prod(shape)))
     total = np.zeros(x.shape, np.float32)
     for lane in range(4):
         uniform = (((x >> np.uint64(16 * lane)) & np.uint64(0xFFFF)).astype(np.float32) + np.float32(0.5)) \
             * np.float32(1.0 / 65536.0)
         total = total + uniform
-    return torch.from_numpy((total - np.float32(2.0)) * np.float32(1.7320508)).reshape(shape)
+    return torch.from_numpy((total - np.float32(2.0)) * np.float32(1.7320508)).reshape(len(seeds), *shape)
 
 
-def random_input(link: CoreLink, nonce: int, tier: str, call: int, index: int, slot: TensorSlot) -> torch.Tensor:
-    """Input ``index`` (a random one) of timed call ``call`` as float32 values: what the core
-    handed the solution, before rounding to ``slot.dtype`` (the reference takes the values)."""
-    return random_values(link.seed(1, nonce, TIER_CODES[tier], call, index), slot.shape)
+def random_inputs(link: CoreLink, nonce: int, tier: str, calls: list[int], index: int, slot: TensorSlot) -> torch.Tensor:
+    """Input ``index`` (a random one) of timed calls ``calls`` as float32 values, ``[len(calls),
+    *slot.shape]``: what the core handed the solution, before rounding to ``slot.dtype`` (the
+    reference takes the values)."""
+    return random_values([link.seed(1, nonce, TIER_CODES[tier], call, index) for call in calls], slot.shape)
 
 
 def capture_phase(link: CoreLink, nonce: int, tier: str, call: int, index: int, slot: TensorSlot) -> int:

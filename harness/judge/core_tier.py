@@ -245,8 +245,7 @@ class CoreTier:
             if slot.source == "stored":
                 stacked[slot.name] = self.laid.stored[slot.name].float().expand(len(calls), *slot.shape)
                 continue
-            values = torch.stack([core_mod.random_input(self.link, self.laid.nonce, tier, call, index, slot)
-                                  for call in calls]).to(self.device)
+            values = core_mod.random_inputs(self.link, self.laid.nonce, tier, calls, index, slot).to(self.device)
             # the solution got values rounded to the definition's dtype; a bf16 state variant's rounding
             # of the fp32 state is the variant's, which the reference does not share (as in the trials)
             stacked[slot.name] = values if slot.name == "state" or slot.dtype == "float32" else values.bfloat16()
