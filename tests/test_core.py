@@ -141,7 +141,7 @@ def test_a_result_is_refused_when_not_signed_by_the_key_or_for_another_command()
 def test_the_key_reaches_the_worker_only_through_its_pipe():
     link = CoreLink(1 << 12)
     assert os.read(link.key_fd, 64) == link.key and len(link.key) == 32
-    link.close_worker_ends()
+    os.close(link.key_fd)
     link.close()
 
 

@@ -182,10 +182,6 @@ class CoreLink:
         self.key_fd = read_end
         self.area = PayloadArea.create(area_bytes, "gdn-judge-capture")
 
-    def close_worker_ends(self) -> None:
-        """Close the descriptors the worker inherited (the judge keeps its mapping of the area)."""
-        os.close(self.key_fd)
-
     def seed(self, domain: int, a: int, b: int, c: int, d: int) -> int:
         mac = hmac.new(self.key, struct.pack("<5Q", domain, a, b, c, d), hashlib.sha256).digest()
         return int.from_bytes(mac[:8], "little")

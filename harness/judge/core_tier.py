@@ -48,6 +48,7 @@ class CoreWorkload:
     inputs, and what the reference needs beside the random inputs."""
 
     nonce: int
+    batch_size: int
     inputs: list[TensorSlot]
     outputs: list[TensorSlot]
     scale: float | None
@@ -76,7 +77,7 @@ def lay_out(definition, workload: Workload, stored: dict[str, torch.Tensor], sta
                           definition.shape_of(spec, workload.axes),
                           STATE_CAPTURE_STRIDE if name == "new_state" else 1)
                for name, spec in definition.outputs.items()]
-    return CoreWorkload(secrets.randbits(63), inputs, outputs, scale,
+    return CoreWorkload(secrets.randbits(63), workload.batch_size, inputs, outputs, scale,
                         {n: t.to(device) for n, t in stored.items()})
 
 
@@ -202,8 +203,7 @@ class CoreTier:
                 f"timing rejected: the captured outputs of {tier} timed calls "
                 f"{[first + k for k in rewritten][:5]} changed after the timing core signed them "
                 "(written afterwards by the solution's process)"))
-        batch = self.laid.inputs[0].shape[0] if self.laid.inputs and self.laid.inputs[0].shape else 1
-        group = max(1, VERIFY_ROWS // max(batch, 1))
+        group = max(1, VERIFY_ROWS // max(self.laid.batch_size, 1))
         for start in range(0, count, group):
             calls = list(range(first + start, first + min(count, start + group)))
             expected = self.expected(tier, calls)

@@ -2,10 +2,15 @@
 
 Everything here is on the untrusted side of the boundary (docs/judging.md):
 the solution may patch any of it. It therefore holds no reference output and
-decides no verdict. It builds inputs from the tensors and seeds the parent
-sends, calls ``run``, copies the destinations' bytes back, and times the
-tiers; the parent compares the bytes, samples timed calls after they were
-made, and checks every figure it receives.
+decides no verdict. Before the solution is imported it arms the timing core
+(:func:`arm_core`, harness/judge/core.py), which then makes, times and captures
+every timed call of the tiers it runs: the worker only relays the judge's
+signed commands to it and its signed results back. For the correctness trials
+and the tiers the core does not run (cupti by default, contest) it builds
+inputs from the tensors and seeds the parent sends, calls ``run``, copies the
+destinations' bytes back and times the calls itself; the parent compares the
+bytes, samples those timed calls after they were made, and checks every
+figure it receives.
 
 The contract checks made here (destinations returned and not rebound or
 re-strided, inputs unchanged) only give honest solutions a clear message: the

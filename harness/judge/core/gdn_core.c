@@ -256,7 +256,6 @@ static struct {
     uint64_t nonce;
     double scale;
     Slot in[MAX_TENSORS], out[MAX_TENSORS];
-    size_t staging_calls;             /* random-input staging slots allocated per input (GPU) */
 } S;
 
 static double now_ns(void) {
@@ -798,21 +797,11 @@ static PyObject *set_hooks(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* tensors(): the workload's arguments as the solution gets them (tests; the worker's checks). */
-static PyObject *tensors(PyObject *self, PyObject *unused) {
-    PyObject *d = PyDict_New();
-    if (!d) return NULL;
-    for (int i = 0; i < S.n_in; i++) if (S.in[i].tensor) PyDict_SetItemString(d, S.in[i].name, S.in[i].tensor);
-    for (int i = 0; i < S.n_out; i++) if (S.out[i].tensor) PyDict_SetItemString(d, S.out[i].name, S.out[i].tensor);
-    return d;
-}
-
 static PyMethodDef methods[] = {
     {"arm", arm, METH_VARARGS, "arm(key_fd, area_fd, area_size, device_index, flush_bytes)"},
     {"load", load, METH_O, "load(run)"},
     {"set_workload", set_workload, METH_VARARGS, "set_workload(command, stored)"},
     {"run_chunk", run_chunk, METH_VARARGS, "run_chunk(command) -> signed result"},
-    {"tensors", tensors, METH_NOARGS, "the current workload's tensors"},
     {"set_hooks", set_hooks, METH_VARARGS, "set_hooks(before, after): the CUPTI tier's marks around each timed run()"},
     {NULL, NULL, 0, NULL}};
 
