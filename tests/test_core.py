@@ -170,3 +170,12 @@ def test_the_cupti_tier_goes_through_the_core_only_when_asked(monkeypatch):
     assert core.core_tiers() == {"wallclock", "events", "sync"} or core.CUPTI_IN_CORE
     monkeypatch.setattr(core, "CUPTI_IN_CORE", True)
     assert core.core_tiers() == {"wallclock", "events", "sync", "cupti"}
+
+
+def test_a_machine_without_a_c_compiler_is_told_so(tmp_path, monkeypatch):
+    """The core is built at a run's start; no compiler is a CoreError, which run_local.py turns into
+    one line and exit 2 (harness/cli.py)."""
+    monkeypatch.setenv("GDN_BENCH_CACHE", str(tmp_path))
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    with pytest.raises(CoreError, match="C compiler"):
+        core.build_core()
