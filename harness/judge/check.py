@@ -54,6 +54,13 @@ class CheckResult:
         return {name: asdict(e) for name, e in self.errors.items()}
 
 
+def out_of_tolerance(x: torch.Tensor, y: torch.Tensor, tol: Tolerance) -> torch.Tensor:
+    """Where ``x`` (float64, actual) fails against ``y`` (float64, expected): non-finite, or
+    ``|x - y| > atol`` and ``|x - y| / (|y| + 1e-8) > rtol`` (the module doc's rule); a bool tensor."""
+    diff = (x - y).abs()
+    return ~torch.isfinite(x) | ((diff > tol.atol) & (diff / (y.abs() + REL_EPS) > tol.rtol))
+
+
 def tensor_errors(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> TensorErrors:
     """Compare two same-shape tensors in float64.
 
@@ -65,7 +72,7 @@ def tensor_errors(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) 
     diff = (x - y).abs()
     rel = diff / (y.abs() + REL_EPS)
     finite = torch.isfinite(x)
-    fails = (~finite) | ((diff > tol.atol) & (rel > tol.rtol))
+    fails = out_of_tolerance(x, y, tol)
     nonfinite = int((~finite).sum())
     failed = int(fails.sum())
     if nonfinite:

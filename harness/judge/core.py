@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from harness.data.definition import TORCH_DTYPES
 from harness.paths import cache_dir
 
 SOURCE = Path(__file__).parent / "core" / "gdn_core.c"
@@ -57,11 +58,6 @@ TIER_CODES = {"wallclock": 0, "events": 1, "sync": 2, "cupti": 3}
 #: placements: results/judge-check/20261125-H100-core/README.md), which would reorder kernels a
 #: few percent apart; until that is explained the headline keeps its measured loop (docs/judging.md).
 CUPTI_IN_CORE = os.environ.get("GDN_JUDGE_CUPTI_IN_CORE", "0") == "1"
-
-
-def core_tiers() -> set[str]:
-    """The tiers whose calls the core makes in this run (see :data:`CUPTI_IN_CORE`)."""
-    return set(TIER_CODES) - (set() if CUPTI_IN_CORE else {"cupti"})
 MODE_WARM, MODE_TIMED = 0, 1
 KIND_WORKLOAD, KIND_CHUNK = 1, 2
 DTYPE_CODES = {"float32": 1, "bfloat16": 2}
@@ -71,6 +67,11 @@ MAX_CHUNK, WORDS_PER_CALL = 64, 256
 MAGIC = 0x43444E47
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _RESULT_HEAD = struct.Struct("<IQIIQIIIdQ")
+
+
+def core_tiers() -> set[str]:
+    """The tiers whose calls the core makes in this run (see :data:`CUPTI_IN_CORE`)."""
+    return set(TIER_CODES) - (set() if CUPTI_IN_CORE else {"cupti"})
 
 
 class CoreError(RuntimeError):
@@ -306,7 +307,6 @@ def captured_outputs(capture: np.ndarray, outputs: list[TensorSlot], phases: lis
     for slot, phase in zip(outputs, phases):
         rows = len(range(phase, slot.rows, slot.stride))
         raw = torch.from_numpy(capture[at: at + rows * slot.row_bytes].copy())
-        dtype = torch.float32 if slot.dtype == "float32" else torch.bfloat16
-        found[slot.name] = raw.view(dtype).reshape(rows, -1)
+        found[slot.name] = raw.view(TORCH_DTYPES[slot.dtype]).reshape(rows, -1)
         at += slot.captured_row_slots * slot.row_bytes
     return found

@@ -15,21 +15,21 @@ recorder's, beside the core's signed count of the same calls (docs/judging.md, "
 from __future__ import annotations
 
 import dataclasses
-import math
 import secrets
 import statistics
 from dataclasses import dataclass
 
 import torch
 
+from harness.data.definition import TORCH_DTYPES
 from harness.data.workloads import Workload
 from harness.judge import core as core_mod
 from harness.judge import protocol as msg
 from harness.judge.batched_reference import gdn_decode
-from harness.judge.check import REL_EPS, CheckResult, Status, tensor_errors
+from harness.judge.check import CheckResult, Status, out_of_tolerance, tensor_errors
 from harness.judge.core import CoreError, CoreLink, TensorSlot
-from harness.judge.timing import (SYNC_ITERS, SYNC_WARMUP, WARM_MAX_CALLS, ClockWarmth, TimingConfig,
-                                  plan_iterations, until_stable)
+from harness.judge.timing import (WARM_MAX_CALLS, ClockWarmth, TimingConfig, plan_iterations, sync_plan,
+                                  until_stable)
 
 #: One row of the state's last dimension in this many is captured and compared, at a phase
 #: drawn from the key for every call; the output is captured whole. A solution that skips a
@@ -139,13 +139,9 @@ class CoreTier:
     def sync_samples(self, config: TimingConfig, estimate_s: float) -> list[float]:
         """The contest's original loop (timing.bench_sync): trials of SYNC_WARMUP untimed and
         SYNC_ITERS timed calls, a synchronize before each; a slow solution's trials cut to the budget."""
-        trials = max(config.trials, 1)
-        per_trial = TimingConfig(iters=SYNC_ITERS, budget_s=config.budget_s / trials,
-                                 min_iters=math.ceil(config.min_iters / trials))
-        iters = plan_iterations(estimate_s, per_trial)
-        warmup = SYNC_WARMUP if iters == SYNC_ITERS else 0
+        iters, warmup = sync_plan(estimate_s, config)
         found = []
-        for trial in range(trials):
+        for trial in range(max(config.trials, 1)):
             found += self.timed("sync", trial * iters, iters, warmup)
         return found
 
@@ -215,13 +211,13 @@ class CoreTier:
 
     def all_within_tolerance(self, tier: str, calls: list[int], capture, expected: dict[str, torch.Tensor]) -> bool:
         """Whether every compared element of every call of a group passes the tolerance rule (the
-        rule of :func:`harness.judge.check.tensor_errors`, for all calls at once; the per-call
+        rule of :func:`harness.judge.check.out_of_tolerance`, for all calls at once; the per-call
         :meth:`compare` then names the first that does not)."""
         n, at = len(calls), 0
         for index, slot in enumerate(self.laid.outputs):
             slots, width = slot.captured_row_slots, slot.row_bytes
-            dtype = torch.float32 if slot.dtype == "float32" else torch.bfloat16
-            got = torch.from_numpy(capture[:, at: at + slots * width].copy()).view(dtype).reshape(n, slots, -1)
+            got = torch.from_numpy(capture[:, at: at + slots * width].copy()).view(TORCH_DTYPES[slot.dtype])
+            got = got.reshape(n, slots, -1)
             at += slots * width
             phases = torch.tensor([core_mod.capture_phase(self.link, self.laid.nonce, tier, call, index, slot)
                                    for call in calls])
@@ -229,9 +225,8 @@ class CoreTier:
             valid = (rows < slot.rows).to(self.device)
             want_rows = expected[slot.name].reshape(n, slot.rows, -1)
             gather = rows.clamp(max=slot.rows - 1).to(self.device)[..., None].expand(-1, -1, want_rows.shape[-1])
-            x, y = got.to(self.device).double(), torch.gather(want_rows, 1, gather).double()
-            diff = (x - y).abs()
-            bad = ~torch.isfinite(x) | ((diff > self.tolerance.atol) & (diff / (y.abs() + REL_EPS) > self.tolerance.rtol))
+            bad = out_of_tolerance(got.to(self.device).double(), torch.gather(want_rows, 1, gather).double(),
+                                   self.tolerance)
             if bool((bad & valid[..., None]).any()):
                 return False
         return True

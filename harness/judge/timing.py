@@ -400,6 +400,18 @@ def bench_events(fn: Callable, setup: Callable, flush: Callable, config: TimingC
     return _stopped("events", samples, config, host_call_us=statistics.median(host) * 1e6)
 
 
+def sync_plan(estimate_s: float, config: TimingConfig) -> tuple[int, int]:
+    """``(timed calls, warm-up calls)`` of each of the sync tier's trials: the contest's
+    SYNC_ITERS and SYNC_WARMUP, or for a solution too slow for ``budget_s`` fewer timed calls
+    (``min_iters`` of them over all trials, at least) and no warm-up of its own (it ran just
+    before, in the estimate of ``estimate_s`` seconds a call)."""
+    trials = max(config.trials, 1)
+    per_trial = TimingConfig(iters=SYNC_ITERS, budget_s=config.budget_s / trials,
+                             min_iters=math.ceil(config.min_iters / trials))
+    iters = plan_iterations(estimate_s, per_trial)
+    return iters, SYNC_WARMUP if iters == SYNC_ITERS else 0
+
+
 def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingConfig,
                after: Callable = _nothing) -> TimingStats:
     """The contest's original timer: sync before every start event; mean of trial means.
@@ -408,12 +420,7 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
     solution too slow for ``budget_s`` gets fewer timed calls (recorded in ``iters``;
     ``min_iters`` of them over all trials, at least) and no warm-up calls of its own.
     """
-    estimate = warm_then_estimate(fn, setup, flush, config, 0)
-    trials = max(config.trials, 1)
-    per_trial = TimingConfig(iters=SYNC_ITERS, budget_s=config.budget_s / trials,
-                             min_iters=math.ceil(config.min_iters / trials))  # min_iters calls over the trials
-    iters = plan_iterations(estimate, per_trial)
-    warmup = SYNC_WARMUP if iters == SYNC_ITERS else 0  # a cut tier's solution ran just before, in the estimate
+    iters, warmup = sync_plan(warm_then_estimate(fn, setup, flush, config, 0), config)
     trial_means, samples, host = [], [], []
     for trial in range(config.trials):
         for _ in range(warmup):
