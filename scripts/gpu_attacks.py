@@ -33,6 +33,17 @@ from harness.judge.timing import TimingConfig  # noqa: E402
 from harness.records.environment import hardware_name  # noqa: E402
 
 
+def cupti_figures(traces) -> str:
+    """Each passing trace's CUPTI figure and how long the GPU went on after run() returned (µs)."""
+    shown = []
+    for trace in traces:
+        figure = trace.evaluation.performance and trace.evaluation.performance.tiers.get("cupti")
+        if figure is not None and figure.available:
+            shown.append(f"{figure.value_us:.1f} ({figure.after_return_us:.1f})" if figure.after_return_us is not None
+                         else f"{figure.value_us:.1f}")
+    return ", ".join(shown) or "—"
+
+
 def judged(root: Path, solutions: Path, expected: dict, results: Path, dataset: Path) -> list[str]:
     """Run one fixture folder on the GPU; a markdown row per fixture."""
     config = RunConfig(device="cuda", tiers=("cupti", "events", "sync"), trials=2,
@@ -48,7 +59,7 @@ def judged(root: Path, solutions: Path, expected: dict, results: Path, dataset: 
         reason = next((t.evaluation.log.strip().splitlines()[0][:140] for t in mine if t.evaluation.log.strip()), "")
         shown = name if len(name) < 40 else f"{name[:6]}…({len(name)} chars)"
         rows.append(f"| {solutions.name} | {shown} | {statuses} | {'as expected' if not problems else 'NOT AS EXPECTED'}"
-                    f" | {reason.replace('|', '/')} |")
+                    f" | {cupti_figures(mine)} | {reason.replace('|', '/')} |")
     return rows
 
 
@@ -68,8 +79,8 @@ def main() -> int:
     checkout = attacks.files_attacked(dataset)
     os.environ.update(env)
     attacks.ATTACK_ENV_FILE.write_text(json.dumps(env))
-    rows = ["| set | fixture | status per workload (B=1 stored, B=2 random) | verdict | reason (first line) |",
-            "|---|---|---|---|---|"]
+    rows = ["| set | fixture | status per workload (B=1 stored, B=2 random) | verdict | cupti µs (after run() returned) "
+            "| reason (first line) |", "|---|---|---|---|---|---|"]
     try:
         if "cpu" in sets:
             rows += judged(root, attacks.ATTACKS, attacks.EXPECTED_ON_GPU, out / "runs", dataset)

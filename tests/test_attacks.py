@@ -94,9 +94,8 @@ EXPECTED: dict[str, tuple] = {
 #: (scripts/gpu_attacks.py): skip-then-crash's 20th call comes during the clock warm-up of the
 #: first GPU tier, before any timed call, so nothing sampled precedes its failure.
 EXPECTED_ON_GPU = {**EXPECTED, "skip-then-crash": ({RUNTIME, NUMERICAL}, ()),
-                   # the cupti tier comes first on a GPU and, unless GDN_JUDGE_CUPTI_IN_CORE=1, its calls are the
-                   # worker's own: a call that launches nothing is refused there (RUNTIME_ERROR) before the core's
-                   # tiers see the NaN outputs (INCORRECT_NUMERICAL)
+                   # the cupti tier comes first on a GPU: a call that launches nothing is refused there (CUPTI
+                   # saw no work: RUNTIME_ERROR) before its outputs are compared (INCORRECT_NUMERICAL)
                    **{name: ({RUNTIME, NUMERICAL}, ()) for name in ("setup-window", "compute-when-asked",
                                                                    "rewrite-capture")}}
 
@@ -107,6 +106,11 @@ EXPECTED_GPU: dict[str, tuple] = {
     "zz-honest-last": ({PASSED}, ()),
     "side-stream": ({RUNTIME, NUMERICAL}, ()),
     "device-assert": (({RUNTIME}, {PASSED}), ()),
+    # counted whole by the core's CUPTI (test_work_hidden_from_cupti_is_counted_or_rejected)
+    "hide-from-cupti": ({PASSED}, ()),
+    # CUPTI's kernel records switched off: the GPU's time after run() returned exceeds what CUPTI saw
+    # (PASSED only where cupti-python is missing and it times honestly)
+    "cupti-off": ({RUNTIME, PASSED}, ()),
 }
 
 
@@ -577,3 +581,20 @@ def test_gpu_attack(gpu_attack_run, name):
 
 def test_gpu_run_was_not_stuck(gpu_attack_run):
     assert gpu_attack_run.stuck is None, gpu_attack_run.stuck
+
+
+#: The spin both CUPTI-hiding fixtures launch in every call (~2 ms; half of it leaves room for a
+#: faster GPU clock): a figure below it did not count the spin.
+SPIN_US = 1000.0
+
+
+def test_work_hidden_from_cupti_is_counted_or_rejected(gpu_attack_run):
+    """hide-from-cupti re-labels its work (foreign external correlation ids) and halves the old
+    recorder's figures; cupti-off switches kernel recording off around its launches. Neither may
+    pass with a CUPTI figure that leaves out its ~2 ms spin."""
+    for name in ("hide-from-cupti", "cupti-off"):
+        for trace in gpu_attack_run.traces:
+            if _field(trace, "solution") != name or _status(trace) != PASSED:
+                continue
+            figure = _field(_field(_field(trace, "evaluation", "performance"), "tiers")["cupti"], "value_us")
+            assert figure > SPIN_US, (name, _field(trace, "workload", "uuid"), figure)

@@ -21,8 +21,11 @@ Layouts (little-endian; every command and result ends with its HMAC-SHA256 under
   ``stride`` is captured); for a chunk (kind 2): ``tier u32, mode u32 (0 warm, 1 timed),
   first u64, count u32, warmup u32, warm_ns u64, max_calls u32``.
 * result: ``magic u32, seq u64, tier u32, mode u32, first u64, count u32, calls u32,
-  stopped u32 (1: run() raised after ``count`` calls), wall_ns f64, capture_bytes u64``, ``count`` samples (f64 µs), ``count`` host times of
-  ``run`` (f64 ns), ``count`` x :data:`WORDS_PER_CALL` captured words (u64).
+  stopped u32 (1: run() raised after ``count`` calls), wall_ns f64, capture_bytes u64``, then
+  ``count`` each of: samples (f64 µs), host times of ``run`` (f64 ns), and for the CUPTI tier (0
+  for the others) spans (f64 µs), records counted (f64) and the CUDA events' bracket of each call
+  (f64 µs); then ``count`` x
+  :data:`WORDS_PER_CALL` captured words (u64).
 * seeds: the first 8 bytes of HMAC(key, ``<5Q``: domain, a, b, c, d): domain 1 a random
   input ``(nonce, tier, call, input index)``, 2 a capture's row phase ``(nonce, tier, call,
   output index)``, 3 the sampled words of a result ``(seq, call in chunk, 0, 0)``.
@@ -49,29 +52,22 @@ from harness.paths import cache_dir
 SOURCE = Path(__file__).parent / "core" / "gdn_core.c"
 #: The module name the worker imports (the file carries the interpreter's extension suffix).
 MODULE = "_gdn_core"
-#: Tiers whose calls the core can make, and their codes in a command. It times the first three
-#: itself; the CUPTI tier's figure is the worker's CUPTI recorder's, which the core calls around
-#: each ``run`` (its calls then made, and every one checked, by the core).
+#: Tiers whose calls the core makes and times (the CUPTI tier with libcupti, which it loads
+#: itself), and their codes in a command. The contest tier is FlashInfer's own timer, called in
+#: the worker; the judge bounds its figure by the core's CUPTI figure (docs/judging.md).
 TIER_CODES = {"wallclock": 0, "events": 1, "sync": 2, "cupti": 3}
-#: The CUPTI tier goes through the core only with GDN_JUDGE_CUPTI_IN_CORE=1: on the H100 its figures
-#: read up to 7% higher there at B = 4-16 than the worker's own loop reads (twice, with two buffer
-#: placements: results/judge-check/20261125-H100-core/README.md), which would reorder kernels a
-#: few percent apart; until that is explained the headline keeps its measured loop (docs/judging.md).
-CUPTI_IN_CORE = os.environ.get("GDN_JUDGE_CUPTI_IN_CORE", "0") == "1"
+CORE_TIERS = frozenset(TIER_CODES)
 MODE_WARM, MODE_TIMED = 0, 1
 KIND_WORKLOAD, KIND_CHUNK = 1, 2
 DTYPE_CODES = {"float32": 1, "bfloat16": 2}
 SOURCE_CODES = {"none": 0, "random": 1, "stored": 2}
 #: As in gdn_core.c: most calls of a chunk, and the captured words each call's result carries.
 MAX_CHUNK, WORDS_PER_CALL = 64, 256
+#: f64 figures a result carries per call: sample, host time, CUPTI span, CUPTI records, events' bracket.
+PER_CALL_FIGURES = 5
 MAGIC = 0x43444E47
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _RESULT_HEAD = struct.Struct("<IQIIQIIIdQ")
-
-
-def core_tiers() -> set[str]:
-    """The tiers whose calls the core makes in this run (see :data:`CUPTI_IN_CORE`)."""
-    return set(TIER_CODES) - (set() if CUPTI_IN_CORE else {"cupti"})
 
 
 class CoreError(RuntimeError):
@@ -112,6 +108,29 @@ def build_core() -> bytes:
         raise CoreError(f"the timing core did not compile ({' '.join(command)}):\n{done.stderr[-3000:]}")
     os.replace(partial, target)
     return target.read_bytes()
+
+
+def cupti_library() -> str:
+    """The libcupti the core loads when this process has none loaded yet ("" when none is found):
+    one already mapped here, else the one beside torch's CUDA libraries (the ``nvidia`` wheels),
+    else the CUDA toolkit's (``$CUDA_HOME`` or /usr/local/cuda). Without one the CUPTI tier is
+    reported unavailable, with the reason (never timed another way)."""
+    try:
+        mapped = [line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()
+                  if "/libcupti.so" in line]
+    except OSError:
+        mapped = []
+    if mapped:
+        return mapped[0]
+    roots = [Path(torch.__file__).parent.parent / "nvidia"]
+    roots += [Path(home) for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda") if home]
+    patterns = ("*/lib/libcupti.so*", "lib64/libcupti.so*", "lib/libcupti.so*", "extras/CUPTI/lib64/libcupti.so*")
+    for root in roots:
+        for pattern in patterns:
+            found = sorted(root.glob(pattern))
+            if found:
+                return str(found[0])
+    return ""
 
 
 # ------------------------------------------------------------------ the workload's layout
@@ -156,11 +175,16 @@ def capture_bytes_per_call(outputs: list[TensorSlot]) -> int:
 
 @dataclass
 class ChunkResult:
-    """What the core signed for one chunk: samples (µs), host time of each ``run`` (ns), the
-    calls made (a warm-up's count), its wall time (ns) and the captured words it sampled."""
+    """What the core signed for one chunk: samples (µs), host time of each ``run`` (ns), for the
+    CUPTI tier each call's span (µs), the records counted in it and the CUDA events' bracket of
+    the call (µs), the calls made (a warm-up's count), its wall time (ns) and the captured words
+    it sampled."""
 
     samples_us: list[float]
     host_ns: list[float]
+    spans_us: list[float]
+    records: list[float]
+    brackets_us: list[float]
     calls: int
     wall_ns: float
     words: np.ndarray  # [count, WORDS_PER_CALL] uint64
@@ -235,13 +259,13 @@ class CoreLink:
                             f", expected {expected[1:]}")
         if mode == MODE_TIMED and got_capture != capture_bytes:
             raise CoreError(f"the core captured {got_capture} bytes a call, the judge laid out {capture_bytes}")
-        at = _RESULT_HEAD.size
-        samples = np.frombuffer(body, "<f8", got_count, at).tolist()
-        host = np.frombuffer(body, "<f8", got_count, at + 8 * got_count).tolist()
-        words = np.frombuffer(body, "<u8", got_count * WORDS_PER_CALL, at + 16 * got_count)
-        if len(body) != at + 16 * got_count + 8 * got_count * WORDS_PER_CALL:
+        at, n = _RESULT_HEAD.size, got_count
+        if len(body) != at + 8 * n * (PER_CALL_FIGURES + WORDS_PER_CALL):
             raise CoreError("a core result of the wrong length")
-        return ChunkResult(samples, host, calls, wall_ns, words.reshape(got_count, WORDS_PER_CALL), bool(stopped))
+        figures = np.frombuffer(body, "<f8", PER_CALL_FIGURES * n, at).reshape(-1, n).tolist() if n \
+            else [[] for _ in range(PER_CALL_FIGURES)]
+        words = np.frombuffer(body, "<u8", n * WORDS_PER_CALL, at + 8 * PER_CALL_FIGURES * n)
+        return ChunkResult(*figures, calls, wall_ns, words.reshape(n, WORDS_PER_CALL), bool(stopped))
 
     def read_capture(self, count: int, capture_bytes: int) -> np.ndarray:
         """A copy of the first ``count`` calls' captures (the worker can write the area again)."""

@@ -7,14 +7,12 @@ after it. The judge then checks the signed result and **every** call's captured 
 against its own reference of the same secret inputs (:mod:`harness.judge.batched_reference`),
 while the worker waits: no reference computation shares the GPU with a timed call. The judge
 also decides how many calls a tier makes (the budget and the stop rule run here, on the
-samples), so the worker decides nothing a figure depends on but, for the CUPTI tier, the
-figure itself: CUPTI records in the worker's process, so that tier's samples are its CUPTI
-recorder's, beside the core's signed count of the same calls (docs/judging.md, "Residual").
+samples), so the worker decides nothing a figure depends on: every figure, the CUPTI tier's
+included, is one the core measured and signed (docs/judging.md, "The timed call").
 """
 
 from __future__ import annotations
 
-import dataclasses
 import secrets
 import statistics
 from dataclasses import dataclass
@@ -40,6 +38,13 @@ STATE_CAPTURE_STRIDE = 16
 CAPTURE_AREA_BYTES = 1 << 30
 #: Verification runs the reference on at most this many (call, batch) rows at a time.
 VERIFY_ROWS = 256
+#: The CUPTI tier's figure is rejected when the GPU went on after ``run`` returned for longer than
+#: CUPTI recorded work, by more than this fraction of the figure plus this many µs: the call
+#: starts on an idle GPU, so whatever the GPU did past the host's return is work of the call,
+#: which CUPTI must have seen (its recording switched off around the launches: the cupti-off
+#: fixture). The slack covers the events' own latency; its honest margin is in each trace
+#: (``after_return_us``) and results/judge-check/20261125-H100-cupti-core.
+UNSEEN_FRACTION, UNSEEN_SLACK_US = 0.10, 10.0
 
 
 @dataclass
@@ -110,7 +115,9 @@ class CoreTier:
         self.clock = clock
         self.verified = 0
         self.host_ns: list[float] = []
-        self.cupti: list[msg.CuptiCall] = []  # the CUPTI tier's records of its timed calls
+        self.spans_us: list[float] = []  # the CUPTI tier's span of each timed call
+        self.records: list[float] = []  # ... and the kernels, memcpys and memsets counted in it
+        self.after_return_us: list[float] = []  # ... and how long the GPU went on after run() returned
         self.kernel_names: set[str] = set()
 
     # ------------------------------------------------------------------ a tier
@@ -134,7 +141,19 @@ class CoreTier:
             found = until_stable(lambda first, count: self.timed(tier, first, count), planned, config)
         if gpu:
             self.clock.busy()
+        if tier == "cupti":
+            self.check_cupti_saw_the_work(found)
         return found
+
+    def check_cupti_saw_the_work(self, samples: list[float]) -> None:
+        """:class:`Rejection` when the GPU went on after ``run`` returned for longer than CUPTI
+        recorded work (see :data:`UNSEEN_FRACTION`)."""
+        after, recorded = statistics.median(self.after_return_us), statistics.median(samples)
+        if after > (1 + UNSEEN_FRACTION) * recorded + UNSEEN_SLACK_US:
+            raise Rejection(Status.RUNTIME_ERROR, (
+                f"timing rejected: the GPU went on {after:.1f} µs after run() returned (median), but CUPTI "
+                f"recorded {recorded:.1f} µs of work in the call: work was hidden from CUPTI (its recording "
+                "switched off around the launches?)"))
 
     def sync_samples(self, config: TimingConfig, estimate_s: float) -> list[float]:
         """The contest's original loop (timing.bench_sync): trials of SYNC_WARMUP untimed and
@@ -172,23 +191,13 @@ class CoreTier:
             raise Rejection(Status.RUNTIME_ERROR, f"{tier} tier, timed call {first + len(result.samples_us)}: "
                                                   f"run raised:\n{reply.error or '(no traceback sent)'}")
         if tier == "cupti":
-            return self.cupti_result(result, reply, mode)
+            if reply.unavailable:
+                raise NotHere(reply.unavailable)
+            self.spans_us += result.spans_us
+            self.records += result.records
+            self.after_return_us += [max(0.0, b - h / 1e3) for b, h in zip(result.brackets_us, result.host_ns)]
+            self.kernel_names |= set(reply.kernel_names)
         return result
-
-    def cupti_result(self, result: core_mod.ChunkResult, reply: msg.CoreChunkDone, mode: int) -> core_mod.ChunkResult:
-        """The CUPTI tier's samples: its recorder's kernel time of each call the core signed for."""
-        if reply.unavailable:
-            raise NotHere(reply.unavailable)
-        if mode == core_mod.MODE_WARM:
-            return result
-        if reply.cupti_error:
-            raise Rejection(Status.RUNTIME_ERROR, f"cupti tier: {reply.cupti_error}")
-        if len(reply.cupti) != len(result.samples_us):
-            raise Rejection(Status.RUNTIME_ERROR, f"timing rejected: {len(reply.cupti)} CUPTI records for the "
-                                                  f"{len(result.samples_us)} calls the core made")
-        self.cupti += reply.cupti
-        self.kernel_names |= set(reply.kernel_names)
-        return dataclasses.replace(result, samples_us=[c.kernel_sum_us for c in reply.cupti])
 
     def verify(self, tier: str, seq: int, first: int, count: int, result: core_mod.ChunkResult) -> None:
         """Every call of the chunk against the reference of its secret inputs."""
@@ -265,10 +274,12 @@ class CoreTier:
     def tier_end(self, tier: str, samples: list[float]) -> msg.TierEnd:
         """The tier as the session's figure checks take it (the worker's CUPTI extras for that tier)."""
         extra = {}
-        if self.cupti:
-            extra = dict(span_median_us=statistics.median(c.span_us for c in self.cupti),
-                         kernels_per_call=statistics.median(c.n_kernels for c in self.cupti),
-                         kernel_names=sorted(self.kernel_names)[:8])
+        if tier == "cupti" and self.spans_us:
+            extra = dict(span_median_us=statistics.median(self.spans_us),
+                         kernels_per_call=statistics.median(self.records),
+                         kernel_names=sorted(self.kernel_names)[:8],
+                         after_return_us=statistics.median(self.after_return_us),
+                         host_call_us=self.host_call_us())
         elif tier != "wallclock":
             extra = dict(host_call_us=self.host_call_us())
         return msg.TierEnd(tier=tier, available=True, samples_us=samples, **extra)

@@ -213,6 +213,7 @@ class TierEnd(_Message):
     kernels_per_call: float | None = None
     kernel_names: list[str] = Field(default_factory=list)
     host_call_us: float | None = None  # events/sync: median host time of run() per call (a diagnostic)
+    after_return_us: float | None = None  # cupti: median µs the GPU went on after run() returned (core_tier.py)
 
 
 class Failed(_Message):
@@ -227,25 +228,16 @@ class WorkloadDone(_Message):
     kind: Literal["workload_done"] = "workload_done"
 
 
-class CuptiCall(_Message):
-    """What the worker's CUPTI recorder saw of one timed call of the core (µs)."""
-
-    kernel_sum_us: float
-    span_us: float
-    n_kernels: int
-
-
 class CoreChunkDone(_Message):
-    """Hex of what the timing core returned for a chunk (signed by the core, checked by the parent);
-    for the CUPTI tier, the worker's records of the same calls beside it."""
+    """Hex of what the timing core returned for a chunk (signed by the core, checked by the parent).
+    For the CUPTI tier, beside it and not part of any figure: the kernels the core counted, and on
+    the warm-up chunk why the core cannot record with CUPTI here (None: it can)."""
 
     kind: Literal["core_chunk_done"] = "core_chunk_done"
     result: str
     error: str | None = None  # run() raised: its traceback (the result holds the calls before it)
-    cupti: list[CuptiCall] = Field(default_factory=list)
     kernel_names: list[str] = Field(default_factory=list)
-    cupti_error: str | None = None  # the recorder could not make a record of every call
-    unavailable: str | None = None  # CUPTI cannot record here (said on the tier's warm-up chunk)
+    unavailable: str | None = None
 
 
 ToWorker = Annotated[Union[Solution, Workload, Go, Received, Stop, CoreChunk, TimeTier, EndWorkload],

@@ -30,7 +30,7 @@ from harness.data.workloads import Workload
 from harness.facts import STATE_DTYPE_TOLERANCES, Tolerance
 from harness.judge import protocol as msg
 from harness.judge.check import CheckResult, Status, check_outputs
-from harness.judge.core import CoreLink, core_tiers, extension_file_name
+from harness.judge.core import CORE_TIERS, CoreLink, extension_file_name
 from harness.judge.core_tier import CoreTier, NotHere, Rejection, capture_area_bytes, exchange_with, lay_out
 from harness.judge.floor import FLOOR_MARGIN, physical_limit_us, tier_figure
 from harness.judge.isolation import Timeouts, WorkerGone, WorkerProcess, write_tree
@@ -378,7 +378,7 @@ class VariantJudge:
     def time_tiers(self, worker, workload: Workload, deadline: float) -> dict[str, TierFigure]:
         figures = {}
         for index, tier in enumerate(self.ctx.config.tiers):
-            if tier in core_tiers():
+            if tier in CORE_TIERS:
                 figures[tier] = self.core_tier(worker, workload, tier, deadline)
                 continue
             worker.send(msg.TimeTier(tier=tier, index=index))
@@ -509,7 +509,8 @@ class VariantJudge:
         host = end.host_call_us  # the worker's own diagnostic: kept only where it could be true
         host = host if host is not None and math.isfinite(host) and host >= 0 else None
         extra = dict(wall_s=wall_s, verified_calls=verified, span_median_us=end.span_median_us,
-                     kernels_per_call=end.kernels_per_call, kernel_names=end.kernel_names[:8], host_call_us=host)
+                     kernels_per_call=end.kernels_per_call, kernel_names=end.kernel_names[:8], host_call_us=host,
+                     after_return_us=end.after_return_us)
         if tier in STOP_RULE_TIERS:  # the judge's own account of why the tier stopped where it did
             extra.update(stop=stop_reason(samples, self.ctx.config.timing), noise=median_noise(samples))
         stats.extra["trials"] = {"sync": self.ctx.config.timing.trials, CONTEST_TIER: CONTEST_TRIALS}.get(tier)

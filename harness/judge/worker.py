@@ -100,7 +100,6 @@ class Worker:
 
     def __init__(self, channel: msg.Channel, job: msg.Solution, run_fn, core):
         self.channel, self.job, self.run_fn, self.core = channel, job, run_fn, core
-        self.recording = None  # the CUPTI tier's recording while its chunks run (harness.judge.cupti.Recording)
         self.definition = parse_definition(job.definition, "definition sent by the judge")
         self.state_dtype = TORCH_DTYPES[job.state_dtype]
         self.device = job.device
@@ -203,13 +202,11 @@ class Worker:
         while True:  # the judge drives the timing: chunks for the core, whole tiers for the worker's timers
             order = self.channel.recv(msg.CoreChunk, msg.TimeTier, msg.EndWorkload)
             if isinstance(order, msg.EndWorkload):
-                self.close_recording()
                 return self.channel.send(msg.WorkloadDone())
             try:
                 if isinstance(order, msg.CoreChunk):
                     self.channel.send(self.core_chunk(order))
                 else:
-                    self.close_recording()
                     self.time_tier(order.tier, order.index, workload, stored, inputs, job.timed_trial_base)
             except Exception as exc:
                 fatal = cuda_context_broken(self.device)
@@ -220,56 +217,16 @@ class Worker:
     # ------------------------------------------------------------------ chunks of the timing core
 
     def core_chunk(self, order: msg.CoreChunk) -> msg.CoreChunkDone:
-        """Run one chunk in the core; for the CUPTI tier, recorded by CUPTI (:meth:`cupti_chunk`)."""
-        if order.tier == "cupti":
-            return self.cupti_chunk(order)
-        self.close_recording()
+        """Run one chunk in the core. The CUPTI tier's warm-up chunk also says whether the core can
+        record with CUPTI here, and its timed chunks name the kernels the core counted."""
         result, error = self.core.run_chunk(bytes.fromhex(order.command))
-        return self.chunk_done(result, error)
-
-    def chunk_done(self, result: bytes, error: str | None, **cupti) -> msg.CoreChunkDone:
         if error and cuda_context_broken(self.device):
             raise RuntimeError(error)
-        return msg.CoreChunkDone(result=result.hex(), error=error and error[-4000:], **cupti)
-
-    def cupti_chunk(self, order: msg.CoreChunk) -> msg.CoreChunkDone:
-        """The CUPTI tier: the core makes every call (inputs, destinations, flush, capture) and calls
-        the recorder's marks around each ``run``; one recording stays open for the tier's timed chunks.
-        The warm-up chunk runs unrecorded, and says whether CUPTI can record here at all."""
-        from harness.judge import cupti  # noqa: PLC0415  (imports without cupti-python; says why)
-
-        if not order.timed:
-            self.close_recording()
-            try:
-                cupti.recording()  # the probe
-                unavailable = None
-            except cupti.CuptiUnavailable as exc:
-                unavailable = str(exc)
-            result, error = self.core.run_chunk(bytes.fromhex(order.command))
-            return self.chunk_done(result, error, unavailable=unavailable)
-        if self.recording is None:
-            self.recording = cupti.recording().__enter__()
-        self.core.set_hooks(self.recording.begin_call, self.recording.end_call)
-        try:
-            result, error = self.core.run_chunk(bytes.fromhex(order.command))
-        finally:
-            self.core.set_hooks(None, None)
-        try:
-            records, problem = self.recording.collect(), None
-        except RuntimeError as exc:
-            records, problem = [], str(exc)
-        if error:  # the calls before the failure are judged on their outputs, not on CUPTI
-            records, problem = [], None
-        names = sorted({n for r in records for n in r.names})[:8]
-        return self.chunk_done(result, error, cupti=[msg.CuptiCall(kernel_sum_us=r.kernel_sum_us, span_us=r.span_us,
-                                                                    n_kernels=r.n_kernels) for r in records],
-                               kernel_names=names, cupti_error=problem)
-
-    def close_recording(self) -> None:
-        """End the CUPTI tier's recording, if one is open."""
-        if self.recording is not None:
-            recording, self.recording = self.recording, None
-            recording.__exit__(None, None, None)
+        extra = {}
+        if order.tier == "cupti":
+            extra = dict(kernel_names=self.core.kernel_names()) if order.timed else \
+                dict(unavailable=self.core.cupti_missing())
+        return msg.CoreChunkDone(result=result.hex(), error=error and error[-4000:], **extra)
 
     def time_tier(self, tier: str, tier_index: int, workload, stored: dict, warm_inputs: dict, base: int) -> None:
         """One tier: every timed call gets fresh inputs of its own trial and re-poisoned destinations."""
@@ -382,14 +339,18 @@ def arm_core(device: str, key_fd: int, area_fd: int):
     the solution is imported, so nothing of the solution's has run yet."""
     import _gdn_core  # the judge put the compiled core beside this process's private harness
 
-    index, flush_bytes = -1, 0
+    from harness.judge.core import cupti_library
+
+    index, flush_bytes, cupti_path = -1, 0, ""
+
     if device.startswith("cuda"):
         chosen = torch.device(device).index
         index = torch.cuda.current_device() if chosen is None else chosen
         torch.cuda.set_device(index)
         torch.zeros(1, device=index)  # the device's primary context, current on this thread
         flush_bytes = L2Flusher.size(index)
-    _gdn_core.arm(key_fd, area_fd, os.fstat(area_fd).st_size, index, flush_bytes)
+        cupti_path = cupti_library()
+    _gdn_core.arm(key_fd, area_fd, os.fstat(area_fd).st_size, index, flush_bytes, cupti_path)
     return _gdn_core
 
 

@@ -252,6 +252,10 @@ class TierFigure(Record):
     outside the solution's process."""
     verified_calls: int = 0
     """Timed calls whose outputs the judge checked against the reference."""
+    after_return_us: float | None = None
+    """``cupti``: median µs the GPU went on after ``run`` returned (the timing core's CUDA events
+    around the call, less its host time). CUPTI must have recorded at least that much work: the
+    judge rejects the figure otherwise (docs/judging.md, "The timed call")."""
     host_call_us: float | None = None
     """``events``/``sync``: median host time of one ``run`` call, µs, as the solution's process
     reported it (a diagnostic, never a figure: where it nears the L2 flush's time, the events
