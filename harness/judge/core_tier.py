@@ -190,6 +190,12 @@ class CoreTier:
         if result.stopped:
             raise Rejection(Status.RUNTIME_ERROR, f"{tier} tier, timed call {first + len(result.samples_us)}: "
                                                   f"run raised:\n{reply.error or '(no traceback sent)'}")
+        unseen = [first + k for k, n in enumerate(result.records) if tier == "cupti" and n == 0]
+        if mode == core_mod.MODE_TIMED and unseen:
+            raise Rejection(Status.RUNTIME_ERROR, (
+                f"timing rejected: CUPTI recorded no kernel, memcpy or memset in cupti timed call {unseen[0]} "
+                "(another CUPTI client holding the activity callbacks, or its recording switched off?); "
+                "no CUPTI figure"))
         if tier == "cupti":
             if reply.unavailable:
                 raise NotHere(reply.unavailable)

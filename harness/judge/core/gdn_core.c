@@ -419,8 +419,8 @@ static void note_name(const char *name) {
 }
 
 /* Calls 0 .. count - 1 in windows [lo[k], hi[k]] (CUPTI ns): their samples (µs of work summed),
- * spans (µs) and record counts. Every call must have some work: a call CUPTI saw nothing of is
- * not given a figure. */
+ * spans (µs) and record counts. A call CUPTI saw nothing of has 0 records, which the judge
+ * refuses after it has checked the call's outputs (a wrong output is the clearer verdict). */
 static int cupti_attribute(uint32_t count, const uint64_t *lo, const uint64_t *hi, double *samples,
                            double *spans, double *records) {
     C.flushAll(CUPTI_FLUSH_FORCED);
@@ -449,13 +449,8 @@ static int cupti_attribute(uint32_t count, const uint64_t *lo, const uint64_t *h
         return -1;
     }
     for (uint32_t k = 0; k < count; k++) {
-        if (!records[k]) {
-            PyErr_Format(PyExc_RuntimeError, "timing core: CUPTI recorded no kernel, memcpy or memset for timed call %u "
-                         "(another CUPTI client may hold the activity callbacks); refusing a CUPTI figure", k);
-            return -1;
-        }
         samples[k] /= 1e3;
-        spans[k] = (double)(last[k] - first[k]) / 1e3;
+        spans[k] = records[k] ? (double)(last[k] - first[k]) / 1e3 : 0.0;
     }
     return 0;
 }
