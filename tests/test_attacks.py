@@ -59,7 +59,8 @@ EXPECTED: dict[str, tuple] = {
     "own-tolerance": ({COMPILE}, ("solution.toml", "tolerance")),
     "set-rebind": ({RUNTIME}, ("destination",)),
     "restrided-view": ({RUNTIME, NUMERICAL}, ("destination",)),
-    "returns-new-tensor": ({RUNTIME}, ("destination",)),
+    "returns-new-tensor": ({NUMERICAL}, ()),  # DPS: the destinations are read, what run returns is not
+    "positional-differs": ({NUMERICAL}, ()),  # judged through the positional entry pack ships
     "modifies-inputs": ({RUNTIME}, ("input",)),
     "forge-events": ({RUNTIME}, ("protocol",)),
     "duplicate-frame": ({RUNTIME}, ("protocol",)),

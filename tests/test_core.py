@@ -37,12 +37,13 @@ key_fd, area_fd, commands = int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.a
 _gdn_core.arm(key_fd, area_fd, os.fstat(area_fd).st_size, -1, 0, "")
 print(json.dumps({"cupti_missing": _gdn_core.cupti_missing()}))
 seen = []
-def run(args):
+NAMES = ["q", "state", "A_log", "missing", "scale", "output", "new_state"]  # the positional DPS order
+def run(*values):
+    args = dict(zip(NAMES, values, strict=True))
     seen.append({n: (t.float().sum().item(), t.flatten()[:4].float().tolist()) if isinstance(t, torch.Tensor) else t
                  for n, t in args.items() if n not in ("output", "new_state")})
     args["output"].fill_(1.0)
     args["new_state"].copy_(torch.arange(args["new_state"].numel(), dtype=torch.float32).reshape(args["new_state"].shape))
-    return args
 _gdn_core.load(run)
 _gdn_core.set_workload(bytes.fromhex(commands[0]), {"A_log": torch.arange(8, dtype=torch.float32).numpy()})
 results = []
@@ -80,7 +81,7 @@ def run_core(core_dir, link: CoreLink, commands: list[bytes]) -> dict:
 def test_the_core_makes_the_inputs_the_judge_expects_and_signs_what_it_captured(core_dir):
     link = CoreLink(1 << 22)
     nonce = 1234
-    workload = link.workload_command(nonce, False, None, INPUTS, OUTPUTS)
+    workload = link.workload_command(nonce, core.SCALE_GIVEN, 0.25, INPUTS, OUTPUTS)
     warm, warm_seq = link.chunk_command("wallclock", MODE_WARM, warm_s=0.0, max_calls=2)
     timed, timed_seq = link.chunk_command("wallclock", MODE_TIMED, first=5, count=3)
     report = run_core(core_dir, link, [workload, warm, timed])
@@ -96,7 +97,7 @@ def test_the_core_makes_the_inputs_the_judge_expects_and_signs_what_it_captured(
         seen, q, state = report["seen"][1 + k], qs[k], states[k]
         assert seen["q"][1] == q.flatten()[:4].tolist() and seen["state"][1] == state.flatten()[:4].tolist()
         assert math.isclose(seen["state"][0], state.sum().item(), rel_tol=1e-6)
-        assert seen["A_log"][1] == [0.0, 1.0, 2.0, 3.0] and seen["missing"] is None
+        assert seen["A_log"][1] == [0.0, 1.0, 2.0, 3.0] and seen["missing"] is None and seen["scale"] == 0.25
     capture = link.read_capture(3, per_call)
     assert link.check_words(timed_seq, capture, result.words) == []
     for k, call in enumerate(range(5, 8)):
@@ -113,7 +114,7 @@ def test_the_core_makes_the_inputs_the_judge_expects_and_signs_what_it_captured(
 
 def test_the_core_runs_only_what_the_judge_signed_once(core_dir):
     link = CoreLink(1 << 22)
-    workload = link.workload_command(1, False, None, INPUTS, OUTPUTS)
+    workload = link.workload_command(1, core.SCALE_LEFT_OUT, None, INPUTS, OUTPUTS)
     chunk, _ = link.chunk_command("wallclock", MODE_TIMED, first=0, count=1)
     forged = bytearray(chunk)
     forged[-1] ^= 1

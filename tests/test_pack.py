@@ -21,7 +21,8 @@ import pytest
 from conftest import REPO
 from harness.data.dataset import OUR_DEFINITION
 from harness.data.definition import load_definition
-from harness.interop.pack import DPS_ENTRY, pack
+from harness.interop.pack import pack
+from harness.judge.dps import ENTRY_FILE
 from harness.judge.build import CompileError, find_nvcc
 from harness.judge.solutions import discover, load_meta
 
@@ -61,13 +62,13 @@ def test_every_solution_packs_into_a_valid_flashinfer_bench_solution(packed, nam
         assert solution.spec.entry_point == f"kernel.cu::{meta.ffi_function}"
         assert solution.spec.binding.value == "tvm-ffi"
     else:
-        assert solution.spec.entry_point == f"{DPS_ENTRY}::run"
+        assert solution.spec.entry_point == f"{ENTRY_FILE}::run"
 
 
 def test_the_generated_entry_takes_the_definitions_arguments_in_order(packed):
-    source = next(s.content for s in packed["fla-recurrent"].solution.sources if s.path == DPS_ENTRY)
+    source = next(s.content for s in packed["fla-recurrent"].solution.sources if s.path == ENTRY_FILE)
     assert "def run(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state):" in source
-    inplace = next(s.content for s in packed["fi-baseline"].solution.sources if s.path == DPS_ENTRY)
+    inplace = next(s.content for s in packed["fi-baseline"].solution.sources if s.path == ENTRY_FILE)
     assert "new_state.copy_(state)" in inplace  # an in-place solution gets new_state as its state
 
 

@@ -15,7 +15,8 @@ layouts are written down:
 Layouts (little-endian; every command and result ends with its HMAC-SHA256 under the key):
 
 * command: ``magic u32, kind u32, seq u64`` then, for a workload (kind 1): ``nonce u64,
-  inplace u8, has_scale u8, scale f64, n_in u8, n_out u8``, per input ``name_len u16, name,
+  scale_kind u8 (0 the definition has no scalar, 1 given, 2 left out: None), scale f64, n_in u8,
+  n_out u8``, per input ``name_len u16, name,
   kind u8 (0 none, 1 random, 2 stored), dtype u8 (1 f32, 2 bf16), ndim u8, dims u64...``,
   per output the same with ``stride u32`` after ``ndim`` (one row of the last dimension in
   ``stride`` is captured); for a chunk (kind 2): ``tier u32, mode u32 (0 warm, 1 timed),
@@ -58,6 +59,9 @@ MODULE = "_gdn_core"
 TIER_CODES = {"wallclock": 0, "events": 1, "sync": 2, "cupti": 3}
 CORE_TIERS = frozenset(TIER_CODES)
 MODE_WARM, MODE_TIMED = 0, 1
+#: The definition's scalar input (the scale) in a workload command: the definition has none, the
+#: workload gives its value, or leaves it out (the entry gets None).
+SCALE_NONE, SCALE_GIVEN, SCALE_LEFT_OUT = 0, 1, 2
 KIND_WORKLOAD, KIND_CHUNK = 1, 2
 DTYPE_CODES = {"float32": 1, "bfloat16": 2}
 SOURCE_CODES = {"none": 0, "random": 1, "stored": 2}
@@ -216,11 +220,11 @@ class CoreLink:
         self.seq += 1
         return message + hmac.new(self.key, message, hashlib.sha256).digest()
 
-    def workload_command(self, nonce: int, inplace: bool, scale: float | None, inputs: list[TensorSlot],
+    def workload_command(self, nonce: int, scale_kind: int, scale: float | None, inputs: list[TensorSlot],
                          outputs: list[TensorSlot]) -> bytes:
-        """The signed command that lays out a workload's buffers in the core."""
-        body = struct.pack("<QBBdBB", nonce, int(inplace), scale is not None, float(scale or 0.0), len(inputs),
-                           len(outputs))
+        """The signed command that lays out a workload's buffers in the core (``scale_kind``: one of
+        :data:`SCALE_NONE`, :data:`SCALE_GIVEN`, :data:`SCALE_LEFT_OUT`)."""
+        body = struct.pack("<QBdBB", nonce, scale_kind, float(scale or 0.0), len(inputs), len(outputs))
         for slot, is_output in [(s, False) for s in inputs] + [(s, True) for s in outputs]:
             name = slot.name.encode()
             body += struct.pack("<H", len(name)) + name

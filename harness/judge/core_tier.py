@@ -57,6 +57,7 @@ class CoreWorkload:
     inputs: list[TensorSlot]
     outputs: list[TensorSlot]
     scale: float | None
+    scale_kind: int  # core_mod.SCALE_NONE, SCALE_GIVEN or SCALE_LEFT_OUT
     stored: dict[str, torch.Tensor]  # the workload's stored inputs, fp32 as read, on the judge's device
 
     @property
@@ -68,12 +69,22 @@ def lay_out(definition, workload: Workload, stored: dict[str, torch.Tensor], sta
             device: str) -> CoreWorkload:
     """The core's layout of ``workload``: every tensor input (random, stored, or left out), the
     destinations (``new_state`` in the variant's state dtype, captured one row in
-    :data:`STATE_CAPTURE_STRIDE`), the scalar ``scale``."""
-    inputs, scale = [], None
+    :data:`STATE_CAPTURE_STRIDE`), the scalar ``scale``.
+
+    Raises:
+        ValueError: the definition has a scalar input that is not its last input, or two (the
+            core passes the one scalar after the tensor inputs, harness/judge/core/gdn_core.c).
+    """
+    inputs, scale, scale_kind = [], None, core_mod.SCALE_NONE
+    names = list(definition.inputs)
     for name, spec in definition.inputs.items():
         source = workload.inputs.get(name)
         if spec.shape is None:  # a scalar: the definition's only one is the scale
+            if name != names[-1]:
+                raise ValueError(f"definition {definition.name}: scalar input {name!r} is not the last input; "
+                                 "the timing core passes one scalar, after the tensor inputs")
             scale = source.value if source is not None and source.kind == "scalar" else None
+            scale_kind = core_mod.SCALE_LEFT_OUT if scale is None else core_mod.SCALE_GIVEN
             continue
         kind = "none" if source is None else ("random" if source.kind == "random" else "stored")
         dtype = state_dtype if name == "state" else spec.dtype
@@ -82,7 +93,7 @@ def lay_out(definition, workload: Workload, stored: dict[str, torch.Tensor], sta
                           definition.shape_of(spec, workload.axes),
                           STATE_CAPTURE_STRIDE if name == "new_state" else 1)
                for name, spec in definition.outputs.items()]
-    return CoreWorkload(secrets.randbits(63), workload.batch_size, inputs, outputs, scale,
+    return CoreWorkload(secrets.randbits(63), workload.batch_size, inputs, outputs, scale, scale_kind,
                         {n: t.to(device) for n, t in stored.items()})
 
 

@@ -93,7 +93,6 @@ class Solution(_Message):
     package_dir: str  # the worker's private copy of the solution folder
     package_name: str
     entry_module: str
-    inplace_state: bool
     state_dtype: str
     device: str
     definition: dict  # the definition JSON (the worker builds inputs with it)

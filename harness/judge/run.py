@@ -39,6 +39,7 @@ from tqdm import tqdm
 from harness.data.dataset import Dataset, describe_dataset, make_tensors
 from harness.data.workloads import Workload
 from harness.facts import DEFAULT_TOLERANCE, REFERENCE_SOLUTION, Tolerance
+from harness.judge import dps
 from harness.judge.build import CompileError
 from harness.judge.check import Status
 from harness.judge.core import build_core
@@ -126,7 +127,11 @@ def prepare(folder: Path, dataset: Dataset, config: RunConfig) -> Candidate:
     candidate.failure = _skip(meta, dataset, config)
     if candidate.failure:
         return candidate
-    candidate.files = snapshot_files(folder)
+    try:  # the judge calls the solution only through the positional entry that pack ships
+        candidate.files = dps.with_entry(meta, dataset.definition, snapshot_files(folder))
+    except SolutionLoadError as exc:
+        candidate.failure = (Status.COMPILE_ERROR, str(exc))
+        return candidate
     try:
         candidate.library_file = build_library_file(meta)
         candidate.library = candidate.library_file.read_bytes() if candidate.library_file else None

@@ -28,6 +28,7 @@ from harness.data.dataset import Dataset
 from harness.data.definition import TORCH_DTYPES
 from harness.data.workloads import Workload
 from harness.facts import STATE_DTYPE_TOLERANCES, Tolerance
+from harness.judge import dps
 from harness.judge import protocol as msg
 from harness.judge.check import CheckResult, Status, check_outputs
 from harness.judge.core import CORE_TIERS, CoreLink, extension_file_name
@@ -167,7 +168,7 @@ class VariantJudge:
             worker.pin_outputs_area()
         worker.send(msg.Solution(
             package_dir=str(package_dir), package_name=self.variant.meta.package_name,
-            entry_module=self.variant.meta.entry_module, inplace_state=self.variant.meta.inplace_state,
+            entry_module=dps.ENTRY_MODULE,
             state_dtype=self.variant.state_dtype, device=config.device, definition=self.definition.raw,
             tiers=list(config.tiers), trials=config.trials, timing=vars(config.timing)))
         return worker
@@ -241,7 +242,7 @@ class VariantJudge:
         deadline = self.deadline = time.monotonic() + self.ctx.timeouts.workload_s
         stored = self.ctx.references.stored[workload.uuid]
         self.laid = lay_out(self.definition, workload, stored, self.variant.state_dtype, self.ctx.config.device)
-        command = self.link.workload_command(self.laid.nonce, self.variant.meta.inplace_state, self.laid.scale,
+        command = self.link.workload_command(self.laid.nonce, self.laid.scale_kind, self.laid.scale,
                                              self.laid.inputs, self.laid.outputs)
         worker.send(msg.Workload(workload=workload.as_json(), timed_trial_base=TIMED_TRIAL_BASE, core=command.hex(),
                                  tensors=[msg.tensor_header(n, t) for n, t in stored.items()]), stored.values())
@@ -518,13 +519,11 @@ class VariantJudge:
 
     def expected_samples(self, tier: str, calls: int) -> int:
         """Samples a tier must report for the ``calls`` timed calls the judge saw: one each, or
-        for the contest tier its timer's calls on one input set, reported as one call. An
-        in-place solution reports none there (each call advanced the state it was handed, so no
-        output is checkable): its contest figure stands only on the CUPTI bracket and the floor."""
+        for the contest tier its timer's calls on one input set, reported as one call (an
+        in-place solution's DPS entry copies the state into ``new_state`` in each call, so the
+        last call's outputs are checkable like any other's)."""
         if tier != CONTEST_TIER:
             return calls
-        if self.variant.meta.inplace_state:
-            return contest_samples(1) if calls == 0 else -1
         return contest_samples(calls) if calls == 1 else -1
 
     def tier_value(self, tier: str, samples: list[float]) -> float | None:

@@ -57,7 +57,7 @@ from typing import Any, Callable
 
 import torch
 
-from harness.facts import GPU_TIERS, TIERS  # noqa: E402,F401 - re-exported: the tiers this module measures
+from harness.facts import CONTEST_TIER, GPU_TIERS, TIERS  # noqa: E402,F401 - re-exported: the tiers this module measures
 
 #: The tiers that stop early once their median is stable (the others keep the counts of the timers they reproduce).
 STOP_RULE_TIERS = ("cupti", "events", "wallclock")
@@ -530,12 +530,13 @@ def _contest_timer():
 
 
 def bench_contest(fn: Callable, setup: Callable, flush: Callable, config: TimingConfig,
-                  after: Callable = _nothing) -> TimingStats | TierUnavailable:
+                  after: Callable = _nothing, positional: bool = False) -> TimingStats | TierUnavailable:
     """The final contest's figure: FlashInfer's own CUPTI timer with flashinfer-bench's settings.
 
     ``setup(0)`` makes the one input set every call gets (the contest passes the same
     positional arguments each time); a dict is handed to FlashInfer as its values, in
-    order, and put back into a dict for ``fn``. Each of :data:`CONTEST_TRIALS` trials
+    order, and those go to ``fn`` as they come when ``positional`` (the judge's DPS entry,
+    called as the contest calls it), else put back into a dict for ``fn``. Each of :data:`CONTEST_TRIALS` trials
     returns ``repeat_iters`` per-call spans (ms: first kernel's start to last kernel's
     end); ``after(0)`` runs once at the end, so the judge can read the outputs the calls
     left. ``flush`` and our clock warm-up run first only to start from a warm GPU, as
@@ -553,7 +554,7 @@ def bench_contest(fn: Callable, setup: Callable, flush: Callable, config: Timing
     args = setup(0)
     names = list(args) if isinstance(args, dict) else None
     positional = tuple(args.values()) if names else (args,)
-    call = (lambda *values: fn(dict(zip(names, values)))) if names else fn
+    call = (lambda *values: fn(dict(zip(names, values)))) if names and not positional else fn
     samples = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -582,18 +583,24 @@ def gpu_tier_unavailable_reason(device: str) -> str | None:
 
 
 def measure(tier: str, fn: Callable, setup: Callable, flush: Callable | None, device: str,
-            config: TimingConfig, after: Callable = _nothing) -> TimingStats | TierUnavailable:
+            config: TimingConfig, after: Callable = _nothing, positional: bool = False) -> TimingStats | TierUnavailable:
     """Run one tier; GPU tiers on a CPU run come back unavailable with the reason.
 
     ``setup(index)`` makes the arguments of one call outside the timed region:
     ``index`` numbers the timed calls 0, 1, ... and is None for warm-up and
     estimate calls. ``after(index)`` runs after each timed call, also outside
     the timed region (the judge's worker ships sampled outputs from there).
+    ``positional``: ``fn`` takes the values of setup's dict as positional arguments,
+    in its order (a DPS entry), instead of the dict.
     """
+    if positional and tier != CONTEST_TIER:  # the contest's timer hands the values over itself
+        fn = (lambda entry: lambda args: entry(*args.values()))(fn)
     if tier == "wallclock":
         return bench_wallclock(fn, setup, config, after)
     reason = gpu_tier_unavailable_reason(device)
     if reason:
         return TierUnavailable(tier, reason)
-    bench = {"cupti": bench_cupti, "contest": bench_contest, "events": bench_events, "sync": bench_sync}[tier]
+    if tier == CONTEST_TIER:
+        return bench_contest(fn, setup, flush, config, after, positional)
+    bench = {"cupti": bench_cupti, "events": bench_events, "sync": bench_sync}[tier]
     return bench(fn, setup, flush, config, after)

@@ -6,14 +6,15 @@ decides no verdict. Before the solution is imported it arms the timing core
 (:func:`arm_core`, harness/judge/core.py), which then makes, times and captures
 every timed call of the tiers it runs: the worker only relays the judge's
 signed commands to it and its signed results back. For the correctness trials
-and the tiers the core does not run (cupti by default, contest) it builds
-inputs from the tensors and seeds the parent sends, calls ``run``, copies the
-destinations' bytes back and times the calls itself; the parent compares the
-bytes, samples those timed calls after they were made, and checks every
-figure it receives.
+and the tier the core does not run (contest) it builds inputs from the tensors
+and seeds the parent sends, calls ``run``, copies the destinations' bytes back
+and times the calls itself; the parent compares the bytes, samples those timed
+calls after they were made, and checks every figure it receives. ``run`` is
+always the solution's positional DPS entry (harness/judge/dps.py), called with
+the definition's inputs and then its outputs, as the contest calls it.
 
-The contract checks made here (destinations returned and not rebound or
-re-strided, inputs unchanged) only give honest solutions a clear message: the
+The contract checks made here (destinations not rebound or re-strided, inputs
+unchanged) only give honest solutions a clear message: the
 bytes the parent judges are read through the worker's own aliases of the
 destination storage, so a solution that defeats these checks still ships
 whatever its destinations hold.
@@ -32,7 +33,6 @@ import torch
 
 from harness.data.definition import TORCH_DTYPES, parse_definition
 from harness.data.workloads import build_inputs, parse_workload
-from harness.facts import CONTEST_TIER
 from harness.judge import protocol as msg
 from harness.judge.isolation import die_with_parent
 from harness.judge.solutions import import_package
@@ -122,14 +122,10 @@ class Worker:
         return inputs
 
     def arguments(self, inputs: dict, dests: dict[str, torch.Tensor]) -> dict[str, Any]:
-        """What ``run`` gets: inputs and destinations; an in-place solution gets
-        the state copied into ``new_state``, passed as both."""
-        args = dict(inputs, **dests)
-        if self.job.inplace_state:  # no state (the optional input left out) is a zero state
-            state = inputs.get("state")
-            dests["new_state"].copy_(state) if state is not None else dests["new_state"].zero_()
-            args["state"] = dests["new_state"]
-        return args
+        """What the positional DPS entry gets, by name in its order: the definition's inputs, then
+        its outputs (an in-place solution's entry copies the state into ``new_state`` itself)."""
+        return {**{name: inputs[name] for name in self.definition.inputs},
+                **{name: dests[name] for name in self.definition.outputs}}
 
     # ------------------------------------------------------------------ one checked call
 
@@ -138,36 +134,24 @@ class Worker:
         aliases = {name: t.view(t.shape) for name, t in dests.items()}  # our own views of the storage
         layout = {name: (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype) for name, t in dests.items()}
         args = self.arguments(inputs, dests)
-        saved = {name: t.clone() for name, t in args.items()
-                 if isinstance(t, torch.Tensor) and name not in dests and not (name == "state" and self.job.inplace_state)}
+        saved = {name: t.clone() for name, t in args.items() if isinstance(t, torch.Tensor) and name not in dests}
         try:
-            returned = self.run_fn(args)
+            self.run_fn(*args.values())  # as the contest calls it; what it returns is not looked at
             if self.device.startswith("cuda"):
                 torch.cuda.synchronize()
         except Exception as exc:
             return self.channel.send(msg.Checked(outputs=[], problem=_failure_log(exc), problem_kind="exception"))
-        problem = self.contract_problem(returned, dests, layout, args, saved)
+        problem = self.contract_problem(dests, layout, args, saved)
         if problem:
             return self.channel.send(msg.Checked(outputs=[], problem=problem[1], problem_kind=problem[0]))
         self.send_outputs(aliases)
 
-    def contract_problem(self, returned, dests, layout, args, saved) -> tuple[str, str] | None:
+    def contract_problem(self, dests, layout, args, saved) -> tuple[str, str] | None:
         """``(kind, message)`` when the call broke the DPS contract (docs/solutions.md), else None."""
-        if not isinstance(returned, dict) or set(dests) - set(returned):
-            got = sorted(map(str, returned)) if isinstance(returned, dict) else type(returned).__name__
-            return "shape", f"run must return a dict with {sorted(dests)}, got {got}"
         for name, dest in dests.items():
-            out = returned[name]
-            if not isinstance(out, torch.Tensor) or tuple(out.shape) != layout[name][1]:
-                shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-                return "shape", f"{name}: shape {shape}, expected {layout[name][1]}"
-            if out.dtype != layout[name][3]:
-                return "dtype", f"{name}: dtype {out.dtype}, expected {layout[name][3]}"
             now = (dest.data_ptr(), tuple(dest.shape), dest.stride(), dest.dtype)
             if now != layout[name] or not dest.is_contiguous():
                 return "contract", f"{name}: the destination was rebound or re-strided ({now} != {layout[name]})"
-            if out is not dest and (out.data_ptr(), out.stride()) != (dest.data_ptr(), dest.stride()):
-                return "contract", f"{name}: the returned tensor is not the destination handed in"
         for name, before in saved.items():
             if not _same_bytes(args[name], before):
                 return "contract", f"input {name} was modified by run (only an in-place state may change)"
@@ -239,14 +223,11 @@ class Worker:
                 inputs = self.inputs(workload, stored, timed_trial(base, tier_index, index))
             return self.arguments(inputs, ring.poisoned(index))
 
-        def after(index: int) -> None:
-            if tier == CONTEST_TIER and self.job.inplace_state:
-                return  # every call of the contest's timer advanced the state in place: nothing checkable to report
-            ring.called(index)
 
         self.channel.send(msg.TierBegin(tier=tier))
         try:
-            result = measure(tier, self.run_fn, setup, self.flush, self.device, self.timing, after)
+            result = measure(tier, self.run_fn, setup, self.flush, self.device, self.timing, ring.called,
+                             positional=True)
         except Exception:
             with contextlib.suppress(Exception):  # answer what the judge asked before saying the tier failed
                 ring.drain()
@@ -355,12 +336,13 @@ def arm_core(device: str, key_fd: int, area_fd: int):
 
 
 def load(job: msg.Solution):
-    """Import the solution; ``(run, None)`` or ``(None, LoadFailed)``."""
+    """Import the solution's positional DPS entry (harness/judge/dps.py), which imports the
+    solution; ``(run, None)`` or ``(None, LoadFailed)``."""
     try:
         module = import_package(job.package_name, job.entry_module, job.package_dir)
         run_fn = getattr(module, "run", None)
         if not callable(run_fn):
-            raise AttributeError(f"the entry module {job.entry_module} defines no callable run(inputs)")
+            raise AttributeError(f"the entry module {job.entry_module} defines no callable run")
         return run_fn, None
     except Exception as exc:
         from harness.errors import SolutionUnsupported

@@ -240,6 +240,7 @@ static int load_driver(void) {
 #define MAGIC 0x43444e47u /* "GNDC" little-endian: commands and results */
 
 enum { K_NONE = 0, K_RANDOM = 1, K_STORED = 2 };
+enum { SCALE_NONE = 0, SCALE_GIVEN = 1, SCALE_LEFT_OUT = 2 };
 enum { CMD_WORKLOAD = 1, CMD_CHUNK = 2 };
 enum { TIER_WALLCLOCK = 0, TIER_EVENTS = 1, TIER_SYNC = 2, TIER_CUPTI = 3 };
 enum { MODE_WARM = 0, MODE_TIMED = 1 };
@@ -269,7 +270,7 @@ static struct {
     CUevent start[MAX_EVENTS], end[MAX_EVENTS];
     PyObject *from_dlpack, *run;
     /* the workload */
-    int loaded, inplace, n_in, n_out, has_scale, n_sets;
+    int loaded, n_in, n_out, scale_kind, n_sets;  /* scale_kind: SCALE_NONE, SCALE_GIVEN, SCALE_LEFT_OUT */
     uint64_t nonce;
     double scale;
     Slot in[MAX_TENSORS], out[MAX_TENSORS];
@@ -607,12 +608,11 @@ static PyObject *set_workload(PyObject *self, PyObject *args) {
     cupti_off();
     unload();
     S.nonce = take(&r, 8);
-    S.inplace = (int)take(&r, 1);
-    S.has_scale = (int)take(&r, 1);
+    S.scale_kind = (int)take(&r, 1);
     uint64_t scale_bits = take(&r, 8);
     memcpy(&S.scale, &scale_bits, 8);
     S.n_in = (int)take(&r, 1); S.n_out = (int)take(&r, 1);
-    if (r.bad || S.n_in > MAX_TENSORS || S.n_out > MAX_TENSORS) goto malformed;
+    if (r.bad || S.n_in > MAX_TENSORS || S.n_out > MAX_TENSORS || S.scale_kind > SCALE_LEFT_OUT) goto malformed;
     for (int i = 0; i < S.n_in; i++) if (read_slot(&r, &S.in[i], 0) < 0) goto malformed;
     for (int i = 0; i < S.n_out; i++) if (read_slot(&r, &S.out[i], 1) < 0) goto malformed;
     if (r.left) goto malformed;
@@ -650,11 +650,6 @@ malformed:
 
 /* ------------------------------------------------------------------ one call */
 
-static Slot *output_named(const char *name) {
-    for (int i = 0; i < S.n_out; i++) if (!strcmp(S.out[i].name, name)) return &S.out[i];
-    return NULL;
-}
-
 /* Make call `call`'s inputs (the k-th call of a chunk) in buffer set `set` and poison its
  * destinations, on the core's stream. On a GPU a random input goes through a pinned staging
  * slot, which waits for the device before it is reused (only an input too large for
@@ -679,19 +674,6 @@ static int prepare_call(uint32_t tier, uint64_t call, size_t k, int set) {
     }
     for (int i = 0; i < S.n_out; i++) {
         Slot *o = &S.out[i];
-        if (S.inplace && !strcmp(o->name, "new_state")) { /* the state, to be updated in place */
-            Slot *state = NULL;
-            for (int j = 0; j < S.n_in; j++) if (!strcmp(S.in[j].name, "state")) state = &S.in[j];
-            if (state && state->kind != K_NONE) {
-                if (S.gpu) CU(cu.memcpyDtoDAsync(o->dev[set], state->dev[set], o->nbytes, S.stream), "cuMemcpyDtoDAsync");
-                else memcpy(o->host, state->host, o->nbytes);
-            } else if (S.gpu) {
-                CU(cu.memsetD32Async(o->dev[set], 0, o->nbytes / 4, S.stream), "cuMemsetD32Async");
-            } else {
-                memset(o->host, 0, o->nbytes);
-            }
-            continue;
-        }
         if (S.gpu) {
             if (o->dtype == DT_F32) CU(cu.memsetD32Async(o->dev[set], 0x7fc00000u, o->numel, S.stream), "cuMemsetD32Async");
             else CU(cu.memsetD16Async(o->dev[set], 0x7fc0, o->numel, S.stream), "cuMemsetD16Async");
@@ -704,24 +686,28 @@ static int prepare_call(uint32_t tier, uint64_t call, size_t k, int set) {
     return 0;
 }
 
-/* run(arguments): the dict is made afresh for every call (a solution that edits it edits its copy). */
+/* run(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state): the positional DPS entry
+ * (harness/judge/dps.py), called as the contest calls it: the tensor inputs in definition order,
+ * the scalar (the definition's last input) where the definition has one, then the destinations. */
 static int call_run(int set) {
-    PyObject *arguments = PyDict_New();
+    int n = S.n_in + (S.scale_kind != SCALE_NONE) + S.n_out, at = 0;
+    PyObject *arguments = PyTuple_New(n);
     if (!arguments) return -1;
     for (int i = 0; i < S.n_in; i++) {
-        Slot *s = &S.in[i];
-        PyObject *value = s->kind == K_NONE ? Py_None : s->tensor[set];
-        if (S.inplace && !strcmp(s->name, "state") && output_named("new_state")) value = output_named("new_state")->tensor[set];
-        if (PyDict_SetItemString(arguments, s->name, value) < 0) { Py_DECREF(arguments); return -1; }
+        PyObject *value = S.in[i].kind == K_NONE ? Py_None : S.in[i].tensor[set];
+        Py_INCREF(value);
+        PyTuple_SET_ITEM(arguments, at++, value);
     }
-    if (S.has_scale) {
-        PyObject *scale = PyFloat_FromDouble(S.scale);
-        if (!scale || PyDict_SetItemString(arguments, "scale", scale) < 0) { Py_XDECREF(scale); Py_DECREF(arguments); return -1; }
-        Py_DECREF(scale);
+    if (S.scale_kind != SCALE_NONE) {
+        PyObject *scale = S.scale_kind == SCALE_GIVEN ? PyFloat_FromDouble(S.scale) : (Py_INCREF(Py_None), Py_None);
+        if (!scale) { Py_DECREF(arguments); return -1; }
+        PyTuple_SET_ITEM(arguments, at++, scale);
     }
-    for (int i = 0; i < S.n_out; i++)
-        if (PyDict_SetItemString(arguments, S.out[i].name, S.out[i].tensor[set]) < 0) { Py_DECREF(arguments); return -1; }
-    PyObject *returned = PyObject_CallOneArg(S.run, arguments);
+    for (int i = 0; i < S.n_out; i++) {
+        Py_INCREF(S.out[i].tensor[set]);
+        PyTuple_SET_ITEM(arguments, at++, S.out[i].tensor[set]);
+    }
+    PyObject *returned = PyObject_Call(S.run, arguments, NULL);
     Py_DECREF(arguments);
     if (!returned) return -1;
     Py_DECREF(returned);
@@ -1023,7 +1009,7 @@ static PyObject *arm(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* load(run): the solution's run callable (once). */
+/* load(run): the solution's positional DPS entry (harness/judge/dps.py), once. */
 static PyObject *load(PyObject *self, PyObject *fn) {
     if (S.run) { PyErr_SetString(PyExc_RuntimeError, "timing core: a run is loaded already"); return NULL; }
     if (!PyCallable_Check(fn)) { PyErr_SetString(PyExc_TypeError, "timing core: run is not callable"); return NULL; }
