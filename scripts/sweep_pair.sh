@@ -2,7 +2,8 @@
 # usage: sweep_pair.sh OUT ALGOS LIMIT_S : the sweep with this tree (after), then with .before (before), compared
 set -uo pipefail
 OUT=$1; ALGOS=$2; LIMIT=$3
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+# wheels carried in .whl/ (a plain machine); a machine with the bundle installed in /tmp/site needs none
+[ -d .whl ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 for side in after before; do
   root=.; [ $side = before ] && root=.before
