@@ -149,6 +149,41 @@ def test_second_build_is_a_cache_hit(solution, build_cache, monkeypatch):
     assert cuda_build.build_solution(REPO_ROOT / "solutions" / solution) == first
 
 
+def cpu_arguments(torch, batch: int = 2) -> tuple:
+    """The positional DPS arguments (definition order, zeros) on the CPU, which a kernel refuses."""
+    bf16, f32 = torch.bfloat16, torch.float32
+    return (
+        torch.zeros(batch, 1, 4, 128, dtype=bf16), torch.zeros(batch, 1, 4, 128, dtype=bf16),
+        torch.zeros(batch, 1, 8, 128, dtype=bf16), torch.zeros(batch, 8, 128, 128, dtype=f32),
+        torch.zeros(8, dtype=f32), torch.zeros(batch, 1, 8, dtype=bf16),
+        torch.zeros(8, dtype=f32), torch.zeros(batch, 1, 8, dtype=bf16), 0.0,
+        torch.zeros(batch, 1, 8, 128, dtype=bf16), torch.zeros(batch, 8, 128, 128, dtype=f32),
+    )
+
+
+@needs_toolchain
+@pytest.mark.parametrize("solution", CUDA_SOLUTIONS)
+def test_the_judge_calls_the_function_the_packed_submission_names(solution, build_cache, tmp_path):
+    """The entry the judge calls a CUDA solution through (harness/judge/dps.py) is the TVM-FFI
+    function ``ffi_function`` of the harness's build, what the contest's builder calls; the
+    solution's own main.py is not imported."""
+    torch = pytest.importorskip("torch")
+    import sys
+
+    from harness.data.dataset import OUR_DEFINITION
+    from harness.data.definition import load_definition
+    from harness.judge import dps
+    from harness.judge.solutions import build_library, import_package, load_meta, materialize, snapshot_files
+
+    meta = load_meta(REPO_ROOT / "solutions" / solution)
+    files = dps.with_entry(meta, load_definition(OUR_DEFINITION), snapshot_files(meta.directory))
+    entry = import_package(meta.package_name, dps.ENTRY_MODULE, materialize(meta, files, tmp_path, build_library(meta)))
+    assert f"{meta.package_name}.{meta.entry_module}" not in sys.modules
+    assert type(entry.run).__name__ == "Function" and meta.ffi_function == "gdn_decode"
+    with pytest.raises(ValueError, match="must be on cuda"):
+        entry.run(*cpu_arguments(torch))
+
+
 @needs_toolchain
 @pytest.mark.parametrize("solution, functions", [
     ("cuda-v1", {"gdn_decode": ()}),
@@ -166,14 +201,7 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
     assert entry.LIBRARY.is_file() and tmp_path in entry.LIBRARY.parents  # kernel.so beside the copy's main.py
     assert callable(entry.load())  # main.py's own loading of kernel.so (at import on a GPU machine)
     module = tvm_ffi.load_module(str(entry.LIBRARY))
-    batch, bf16, f32 = 2, torch.bfloat16, torch.float32
-    args = (
-        torch.zeros(batch, 1, 4, 128, dtype=bf16), torch.zeros(batch, 1, 4, 128, dtype=bf16),
-        torch.zeros(batch, 1, 8, 128, dtype=bf16), torch.zeros(batch, 8, 128, 128, dtype=f32),
-        torch.zeros(8, dtype=f32), torch.zeros(batch, 1, 8, dtype=bf16),
-        torch.zeros(8, dtype=f32), torch.zeros(batch, 1, 8, dtype=bf16), 0.0,
-        torch.zeros(batch, 1, 8, 128, dtype=bf16), torch.zeros(batch, 8, 128, 128, dtype=f32),
-    )
+    args = cpu_arguments(torch)
     for name, extra in functions.items():
         with pytest.raises(ValueError, match="must be on cuda"):
             getattr(module, name)(*args, *extra)
