@@ -16,8 +16,8 @@ import torch
 from conftest import write_small_dataset
 from harness.data.dataset import open_dataset
 from harness.data.workloads import stored_tensors
-from harness.judge.floor import (Copy, _first_call, _time_copy, candidate_tiers, measure_floor, physical_limit_us,
-                                 triton_copies)
+from harness.judge.floor import (DEFAULT_FLOOR_MARGIN, FLOOR_MARGINS, Copy, _first_call, _time_copy, candidate_tiers,
+                                 floor_margin, measure_floor, physical_limit_us, triton_copies)
 from harness.judge.stream_copy import (MEDIUM_STATE_BYTES, SMALL_STATE_BYTES, CopyConfig, candidate_configs,
                                        stream_copy, stream_fill_zero)
 from harness.judge.timing import L2Flusher, TimingConfig
@@ -235,6 +235,7 @@ def test_the_physical_limit_is_the_fastest_call_of_any_copy():
     assert physical_limit_us(copies) == pytest.approx(0.9 * 1.8)
     assert physical_limit_us(copies[:1]) == pytest.approx(0.9 * 2.0)
     assert physical_limit_us([]) is None
+    assert floor_margin(copies) == FLOOR_MARGINS["cupti"] and floor_margin([]) == DEFAULT_FLOOR_MARGIN
 
 
 # ---------------------------------------------------------------- downstream

@@ -69,6 +69,7 @@ def test_an_honest_figure_is_kept_with_its_wall_clock_and_verified_calls():
 
 @pytest.mark.parametrize("samples, calls, wall_s, words", [
     ([1.0, 1.1, 1.2], 3, 0.01, "physical limit"),           # below 0.75 x the 2 µs floor
+    ([1.75, 1.75, 1.75], 3, 0.01, "physical limit"),        # below 0.90 x the 2 µs CUPTI floor
     ([2.5, 2.5], 3, 0.01, "samples"),                         # fewer samples than calls the judge saw
     ([2.5, 2.5, 2.5, 2.5], 3, 0.01, "samples"),               # more
     ([2.5, float("nan"), 2.5], 3, 0.01, "non-finite"),
@@ -79,6 +80,14 @@ def test_impossible_figures_are_rejected(samples, calls, wall_s, words):
     with pytest.raises(Rejected) as caught:
         make_judge(floor_us=2.0).tier_result(WORKLOAD, "cupti", end(samples), calls, 0, wall_s)
     assert caught.value.status == Status.RUNTIME_ERROR and words in caught.value.log
+
+
+def test_a_figure_just_above_the_cupti_floors_margin_is_kept_and_a_wall_clock_floor_keeps_the_old_margin():
+    assert make_judge(floor_us=2.0).tier_result(WORKLOAD, "cupti", end([1.85] * 3), 3, 0, 0.01).available
+    judge = make_judge(floor_us=2.0)
+    floor = judge.ctx.floors[("w", "float32")][0]
+    floor.tiers = {"wallclock": floor.tiers["cupti"].model_copy(update={"tier": "wallclock"})}
+    assert judge.tier_result(WORKLOAD, "wallclock", end([1.55] * 3, "wallclock"), 3, 0, 0.01).available
 
 
 def test_a_tier_with_fewer_calls_than_min_iters_is_rejected():

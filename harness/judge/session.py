@@ -33,7 +33,7 @@ from harness.judge import protocol as msg
 from harness.judge.check import CheckResult, Status, check_outputs
 from harness.judge.core import CORE_TIERS, CoreLink, extension_file_name
 from harness.judge.core_tier import CoreTier, NotHere, Rejection, capture_area_bytes, exchange_with, lay_out
-from harness.judge.floor import FLOOR_MARGIN, physical_limit_us, tier_figure
+from harness.judge.floor import floor_margin, physical_limit_us, tier_figure
 from harness.judge.isolation import Timeouts, WorkerGone, WorkerProcess, write_tree
 from harness.judge.references import References
 from harness.judge.solutions import SolutionMeta, materialize
@@ -500,11 +500,12 @@ class VariantJudge:
                                                  f"{sum(samples):.1f} µs, more than the {wall_s * 1e6:.1f} µs the "
                                                  "judge's wall clock saw for the whole tier")
         stats = summarize(tier, samples, value_us=self.tier_value(tier, samples))
-        limit = self.limit_us(workload)
-        if limit is not None and stats.value_us < FLOOR_MARGIN * limit:
+        floors = self.ctx.floors.get((workload.uuid, self.variant.state_dtype), [])
+        limit, margin = physical_limit_us(floors), floor_margin(floors)
+        if limit is not None and stats.value_us < margin * limit:
             raise Rejected(Status.RUNTIME_ERROR, (
                 f"timing rejected: {tier} figure {stats.value_us:.3f} µs is below the physical limit of this "
-                f"workload: {FLOOR_MARGIN} x the copy floor {limit:.3f} µs (the fastest device copy of the state "
+                f"workload: {margin} x the copy floor {limit:.3f} µs (the fastest device copy of the state "
                 "bytes measured; docs/judging.md)"))
         nbytes = self.bytes_moved(workload)
         host = end.host_call_us  # the worker's own diagnostic: kept only where it could be true
@@ -542,9 +543,6 @@ class VariantJudge:
             raise Rejected(Status.RUNTIME_ERROR, f"timing rejected: {len(samples)} sync samples do not split "
                                                  f"into {trials} trials")
         return statistics.mean(statistics.mean(samples[i * per_trial:(i + 1) * per_trial]) for i in range(trials))
-
-    def limit_us(self, workload: Workload) -> float | None:
-        return physical_limit_us(self.ctx.floors.get((workload.uuid, self.variant.state_dtype), []))
 
     def check_brackets(self, figures: dict[str, TierFigure]) -> None:
         """Events and sync figures bracket the call's kernels, and the contest's span covers them:
