@@ -8,7 +8,7 @@
     modal run run_modal.py --tune --algo cuda-v4 --gpu H100 --options="--batches 1,8,64"
 
 ``--options`` passes any other run_local.py option through. Each container
-runs the same :func:`harness.judge.orchestrate.run_benchmark` as run_local.py, with
+runs the same :func:`harness.judge.run.run_benchmark` as run_local.py, with
 the RunConfig built by the same :mod:`harness.cli` functions, and returns its
 traces and floors; this machine merges them into ``results/runs/<run id>/``
 (run.json, traces.jsonl, floors.jsonl, summary.csv, written by

@@ -1,13 +1,20 @@
 """gdn-decode-bench: the reference harness for ``gdn_decode_qk4_v8_d128_k_last``.
 
-One module per concept:
+Open first: :func:`harness.judge.run.run_benchmark`, what ``run_local.py`` and
+``run_modal.py`` call, then ``docs/judging.md`` for how a verdict is reached.
 
-- ``definition``: the flashinfer-bench Definition schema, loading and the reference.
-- ``workloads`` / ``dataset``: workload JSONL files and the datasets that hold them.
-- ``generator``: deterministic, realistic tensors for our workload sets.
-- ``solutions``: discovery and loading of ``solutions/<name>/``.
-- ``check``: correctness as flashinfer-bench judges it.
-- ``timing``: the timing tiers.
-- ``run``: checks and times solutions on workloads and yields traces.
-- ``traces`` / ``report``: trace JSONL, summary CSV and the printed table.
+Packages, in the order a run goes through them:
+
+- :mod:`harness.data`: what is judged: the definition, workload sets and datasets, their tensors.
+- :mod:`harness.judge`: how it is judged: each solution in a worker process of its own, checked
+  and timed by the judge (and its timing core), which alone decides the verdict.
+- :mod:`harness.records`: what is kept: typed traces, run folders, summaries, the leaderboard,
+  the predicted score, plots.
+- :mod:`harness.interop`: flashinfer-bench's formats: packed submissions, datasets.
+
+Modules beside them: ``cli`` (the run's command line), ``__main__`` (``python -m harness``),
+``facts`` (the names and numbers every part shares), ``errors``, ``paths``, ``fanout``
+(``--gpus``: one judge per GPU), ``volume`` (the Modal Volume).
 """
+
+__all__ = ["data", "judge", "records", "interop", "cli", "facts", "errors", "paths", "fanout", "volume"]

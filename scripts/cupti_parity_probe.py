@@ -101,17 +101,22 @@ def time_workload(run_fn, workload, dataset, calls: int) -> dict[str, float]:
                     for tensor in kept_dests.values():
                         tensor.fill_(float("nan"))
                     args = dict(kept(max(call, 0)), **kept_dests)
-                flushers[flush_by]()
-                torch.cuda.synchronize()
-                recording.begin_call()
-                try:
-                    run_fn(args)
-                finally:
-                    recording.end_call()
+                recorded_call(recording, run_fn, args, flushers[flush_by])
                 if call >= 0:
                     tags[variant].append(len(recording.tags) - 1)
         records = recording.collect()
     return {v: statistics.median(records[i].kernel_sum_us for i in tags[v]) for v in VARIANTS}
+
+
+def recorded_call(recording, run_fn, args: dict, flush) -> None:
+    """One call on a flushed, idle GPU, between the recorder's call marks."""
+    flush()
+    torch.cuda.synchronize()
+    recording.begin_call()
+    try:
+        run_fn(args)
+    finally:
+        recording.end_call()
 
 
 def time_placements(run_fn, workload, dataset, calls: int, sets: int) -> list[float]:
@@ -129,13 +134,7 @@ def time_placements(run_fn, workload, dataset, calls: int, sets: int) -> list[fl
                 for tensor in dests.values():
                     tensor.fill_(float("nan"))
                 args = dict(inputs(max(call, 0)), **dests)
-                flush()
-                torch.cuda.synchronize()
-                recording.begin_call()
-                try:
-                    run_fn(args)
-                finally:
-                    recording.end_call()
+                recorded_call(recording, run_fn, args, flush)
                 if call >= 0:
                     tags[i].append(len(recording.tags) - 1)
         records = recording.collect()

@@ -1,1 +1,11 @@
-"""Interop with flashinfer-bench, the contest's own package: packed submissions, datasets, traces."""
+"""Interop with flashinfer-bench, the contest's own package: packed submissions, datasets, traces.
+
+Open first: :mod:`~harness.interop.pack` (``python -m harness pack``: a solution as a contest
+submission, with the positional entry the judge calls it through).
+
+- :mod:`~harness.interop.export`: a workload set as a flashinfer-bench dataset folder.
+- :mod:`~harness.interop.fib`: flashinfer-bench, imported on demand.
+- :mod:`~harness.interop.cli`: the ``python -m harness`` command line.
+"""
+
+__all__ = ["pack", "export", "fib", "cli"]
