@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from test_leaderboard import STAMP, make_floor, make_trace
 
 from harness.records.annotate import annotate
-from harness.records.store import (FLOORS_FILE, MANIFEST_KEY, SKIPPED_FILE, TRACES_FILE, RunWriter, load_run,
+from harness.records.store import (FLOORS_FILE, MANIFEST_KEY, SKIPPED_FILE, TRACES_FILE, RunWriter, load_run, read_stored,
                                    run_dirs)
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation, EvaluationStatus,
                                    Performance, TensorErrors, Trace, floor_label, is_floor_label, label_state_dtype)
@@ -86,9 +86,8 @@ def test_labels():
 def test_every_stored_run_loads(run_dir, capsys):
     run = load_run(run_dir)
     assert capsys.readouterr().err == ""  # nothing skipped
-    lines = [line for line in (run_dir / TRACES_FILE).read_text().splitlines() if line.strip()]
-    if (run_dir / FLOORS_FILE).exists():
-        lines += [line for line in (run_dir / FLOORS_FILE).read_text().splitlines() if line.strip()]
+    lines = [line for name in (TRACES_FILE, FLOORS_FILE)
+             for line in (read_stored(run_dir / name) or b"").decode().splitlines() if line.strip()]
     assert len(run.traces) + len(run.floors) == len(lines)
     assert run.floors and run.traces and run.meta
     assert {f.workload for f in run.floors} == {t.workload.uuid for t in run.traces}
@@ -261,3 +260,25 @@ def test_only_folders_the_writer_left_are_read_as_runs(tmp_path, capsys):
     assert run_dirs(tmp_path) == [good.run_dir]
     err = capsys.readouterr().err
     assert "2-edited" in err and "3-forged" in err and "manifest" in err
+
+
+def test_a_folder_kept_compressed_reads_the_same_and_its_manifest_still_holds(tmp_path, capsys):
+    """Older evidence is kept as ``<file>.gz`` (gzip -n); the manifest names the bytes inside, so a
+    compressed folder is still the writer's, and one whose .gz was rewritten is not."""
+    import gzip
+
+    traces = [make_trace("a", "w0", {"events": 2.0})]
+    floors = [make_floor("w0", {"events": 1.0, "cupti": None})]
+    for name in ("plain", "compressed", "rewritten"):
+        RunWriter(tmp_path / "runs" / name).write_run({"workloads": "sweep"}, floors, traces)
+    for name in ("compressed", "rewritten"):
+        for data_file in (TRACES_FILE, FLOORS_FILE, SKIPPED_FILE):
+            path = tmp_path / "runs" / name / data_file
+            path.with_name(data_file + ".gz").write_bytes(gzip.compress(path.read_bytes(), mtime=0))
+            path.unlink()
+    forged = gzip.compress(make_trace("forged", "w0", {"events": 0.1}).model_dump_json().encode() + b"\n", mtime=0)
+    (tmp_path / "runs" / "rewritten" / (TRACES_FILE + ".gz")).write_bytes(forged)
+    assert [p.name for p in run_dirs(tmp_path)] == ["compressed", "plain"]
+    assert "rewritten" in capsys.readouterr().err
+    plain, compressed = (load_run(tmp_path / "runs" / name) for name in ("plain", "compressed"))
+    assert (compressed.traces, compressed.floors) == (plain.traces, plain.floors) == (traces, floors)

@@ -8,7 +8,7 @@ move" checks (a judge change, a timing change) on the same GPU.
 ``--per solution`` compares each solution's median over its workloads instead (a set like
 contest-v1, whose 20 workloads all have B = 1, has one row per solution then).
 
-Reads the traces as plain JSON (a run made by an older harness need not
+Reads the traces (``.jsonl`` or ``.jsonl.gz``) as plain JSON (a run made by an older harness need not
 validate under today's trace model) and prints a markdown table; a figure one
 run lacks is shown as "—". The copy floor of runs that kept it in
 ``floors.jsonl`` is read from the ``floors.jsonl`` next to the traces: per tier
@@ -23,6 +23,7 @@ import statistics
 from pathlib import Path
 
 from harness.records.best_floor import best_floors
+from harness.records.store import read_stored
 from harness.records.trace import FloorMeasurement
 
 
@@ -30,7 +31,10 @@ def figures(traces: Path, per_solution: bool = False) -> dict[tuple[str, int | s
     """``{(solution label, batch size): {tier: figure µs}}`` of the PASSED traces (and floors) of one run;
     with ``per_solution`` ``{(solution label, "all"): {tier: median µs over its workloads}}``."""
     every: dict[tuple[str, int | str], dict[str, list[float]]] = {}
-    for line in traces.read_text().splitlines():
+    data = read_stored(traces)  # traces.jsonl, or its .gz
+    if data is None:
+        raise FileNotFoundError(f"{traces}: no such file (nor {traces.name}.gz)")
+    for line in data.decode().splitlines():
         trace = json.loads(line) if line.strip() else None
         performance = trace and (trace["evaluation"].get("performance") or {})
         if performance:
@@ -44,8 +48,9 @@ def figures(traces: Path, per_solution: bool = False) -> dict[tuple[str, int | s
     # the run folder's floors.jsonl, or X_floors.jsonl beside an X_traces.jsonl (a file named neither
     # way has no floors: never the traces file itself)
     floors = traces.with_name(traces.name.replace("traces.jsonl", "floors.jsonl"))
-    if floors != traces and floors.is_file() and not per_solution:  # written by today's store, so its lines validate (per batch size only)
-        measured = [FloorMeasurement.model_validate_json(line) for line in floors.read_text().splitlines()
+    floor_data = read_stored(floors) if floors != traces and not per_solution else None
+    if floor_data is not None:  # written by today's store, so its lines validate (per batch size only)
+        measured = [FloorMeasurement.model_validate_json(line) for line in floor_data.decode().splitlines()
                     if line.strip()]
         for floor in best_floors(measured):  # per tier the fastest of the copies measured
             found.setdefault((floor.label, floor.batch_size), {

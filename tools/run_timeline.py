@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 from harness.facts import TIERS
+from harness.records.store import read_stored
 
 
 def solution_rows(run_dir: Path) -> list[dict]:
@@ -38,7 +39,10 @@ def solution_rows(run_dir: Path) -> list[dict]:
     """
     started = datetime.fromisoformat(json.loads((run_dir / "run.json").read_text())["started"])
     by_label: dict[str, list[dict]] = {}
-    for line in (run_dir / "traces.jsonl").read_text().splitlines():
+    data = read_stored(run_dir / "traces.jsonl")  # or its .gz
+    if data is None:
+        raise FileNotFoundError(f"{run_dir / 'traces.jsonl'}: no such file (nor .gz)")
+    for line in data.decode().splitlines():
         trace = json.loads(line) if line.strip() else None
         if trace and trace["solution"] != "copy-floor":
             by_label.setdefault(trace["solution"], []).append(trace)

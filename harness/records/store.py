@@ -19,6 +19,11 @@ time it is called (write to a temporary file, then ``os.replace``): the judge
 calls it after every solution, so a run killed later keeps what finished, a
 reader never sees half a file, and a file edited in between is replaced.
 
+Older evidence may keep its data files compressed as ``<name>.gz`` (``gzip -n``, to keep the
+checkout small): every reader here takes either (:func:`read_stored`), and the manifest's digests
+are those of the bytes inside, which ``gunzip`` gives back as the writer wrote them (and
+flashinfer-bench's loaders read).
+
 :func:`load_run` reads a folder back, also in the format written before
 ``floors.jsonl`` existed (the copy floor as ``copy-floor`` rows of
 ``traces.jsonl``, PASSED without correctness): those rows become
@@ -29,6 +34,7 @@ died mid-write) is the common case.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -50,6 +56,8 @@ FLOORS_FILE = "floors.jsonl"
 SUMMARY_FILE = "summary.csv"
 #: The key of ``run.json`` that lists the SHA-256 of every data file the writer wrote.
 MANIFEST_KEY = "files"
+#: A data file kept compressed (``gzip -n``) is ``<name>.gz``; the manifest names the bytes inside.
+COMPRESSED_SUFFIX = ".gz"
 #: ``method`` of a floor read from the old format (``dst.copy_(state)`` in torch).
 OLD_FLOOR_METHOD = "torch copy_"
 
@@ -168,11 +176,36 @@ def record_from_row(row: Any) -> Trace | FloorMeasurement:
     return Trace.model_validate(row)
 
 
+def stored_file(path: Path) -> Path | None:
+    """``path``, or ``path.gz`` where only that is there (older evidence is kept compressed,
+    ``gzip -n``); None where neither is."""
+    path = Path(path)
+    for candidate in (path, path.with_name(path.name + COMPRESSED_SUFFIX)):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_stored(path: Path) -> bytes | None:
+    """The bytes of a data file as the writer wrote them: ``path``, or ``path.gz`` decompressed
+    (:func:`stored_file`); None where neither is there.
+
+    Raises:
+        OSError: a ``.gz`` that is not gzip data (``gzip.BadGzipFile``) or cannot be read.
+    """
+    found = stored_file(path)
+    if found is None:
+        return None
+    data = found.read_bytes()
+    return gzip.decompress(data) if found.name.endswith(COMPRESSED_SUFFIX) else data
+
+
 def _read_jsonl(path: Path, parse) -> list:
-    """Records of one JSONL file via ``parse(dict)``; unreadable lines skipped with a note."""
-    if not path.exists():
+    """Records of one JSONL file (or its ``.gz``) via ``parse(dict)``; unreadable lines skipped with a note."""
+    data = read_stored(path)
+    if data is None:
         return []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = data.decode("utf-8").splitlines()
     last = max((i for i, line in enumerate(lines, 1) if line.strip()), default=0)
     records = []
     for number, line in enumerate(lines, 1):
@@ -224,7 +257,11 @@ def manifest_problem(run_dir: Path) -> str | None:
         return f"{run_dir / RUN_FILE} has no '{MANIFEST_KEY}' manifest: not a folder the harness's writer wrote"
     for name, digest in manifest.items():
         path = run_dir / str(name)
-        if "/" in str(name) or not path.is_file() or _sha256(path.read_bytes()) != digest:
+        try:
+            data = None if "/" in str(name) else read_stored(path)
+        except OSError:
+            data = None
+        if data is None or _sha256(data) != digest:  # a .gz holds the same bytes, compressed
             return f"{path} is not the file the harness wrote (missing or changed since)"
     return None
 
@@ -238,7 +275,7 @@ def run_dirs(results_dir: Path) -> list[Path]:
         return []
     found = []
     for path in sorted(p for p in runs.iterdir() if p.is_dir()):
-        if not ((path / TRACES_FILE).exists() or (path / FLOORS_FILE).exists()):
+        if not (stored_file(path / TRACES_FILE) or stored_file(path / FLOORS_FILE)):
             continue
         problem = manifest_problem(path)
         if problem:
