@@ -14,7 +14,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 for step in $STEPS; do
   echo "== $step ($(date -u +%H:%M:%S))"
   case $step in
-    smoke)   python -m harness.judge.cupti 2>&1 | tee "$OUT/tuning/cupti_smoke.log" ;;
+    smoke)   python -m tools.profiler_check 2>&1 | tee "$OUT/tuning/cupti_smoke.log" ;;
     fla)     python -m tools.tune --algo fla-recurrent --out "$OUT/tuning" 2>&1 | tee "$OUT/tuning/fla_tune.log" ;;
     cuda)    python -m tools.tune --algo cuda-v4 --out "$OUT/tuning" 2>&1 | tee "$OUT/tuning/cuda_tune.log" ;;
     cutedsl) python -m tools.tune --algo cutedsl-bf16 --out "$OUT/tuning" 2>&1 | tee "$OUT/tuning/cutedsl_tune.log" ;;

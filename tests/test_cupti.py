@@ -14,8 +14,8 @@ import pytest
 
 from harness.judge import cupti as hc
 from harness.judge.cupti import (API, EXTERNAL, KERNEL, MEMCPY, MEMSET, Activity, CuptiUnavailable, IterationTag,
-                           build_call_records, call_record, cupti_status, split_at_delimiters_us,
-                           time_calls_with_cupti)
+                                 build_call_records, call_record, cupti_status, time_calls_with_cupti)
+from tools.profiler_check import END_MARKER_KERNEL, FLUSH_KERNEL, independent_kernel_times_us, split_at_delimiters_us
 
 CUSTOM0, CUSTOM2 = 3, 5
 
@@ -437,7 +437,7 @@ def test_split_at_delimiters_sums_each_calls_kernels():
                 ("gdn_decode", 200.0, 6.0), ("FillFunctor<signed char>", 210.0, 1.0)]
     # out of order on purpose; the float fill is the call's own; the clone after
     # the end marker belongs to the next iteration's setup and is not counted
-    assert split_at_delimiters_us(timeline, hc.FLUSH_KERNEL, hc.END_MARKER_KERNEL, 2) == pytest.approx([7.0, 7.0])
+    assert split_at_delimiters_us(timeline, FLUSH_KERNEL, END_MARKER_KERNEL, 2) == pytest.approx([7.0, 7.0])
 
 
 def test_split_at_delimiters_refuses_a_wrong_count_or_an_empty_call():
@@ -452,4 +452,4 @@ def test_independent_times_need_cuda(monkeypatch):
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(RuntimeError, match="CUDA"):
-        hc.independent_kernel_times_us(lambda a: None, lambda index=None: None, lambda: None, iters=1)
+        independent_kernel_times_us(lambda a: None, lambda index=None: None, lambda: None, iters=1)

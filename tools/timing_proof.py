@@ -35,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-from harness.judge import cupti
+from tools.profiler_check import independent_kernel_times_us
 from harness.data.dataset import open_dataset
 from harness.records.environment import environment, git_commit
 from harness.records.best_floor import best_floors
@@ -100,7 +100,7 @@ def _profiler_in_this_process(subject: str, batch_size: int, iters: int) -> floa
     flush = L2Flusher("cuda")
     fn, setup = _callable(subject, dataset, _workload(dataset, batch_size), "cuda")
     warm_gpu_clocks(fn, setup, flush, TimingConfig().warm_s)  # the profiler loop has no warm-up of its own
-    return statistics.median(cupti.independent_kernel_times_us(fn, setup, flush, iters=iters))
+    return statistics.median(independent_kernel_times_us(fn, setup, flush, iters=iters))
 
 
 def _in_fresh_process(fn, *args):

@@ -19,10 +19,10 @@ The conversation, per workload (``P`` parent, ``W`` worker)::
         W: Checked (+ payloads: output bytes copied from the destinations)
         P: Go(proceed=True|False)          # the parent compared them
     P: Go(proceed=True) to time, or nothing more for this workload
-    for each tier the timing core times (wallclock, events, sync: harness/judge/core.py):
+    for each tier the timing core times (cupti, events, sync, wallclock: harness/judge/core.py):
         per chunk of calls:  P: CoreChunk(signed command)   W: CoreChunkDone(signed result)
         (the core put every call's outputs in the capture area; the parent checks them all)
-    for each other tier (cupti, contest):
+    for the contest tier (FlashInfer's own timer, in the worker):
         P: TimeTier
         W: TierBegin
         per timed call i:  W: Called(i)   P: Go(proceed=verify?)
@@ -107,7 +107,7 @@ class Workload(_Message):
     kind: Literal["workload"] = "workload"
     workload: dict  # the workload object (uuid, axes, inputs)
     tensors: list[TensorHeader]
-    timed_trial_base: int  # timed call i of tier t draws its inputs with trial timed_trial_base + t * 1_000_000 + i
+    timed_trial_base: int  # timed call i of tier t draws its inputs with trial timed_trial(base, t, i)
     core: str | None = None  # hex of the signed command that lays the workload out in the timing core
 
 
@@ -434,3 +434,27 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 def tensor_header(name: str, tensor: torch.Tensor) -> TensorHeader:
     return TensorHeader(name=name, dtype=dtype_name(tensor.dtype), shape=list(tensor.shape))
+
+
+# ------------------------------------------------------------------ what a call is made of
+
+#: Trial numbers of timed calls: tier ``t``'s call ``i`` draws trial ``base + t * TIER_STRIDE + i``.
+TIER_STRIDE = 1_000_000
+
+
+def timed_trial(base: int, tier_index: int, call: int) -> int:
+    """The trial number (seed) of timed call ``call`` of the ``tier_index``-th tier; the parent uses the same."""
+    return base + tier_index * TIER_STRIDE + call
+
+
+def destination_layout(definition, axes: dict, state_dtype: str) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Shape and dtype name of every destination: the definition's, except that
+    ``new_state`` takes the variant's state dtype. The judge expects exactly these back."""
+    return {name: (definition.shape_of(spec, axes), state_dtype if name == "new_state" else spec.dtype)
+            for name, spec in definition.outputs.items()}
+
+
+def destination_headers(definition, axes: dict, state_dtype: str) -> list[TensorHeader]:
+    """:func:`destination_layout` as payload headers (what a shipment of one call's outputs holds)."""
+    return [TensorHeader(name=name, dtype=dtype, shape=list(shape))
+            for name, (shape, dtype) in destination_layout(definition, axes, state_dtype).items()]

@@ -39,7 +39,6 @@ from harness.judge.references import References
 from harness.judge.solutions import SolutionMeta, materialize
 from harness.judge.timing import (CONTEST_TRIALS, STOP_RULE_TIERS, ClockWarmth, contest_samples, contest_value,
                                   gpu_tier_unavailable_reason, median_noise, stop_reason, summarize)
-from harness.judge.worker import destination_headers, destination_layout, timed_trial
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation,
                                    FloorMeasurement, Performance, TensorErrors, TierFigure, Trace, WorkloadRecord,
                                    variant_label)
@@ -178,7 +177,7 @@ class VariantJudge:
         workloads = self.ctx.dataset.workloads
         stored = max((msg.area_bytes(msg.tensor_header(n, t) for n, t in self.ctx.references.stored[w.uuid].items())
                       for w in workloads), default=0)
-        outputs = max((msg.area_bytes(destination_headers(self.definition, w.axes, self.variant.state_dtype))
+        outputs = max((msg.area_bytes(msg.destination_headers(self.definition, w.axes, self.variant.state_dtype))
                        for w in workloads), default=0)
         return stored, outputs
 
@@ -303,7 +302,7 @@ class VariantJudge:
     def receive_outputs(self, worker: WorkerProcess, workload_axes: dict | None, header: msg.Checked):
         """The payloads ``header`` announces, checked against the destinations' shapes and dtypes."""
         outputs = {}
-        expected = (destination_layout(self.definition, workload_axes, self.variant.state_dtype)
+        expected = (msg.destination_layout(self.definition, workload_axes, self.variant.state_dtype)
                     if workload_axes is not None else None)
         names = [h.name for h in header.outputs]
         if expected is not None and sorted(names) != sorted(expected):
@@ -452,7 +451,7 @@ class VariantJudge:
                                             f"{'call ' + str(asked[0]) if asked else 'none'}")
                 index = asked.pop(0)
                 what = f"{tier} tier, timed call {index} (verified after it ran)"
-                trial = timed_trial(TIMED_TRIAL_BASE, tier_index, index)
+                trial = msg.timed_trial(TIMED_TRIAL_BASE, tier_index, index)
                 self.pending.append((trial, self.checked_outputs(worker, workload, message, what), what))
                 worker.send(msg.Received())  # copied out: the worker may write its payload area again
                 continue

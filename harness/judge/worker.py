@@ -38,8 +38,6 @@ from harness.judge.isolation import die_with_parent
 from harness.judge.solutions import import_package
 from harness.judge.timing import L2Flusher, TierUnavailable, TimingConfig, measure
 
-#: Trial numbers of timed calls: tier ``t``'s call ``i`` draws trial ``base + t * TIER_STRIDE + i``.
-TIER_STRIDE = 1_000_000
 #: Timed calls write into a ring of destination sets, so the worker reads the
 #: judge's answer for call i only before call i + ring size reuses its set: no
 #: round trip between two timed calls (one per call moved the events and sync
@@ -48,28 +46,10 @@ TIER_STRIDE = 1_000_000
 RING_BYTES, RING_MAX_SETS = 1 << 30, 8
 
 
-def timed_trial(base: int, tier_index: int, call: int) -> int:
-    """The trial number (seed) of timed call ``call`` of the ``tier_index``-th tier; the parent uses the same."""
-    return base + tier_index * TIER_STRIDE + call
-
-
-def destination_layout(definition, axes: dict, state_dtype: str) -> dict[str, tuple[tuple[int, ...], str]]:
-    """Shape and dtype name of every destination: the definition's, except that
-    ``new_state`` takes the variant's state dtype. The judge expects exactly these back."""
-    return {name: (definition.shape_of(spec, axes), state_dtype if name == "new_state" else spec.dtype)
-            for name, spec in definition.outputs.items()}
-
-
-def destination_headers(definition, axes: dict, state_dtype: str) -> list[msg.TensorHeader]:
-    """:func:`destination_layout` as payload headers (what a shipment of one call's outputs holds)."""
-    return [msg.TensorHeader(name=name, dtype=dtype, shape=list(shape))
-            for name, (shape, dtype) in destination_layout(definition, axes, state_dtype).items()]
-
-
 def destinations(definition, axes: dict, state_dtype: str, device) -> dict[str, torch.Tensor]:
-    """NaN-filled output buffers (see :func:`destination_layout`): any element a solution leaves unwritten fails."""
+    """NaN-filled output buffers (see :func:`harness.judge.protocol.destination_layout`): any element a solution leaves unwritten fails."""
     return {name: torch.full(shape, float("nan"), dtype=TORCH_DTYPES[dtype], device=device)
-            for name, (shape, dtype) in destination_layout(definition, axes, state_dtype).items()}
+            for name, (shape, dtype) in msg.destination_layout(definition, axes, state_dtype).items()}
 
 
 def _failure_log(exc: BaseException) -> str:
@@ -220,7 +200,7 @@ class Worker:
             if index is None:  # warm-up and estimate calls: not sampled, inputs of the last check trial
                 inputs = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in warm_inputs.items()}
             else:
-                inputs = self.inputs(workload, stored, timed_trial(base, tier_index, index))
+                inputs = self.inputs(workload, stored, msg.timed_trial(base, tier_index, index))
             return self.arguments(inputs, ring.poisoned(index))
 
 
@@ -255,7 +235,7 @@ class DestinationRing:
 
     def __init__(self, worker: "Worker", axes: dict):
         self.worker = worker
-        set_bytes = msg.area_bytes(destination_headers(worker.definition, axes, worker.job.state_dtype))
+        set_bytes = msg.area_bytes(msg.destination_headers(worker.definition, axes, worker.job.state_dtype))
         self.size = max(1, min(RING_MAX_SETS, RING_BYTES // max(set_bytes, 1)))
         # the ring keeps the buffers; each call gets fresh views of them, so a solution that rebinds
         # (Tensor.set_) what it was handed changes nothing the worker ships or poisons next
