@@ -11,7 +11,6 @@
 #   v1          every solution on contest-v1
 #   user-v1     what a newcomer runs: `python run_local.py --algo all` (contest-v1), default settings, timed
 #   user-v2     the same on contest-v2, the contest's real set (issue #17: under 3 and 8 minutes on an H100)
-#   idle-probe  scripts/clock_idle_probe.py: does the clock stay up between tiers (the warm-up rule)?
 #   contest-check  the contest tier beside cupti on the sweep (does CUPTI record again after FlashInfer's finalize?)
 #   warm-ab     the same rows with the full warm-up before every tier and with today's top-up, twice each,
 #               alternating (do the events and sync figures move with it? results/speed/20261123-H100);
@@ -36,7 +35,6 @@ for step in "$@"; do
     v1)         run --algo all --workloads contest-v1 $FAST ;;
     user-v1)    time python run_local.py --results "$RESULTS" --no-progress --algo all ;;
     user-v2)    time python run_local.py --results "$RESULTS" --no-progress --algo all --workloads contest-v2 ;;
-    idle-probe) python scripts/clock_idle_probe.py "$RESULTS" ;;
     contest-check) run --algo cuda-v4,fi-baseline --workloads sweep --tiers cupti,contest ;;
     warm-ab)    for round in 1 2; do
                   run --algo cuda-v4,fi-baseline,fla-recurrent --workloads sweep --keep-warm-seconds 0.2

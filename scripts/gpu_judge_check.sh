@@ -7,8 +7,6 @@
 #   attacks-cpu   tests/fixtures/attacks, judged with the GPU tiers (about 5 min)
 #   new-a, new-b  the side-by-side sweep (results/targets.md's kernels) with this tree, in two groups
 #   old           the same sweep with the harness in .before/ (`git archive 2026d30 | tar -x -C .before`)
-#   probe         scripts/events_probe.py (plain process, B = 1 and 8), then the judge's events and sync
-#                 figures with host_call_us for fla-recurrent and cuda-v4 (the open events/sync regression)
 #   v1-all        the README's `python run_local.py --algo all` (contest-v1), timed (issue #17: under 3 min)
 # Each step stops itself with Ctrl-C (the judge writes what finished) before the command's limit.
 set -uo pipefail
@@ -36,11 +34,6 @@ for step in "$@"; do
     new-a)       sweep "$step" . "$GROUP_A" 540 "$COMMIT" ;;
     new-b)       sweep "$step" . "$GROUP_B" 540 "$COMMIT" ;;
     old)         sweep "$step" .before "$GROUP_A,$GROUP_B" 540 2026d30 ;;
-    probe)       mkdir -p /tmp/gdn-check-probe
-                 for b in 1 8; do timeout 200 python scripts/events_probe.py --batch $b | tee -a /tmp/gdn-check-probe/probe.txt; done
-                 GDN_BENCH_COMMIT=$COMMIT timeout -s INT 240 python run_local.py --results /tmp/gdn-check-probe --no-progress \
-                   --algo fla-recurrent,cuda-v4 --workloads sweep --tiers events,sync -v > /tmp/gdn-check-probe/judge.log 2>&1
-                 tail -30 /tmp/gdn-check-probe/judge.log; pack "$step" /tmp/gdn-check-probe ;;
     v1-all)      mkdir -p /tmp/gdn-check-v1
                  ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT 540 python run_local.py --results /tmp/gdn-check-v1 \
                    --no-progress --algo all ) > /tmp/gdn-check-v1/console.log 2>&1

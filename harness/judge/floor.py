@@ -44,7 +44,7 @@ from harness.records.trace import Environment, FloorMeasurement, TierFigure
 #: CUPTI figure over the median copy floor in the H100 sweeps of 2026-11-25 was 0.962 (cuda-v4,
 #: B = 16, results/judge-check/20261125-H100-core), 0.984-0.995 in the three of
 #: results/judge-check/20261125-H100-cupti-core; one set of buffers can read up to 8 % apart from another
-#: for the same loop (buffer placement, scripts/cupti_parity_probe.py). 0.90 of the fastest
+#: for the same loop (buffer placement, the probe in that folder). 0.90 of the fastest
 #: *call* of any copy leaves both. Not yet checked on an H200 (none was lent for it).
 #: Other tiers (a CPU's wall clock, whose copy runs on one thread and which multi-threaded code
 #: can beat; a GPU without CUPTI, whose events floor includes a launch): the old 0.75.
