@@ -13,7 +13,7 @@ from pathlib import Path
 # Everything the judge will need is imported now, before any solution runs: a
 # module imported later would be read from disk after a solution could edit it.
 from harness.errors import HarnessInputError
-from harness.facts import CONTEST_TIER, GPU_TIERS, TIERS, Tolerance
+from harness.facts import CONTEST_TIER, GPU_TIERS, TIERS, Tier, Tolerance
 from harness.judge.core import CoreError
 from harness.judge.isolation import Timeouts
 from harness.judge.run import RunConfig, run_benchmark
@@ -117,10 +117,10 @@ def parse_tiers(text: str, device: str) -> tuple[str, ...]:
     unknown = [t for t in tiers if t not in TIERS]
     if unknown:
         raise argparse.ArgumentTypeError(f"unknown tier(s) {unknown}; choose from {TIERS}")
-    if not device.startswith("cuda") and "wallclock" not in tiers:
-        tiers += ("wallclock",)
-    if CONTEST_TIER in tiers and "cupti" not in tiers:
-        tiers = ("cupti",) + tiers
+    if not device.startswith("cuda") and Tier.WALLCLOCK not in tiers:
+        tiers += (Tier.WALLCLOCK,)
+    if CONTEST_TIER in tiers and Tier.CUPTI not in tiers:
+        tiers = (Tier.CUPTI,) + tiers
     return tiers
 
 
@@ -204,7 +204,7 @@ def config_from_args(args) -> RunConfig:
     """
     device = checked_device(args.device)
     checked_folders(args)
-    tiers = parse_tiers(args.tiers or (",".join(GPU_TIERS) if device.startswith("cuda") else "wallclock"), device)
+    tiers = parse_tiers(args.tiers or (",".join(GPU_TIERS) if device.startswith("cuda") else Tier.WALLCLOCK), device)
     timing = TimingConfig(warmup=args.warmup, iters=args.iters, trials=args.sync_trials, budget_s=args.budget,
                           min_iters=args.min_iters, warm_s=args.warm_seconds, keep_warm_s=args.keep_warm_seconds,
                           max_noise=args.max_noise)

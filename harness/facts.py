@@ -9,6 +9,7 @@ for the scale (0 or None means ``1/sqrt(K)``) is restated in each solution.
 from __future__ import annotations
 
 import math
+from enum import StrEnum
 from dataclasses import dataclass
 
 #: The definition this project judges (``workloads/<name>.json``).
@@ -26,14 +27,25 @@ RESERVED_NAMES = frozenset({COPY_FLOOR, "all", "reference", "harness"})
 #: Longest solution name: it appears in temporary paths, CSV cells and file names.
 MAX_NAME_LENGTH = 64
 
+class Tier(StrEnum):
+    """A timing tier: how one call's time is read (docs/timing.md). A ``str``: its value is the
+    name traces, CSV columns and ``--tiers`` use."""
+
+    CUPTI = "cupti"  # the device time CUPTI recorded for the call's kernels, copies and fills
+    CONTEST = "contest"  # the final contest's own timer (FlashInfer's), what a predicted score is read from
+    EVENTS = "events"  # a CUDA event pair around the call
+    SYNC = "sync"  # the contest's original loop: a synchronize before each call, events around it
+    WALLCLOCK = "wallclock"  # the host's monotonic clock around the call (a CPU run)
+
+
 #: Timing tiers, in the order of the trace's ``tiers`` table.
-TIERS = ("cupti", "contest", "events", "sync", "wallclock")
+TIERS = tuple(Tier)
 #: The GPU tiers a run measures unless ``--tiers`` says otherwise (``contest`` needs FlashInfer: opt in).
-GPU_TIERS = ("cupti", "events", "sync")
+GPU_TIERS = (Tier.CUPTI, Tier.EVENTS, Tier.SYNC)
 #: The final contest's own timer (harness.judge.timing.bench_contest): what a predicted score is read from.
-CONTEST_TIER = "contest"
+CONTEST_TIER = Tier.CONTEST
 #: Preference order for the headline latency of a trace.
-HEADLINE_TIERS = ("cupti", "events", "wallclock", "sync")
+HEADLINE_TIERS = (Tier.CUPTI, Tier.EVENTS, Tier.WALLCLOCK, Tier.SYNC)
 
 
 def default_scale(head_size: int) -> float:

@@ -48,6 +48,7 @@ import numpy as np
 import torch
 
 from harness.data.definition import TORCH_DTYPES
+from harness.facts import Tier
 from harness.paths import cache_dir
 
 SOURCE = Path(__file__).parent / "core" / "gdn_core.c"
@@ -56,7 +57,7 @@ MODULE = "_gdn_core"
 #: Tiers whose calls the core makes and times (the CUPTI tier with libcupti, which it loads
 #: itself), and their codes in a command. The contest tier is FlashInfer's own timer, called in
 #: the worker; the judge bounds its figure by the core's CUPTI figure (docs/judging.md).
-TIER_CODES = {"wallclock": 0, "events": 1, "sync": 2, "cupti": 3}
+TIER_CODES = {Tier.WALLCLOCK: 0, Tier.EVENTS: 1, Tier.SYNC: 2, Tier.CUPTI: 3}
 CORE_TIERS = frozenset(TIER_CODES)
 MODE_WARM, MODE_TIMED = 0, 1
 #: The definition's scalar input (the scale) in a workload command: the definition has none, the

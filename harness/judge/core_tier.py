@@ -21,6 +21,7 @@ import torch
 
 from harness.data.definition import TORCH_DTYPES
 from harness.data.workloads import Workload
+from harness.facts import Tier
 from harness.judge import core as core_mod
 from harness.judge import protocol as msg
 from harness.judge.batched_reference import gdn_decode
@@ -136,15 +137,15 @@ class CoreTier:
     def samples(self, tier: str, config: TimingConfig) -> list[float]:
         """The tier's samples (µs), every call verified; :class:`Rejection` when a call is wrong
         or a result is not the core's, :class:`NotHere` when the tier cannot run here."""
-        gpu = tier != "wallclock"
+        gpu = tier != Tier.WALLCLOCK
         window = self.clock.seconds(config) if gpu else 0.0
         warm_s, max_calls = (window, WARM_MAX_CALLS) if window > 0 else (0.1 * config.budget_s, max(1, config.warmup))
         warm = self.chunk(tier, core_mod.MODE_WARM, warm_s=warm_s, max_calls=max_calls)
         estimate_s = warm.wall_ns / max(warm.calls, 1) / 1e9
         planned = plan_iterations(estimate_s, config)
-        if tier == "sync":
+        if tier == Tier.SYNC:
             found = self.sync_samples(config, estimate_s)
-        elif tier == "cupti":  # one untimed call inside the recording first, unless the budget cut the tier
+        elif tier == Tier.CUPTI:  # one untimed call inside the recording first, unless the budget cut the tier
             first_warmup = 1 if planned > config.min_iters else 0
             found = until_stable(lambda first, count: self.timed(tier, first, count, first_warmup if first == 0 else 0),
                                  planned, config)
@@ -152,7 +153,7 @@ class CoreTier:
             found = until_stable(lambda first, count: self.timed(tier, first, count), planned, config)
         if gpu:
             self.clock.busy()
-        if tier == "cupti":
+        if tier == Tier.CUPTI:
             self.check_cupti_saw_the_work(found)
         return found
 
@@ -172,7 +173,7 @@ class CoreTier:
         iters, warmup = sync_plan(estimate_s, config)
         found = []
         for trial in range(max(config.trials, 1)):
-            found += self.timed("sync", trial * iters, iters, warmup)
+            found += self.timed(Tier.SYNC, trial * iters, iters, warmup)
         return found
 
     def timed(self, tier: str, first: int, count: int, warmup: int = 0) -> list[float]:
@@ -201,13 +202,13 @@ class CoreTier:
         if result.stopped:
             raise Rejection(Status.RUNTIME_ERROR, f"{tier} tier, timed call {first + len(result.samples_us)}: "
                                                   f"run raised:\n{reply.error or '(no traceback sent)'}")
-        unseen = [first + k for k, n in enumerate(result.records) if tier == "cupti" and n == 0]
+        unseen = [first + k for k, n in enumerate(result.records) if tier == Tier.CUPTI and n == 0]
         if mode == core_mod.MODE_TIMED and unseen:
             raise Rejection(Status.RUNTIME_ERROR, (
                 f"timing rejected: CUPTI recorded no kernel, memcpy or memset in cupti timed call {unseen[0]} "
                 "(another CUPTI client holding the activity callbacks, or its recording switched off?); "
                 "no CUPTI figure"))
-        if tier == "cupti":
+        if tier == Tier.CUPTI:
             if reply.unavailable:
                 raise NotHere(reply.unavailable)
             self.spans_us += result.spans_us
@@ -291,13 +292,13 @@ class CoreTier:
     def tier_end(self, tier: str, samples: list[float]) -> msg.TierEnd:
         """The tier as the session's figure checks take it (the worker's CUPTI extras for that tier)."""
         extra = {}
-        if tier == "cupti" and self.spans_us:
+        if tier == Tier.CUPTI and self.spans_us:
             extra = dict(span_median_us=statistics.median(self.spans_us),
                          kernels_per_call=statistics.median(self.records),
                          kernel_names=sorted(self.kernel_names)[:8],
                          after_return_us=statistics.median(self.after_return_us),
                          host_call_us=self.host_call_us())
-        elif tier != "wallclock":
+        elif tier != Tier.WALLCLOCK:
             extra = dict(host_call_us=self.host_call_us())
         return msg.TierEnd(tier=tier, available=True, samples_us=samples, **extra)
 

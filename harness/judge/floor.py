@@ -33,7 +33,7 @@ import torch
 
 from harness.data.definition import TORCH_DTYPES
 from harness.data.workloads import Workload, build_inputs
-from harness.facts import HEADLINE_TIERS
+from harness.facts import HEADLINE_TIERS, Tier
 from harness.judge.timing import TierUnavailable, TimingConfig, measure
 from harness.records.trace import Environment, FloorMeasurement, TierFigure
 
@@ -48,7 +48,7 @@ from harness.records.trace import Environment, FloorMeasurement, TierFigure
 #: *call* of any copy leaves both. Not yet checked on an H200 (none was lent for it).
 #: Other tiers (a CPU's wall clock, whose copy runs on one thread and which multi-threaded code
 #: can beat; a GPU without CUPTI, whose events floor includes a launch): the old 0.75.
-FLOOR_MARGINS = {"cupti": 0.90}
+FLOOR_MARGINS = {Tier.CUPTI: 0.90}
 DEFAULT_FLOOR_MARGIN = 0.75
 
 

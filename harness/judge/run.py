@@ -38,7 +38,7 @@ from tqdm import tqdm
 
 from harness.data.dataset import Dataset, describe_dataset, make_tensors
 from harness.data.workloads import Workload
-from harness.facts import DEFAULT_TOLERANCE, REFERENCE_SOLUTION, Tolerance
+from harness.facts import DEFAULT_TOLERANCE, REFERENCE_SOLUTION, Tier, Tolerance
 from harness.judge import dps
 from harness.judge.build import CompileError
 from harness.judge.check import Status
@@ -66,7 +66,7 @@ class RunConfig:
     """What a run does: device, tiers, correctness trials, the fp32 tolerance and the timing settings."""
 
     device: str = "cpu"
-    tiers: tuple[str, ...] = ("wallclock",)
+    tiers: tuple[str, ...] = (Tier.WALLCLOCK,)
     trials: int = 3
     tolerance: Tolerance = field(default_factory=lambda: DEFAULT_TOLERANCE)
     timing: TimingConfig = field(default_factory=TimingConfig)

@@ -27,7 +27,7 @@ import torch
 from harness.data.dataset import Dataset
 from harness.data.definition import TORCH_DTYPES
 from harness.data.workloads import Workload
-from harness.facts import STATE_DTYPE_TOLERANCES, Tolerance
+from harness.facts import CONTEST_TIER, HEADLINE_TIERS, STATE_DTYPE_TOLERANCES, Tier, Tolerance
 from harness.judge import dps
 from harness.judge import protocol as msg
 from harness.judge.check import CheckResult, Status, check_outputs
@@ -42,7 +42,6 @@ from harness.judge.timing import (CONTEST_TRIALS, STOP_RULE_TIERS, ClockWarmth, 
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation,
                                    FloorMeasurement, Performance, TensorErrors, TierFigure, Trace, WorkloadRecord,
                                    variant_label)
-from harness.facts import CONTEST_TIER, HEADLINE_TIERS
 
 #: Besides one call drawn uniformly among the first ``min_iters`` of each tier,
 #: every timed call is verified with this probability (docs/judging.md).
@@ -412,7 +411,7 @@ class VariantJudge:
             return reply
 
         device = self.ctx.config.device
-        cannot = gpu_tier_unavailable_reason(device) if tier != "wallclock" else (
+        cannot = gpu_tier_unavailable_reason(device) if tier != Tier.WALLCLOCK else (
             "the wallclock tier times runs on the CPU: on a GPU the cupti, events and sync tiers do"
             if device.startswith("cuda") else None)
         if cannot:
@@ -514,7 +513,7 @@ class VariantJudge:
                      after_return_us=end.after_return_us)
         if tier in STOP_RULE_TIERS:  # the judge's own account of why the tier stopped where it did
             extra.update(stop=stop_reason(samples, self.ctx.config.timing), noise=median_noise(samples))
-        stats.extra["trials"] = {"sync": self.ctx.config.timing.trials, CONTEST_TIER: CONTEST_TRIALS}.get(tier)
+        stats.extra["trials"] = {Tier.SYNC: self.ctx.config.timing.trials, CONTEST_TIER: CONTEST_TRIALS}.get(tier)
         return tier_figure(tier, stats, nbytes, **extra)
 
     def expected_samples(self, tier: str, calls: int) -> int:
@@ -528,7 +527,7 @@ class VariantJudge:
 
     def tier_value(self, tier: str, samples: list[float]) -> float | None:
         """The tier's figure from its raw samples, where it is not their median."""
-        if tier == "sync":
+        if tier == Tier.SYNC:
             return self.sync_value(samples)
         if tier == CONTEST_TIER:
             return contest_value(samples)  # the sample count was checked against contest_samples
@@ -548,10 +547,10 @@ class VariantJudge:
         none is shorter than CUPTI's kernel time. The contest figure comes from FlashInfer's timer
         running in the solution's process, so this bound (and the copy floor) is what makes it a
         checked figure rather than the solution's own claim."""
-        cupti = figures.get("cupti")
+        cupti = figures.get(Tier.CUPTI)
         if not cupti or not cupti.available:
             return
-        for tier in (CONTEST_TIER, "events", "sync"):
+        for tier in (CONTEST_TIER, Tier.EVENTS, Tier.SYNC):
             figure = figures.get(tier)
             if figure and figure.available and figure.value_us < (1 - BRACKET_SLACK) * cupti.value_us:
                 raise Rejected(Status.RUNTIME_ERROR, (

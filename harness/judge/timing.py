@@ -57,10 +57,10 @@ from typing import Any, Callable
 
 import torch
 
-from harness.facts import CONTEST_TIER, GPU_TIERS, TIERS  # noqa: E402,F401 - re-exported: the tiers this module measures
+from harness.facts import CONTEST_TIER, GPU_TIERS, TIERS, Tier  # noqa: E402,F401 - re-exported: the tiers this module measures
 
 #: The tiers that stop early once their median is stable (the others keep the counts of the timers they reproduce).
-STOP_RULE_TIERS = ("cupti", "events", "wallclock")
+STOP_RULE_TIERS = (Tier.CUPTI, Tier.EVENTS, Tier.WALLCLOCK)
 #: The contest's do_bench settings, reproduced by the sync tier.
 SYNC_WARMUP, SYNC_ITERS, SYNC_TRIALS = 10, 50, 3
 #: Most calls of a clock warm-up, however the host clock reads (a solution can
@@ -365,7 +365,7 @@ def bench_wallclock(fn: Callable, setup: Callable, config: TimingConfig, after: 
             after(index)
         return samples
 
-    return _stopped("wallclock", until_stable(time_calls, planned, config), config)
+    return _stopped(Tier.WALLCLOCK, until_stable(time_calls, planned, config), config)
 
 
 def _stopped(tier: str, samples: list[float], config: TimingConfig, **extra) -> TimingStats:
@@ -397,7 +397,7 @@ def bench_events(fn: Callable, setup: Callable, flush: Callable, config: TimingC
 
     samples = until_stable(time_calls, planned, config)
     CLOCKS.busy()
-    return _stopped("events", samples, config, host_call_us=statistics.median(host) * 1e6)
+    return _stopped(Tier.EVENTS, samples, config, host_call_us=statistics.median(host) * 1e6)
 
 
 def sync_plan(estimate_s: float, config: TimingConfig) -> tuple[int, int]:
@@ -444,7 +444,7 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
         trial_means.append(statistics.mean(times))
         samples.extend(times)
     CLOCKS.busy()
-    return summarize("sync", samples, value_us=statistics.mean(trial_means), trials=config.trials,
+    return summarize(Tier.SYNC, samples, value_us=statistics.mean(trial_means), trials=config.trials,
                      host_call_us=statistics.median(host) * 1e6)
 
 
@@ -458,11 +458,11 @@ def bench_cupti(fn: Callable, setup: Callable, flush: Callable, config: TimingCo
     try:
         from harness.judge import cupti
     except ImportError as exc:
-        return TierUnavailable("cupti", f"harness.judge.cupti cannot be imported: {exc}")
+        return TierUnavailable(Tier.CUPTI, f"harness.judge.cupti cannot be imported: {exc}")
     try:
         recorder = cupti.recording()  # probes CUPTI; records nothing until entered, after the warm-up
     except cupti.CuptiUnavailable as exc:
-        return TierUnavailable("cupti", str(exc))
+        return TierUnavailable(Tier.CUPTI, str(exc))
     planned = plan_iterations(warm_then_estimate(fn, setup, flush, config, config.warmup), config)
     # one untimed call inside the recording first, unless the budget cut the tier to its fewest
     # calls: a slow call is long warm by then, and under CUPTI's API tracing the reference loop's
@@ -484,12 +484,12 @@ def bench_cupti(fn: Callable, setup: Callable, flush: Callable, config: TimingCo
     except cupti.CuptiUnavailable as exc:
         if records:  # calls were already timed and reported: a failure, not a tier that cannot run here
             raise RuntimeError(f"CUPTI stopped recording after {len(records)} timed calls: {exc}") from exc
-        return TierUnavailable("cupti", str(exc))
+        return TierUnavailable(Tier.CUPTI, str(exc))
     CLOCKS.busy()
     spans = sorted(r.span_us for r in records)
     kernels = sorted(r.n_kernels for r in records)
     names = sorted({n for r in records for n in r.names})
-    return _stopped("cupti", samples, config, span_median_us=statistics.median(spans),
+    return _stopped(Tier.CUPTI, samples, config, span_median_us=statistics.median(spans),
                      kernels_per_call=statistics.median(kernels), kernel_names=names[:8])
 
 
@@ -549,7 +549,7 @@ def bench_contest(fn: Callable, setup: Callable, flush: Callable, config: Timing
     """
     timer, reason = _contest_timer()
     if timer is None:
-        return TierUnavailable("contest", reason)
+        return TierUnavailable(Tier.CONTEST, reason)
     CLOCKS.warm(fn, setup, flush, config)
     args = setup(0)
     names = list(args) if isinstance(args, dict) else None
@@ -563,14 +563,14 @@ def bench_contest(fn: Callable, setup: Callable, flush: Callable, config: Timing
     fell_back = [str(w.message) for w in caught
                  if "cupti" in str(w.message).lower() and any(k in str(w.message).lower() for k in _FALLBACK_WORDS)]
     if fell_back:
-        return TierUnavailable("contest", f"FlashInfer did not time with CUPTI: {fell_back[0][:200]}")
+        return TierUnavailable(Tier.CONTEST, f"FlashInfer did not time with CUPTI: {fell_back[0][:200]}")
     if len(samples) != contest_samples(1):
-        return TierUnavailable("contest", f"FlashInfer's timer returned {len(samples)} spans for "
+        return TierUnavailable(Tier.CONTEST, f"FlashInfer's timer returned {len(samples)} spans for "
                                           f"{CONTEST_TRIALS} trials of {CONTEST_SETTINGS['repeat_iters']} calls")
     torch.cuda.synchronize()
     CLOCKS.busy()
     after(0)
-    return summarize("contest", samples, value_us=contest_value(samples), trials=CONTEST_TRIALS)
+    return summarize(Tier.CONTEST, samples, value_us=contest_value(samples), trials=CONTEST_TRIALS)
 
 
 def gpu_tier_unavailable_reason(device: str) -> str | None:
@@ -595,12 +595,12 @@ def measure(tier: str, fn: Callable, setup: Callable, flush: Callable | None, de
     """
     if positional and tier != CONTEST_TIER:  # the contest's timer hands the values over itself
         fn = (lambda entry: lambda args: entry(*args.values()))(fn)
-    if tier == "wallclock":
+    if tier == Tier.WALLCLOCK:
         return bench_wallclock(fn, setup, config, after)
     reason = gpu_tier_unavailable_reason(device)
     if reason:
         return TierUnavailable(tier, reason)
     if tier == CONTEST_TIER:
         return bench_contest(fn, setup, flush, config, after, positional)
-    bench = {"cupti": bench_cupti, "events": bench_events, "sync": bench_sync}[tier]
+    bench = {Tier.CUPTI: bench_cupti, Tier.EVENTS: bench_events, Tier.SYNC: bench_sync}[tier]
     return bench(fn, setup, flush, config, after)

@@ -33,6 +33,7 @@ import torch
 
 from harness.data.definition import TORCH_DTYPES, parse_definition
 from harness.data.workloads import build_inputs, parse_workload
+from harness.facts import Tier
 from harness.judge import protocol as msg
 from harness.judge.isolation import die_with_parent
 from harness.judge.solutions import import_package
@@ -187,7 +188,7 @@ class Worker:
         if error and cuda_context_broken(self.device):
             raise RuntimeError(error)
         extra = {}
-        if order.tier == "cupti":
+        if order.tier == Tier.CUPTI:
             extra = dict(kernel_names=self.core.kernel_names()) if order.timed else \
                 dict(unavailable=self.core.cupti_missing())
         return msg.CoreChunkDone(result=result.hex(), error=error and error[-4000:], **extra)

@@ -30,7 +30,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from harness.facts import COPY_FLOOR, HEADLINE_TIERS  # noqa: E402
+from harness.facts import COPY_FLOOR, HEADLINE_TIERS, Tier  # noqa: E402
 from harness.paths import RESULTS_DIR  # noqa: E402
 from harness.records.leaderboard import latest_runs, load_measurements, state_dtype  # noqa: E402
 from harness.records.trace import is_floor_label  # noqa: E402
@@ -38,7 +38,7 @@ from harness.records.trace import is_floor_label  # noqa: E402
 SWEEP_SET = "sweep"
 PLOTS_DIR = "plots"
 #: One colour per tier, the same in every plot.
-TIER_COLORS = {"cupti": "#1b9e77", "events": "#7570b3", "sync": "#d95f02", "wallclock": "#666666"}
+TIER_COLORS = {Tier.CUPTI: "#1b9e77", Tier.EVENTS: "#7570b3", Tier.SYNC: "#d95f02", Tier.WALLCLOCK: "#666666"}
 
 
 def slug(text: str) -> str:

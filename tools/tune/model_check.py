@@ -35,6 +35,7 @@ from pathlib import Path
 
 from harness.judge.solutions import load_meta, load_solution
 from harness.paths import REPO_ROOT, SOLUTIONS_DIR
+from harness.records.store import read_stored, stored_file
 from tools.tune import ADAPTERS
 from tools.tuning import lookup_launch_config
 
@@ -106,7 +107,7 @@ def report_times(solution: str, paths) -> Times:
     """The correct configs' µs of the reports at ``paths`` (the first report timing a config wins)."""
     times: Times = {}
     for path in paths:
-        for dtype, rows in _dtype_rows(json.loads(Path(path).read_text())).items():
+        for dtype, rows in _dtype_rows(json.loads(read_stored(Path(path)))).items():  # the report, or its .gz
             for row in rows:
                 at = times.setdefault(dtype, {}).setdefault(row["batch"], {})
                 for name, result in row["configs"].items():
@@ -124,7 +125,7 @@ def table_report(solution: str, device: str, origin_report: str | None) -> tuple
     """
     if (solution, device) in LEGACY_REPORTS:
         paths = [REPO_ROOT / "results" / "tuning" / name for name in LEGACY_REPORTS[solution, device]]
-        return [p for p in paths if p.is_file()], KNOWN_BANDWIDTH[device]
+        return [p for p in paths if stored_file(p)], KNOWN_BANDWIDTH[device]  # older reports are kept as .gz
     path = REPO_ROOT / origin_report if origin_report and not Path(origin_report).is_absolute() else Path(origin_report or "")
     if not path.is_file():
         raise LookupError(f"no tuning report of {solution} on {device} ({origin_report!r})")
