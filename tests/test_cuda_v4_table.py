@@ -2,7 +2,7 @@
 table in one place, named by the index launch_tables.cuh that kernel.cu includes for
 the contest entry's choice, the variants a build without -DGDN_V4_ALL_VARIANTS compiles
 and (through the module's queries) what main.py and the tuner read
-(tests/test_cuda_compile.py reads the choice back from a build; tests/test_tune.py checks
+(tests/test_cuda_compile.py reads the choice back from a build; tests/test_tune_driver.py checks
 the tuner's search space against the all-variants build)."""
 
 import re

@@ -32,7 +32,7 @@ from harness.facts import Tolerance
 from harness.judge.check import tensor_errors
 from harness.judge.solutions import load_meta, load_solution
 from harness.paths import SOLUTIONS_DIR
-from tools.tuning import state_tolerance
+from tools.tune.measure import state_tolerance
 from tools.vectorized import gdn_decode
 
 BATCHES = (1, 4, 64)

@@ -4,7 +4,7 @@
 // command: python tools/tune_cuda_v4.py (now python -m tools.tune --algo cuda-v4)
 // date_utc: 2026-11-23
 // tier: cupti
-// report: results/tuning/cuda_tune_scatter_small.json (B <= 32), results/tuning/cuda_tune_scatter_large.json (B >= 64); the ".../rs" variants, chosen by tools.tuning.steady_choice
+// report: results/tuning/cuda_tune_scatter_small.json (B <= 32), results/tuning/cuda_tune_scatter_large.json (B >= 64); the ".../rs" variants, chosen by tools.tune.measure.steady_choice
 // X(largest batch, rows per warp, cache policy, lanes per row, warps per block); the first entry
 // whose limit is >= batch wins, the last (INT64_MAX) covers every batch.
 GDN_V4_GPU("NVIDIA H100 80GB HBM3",

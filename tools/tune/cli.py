@@ -10,7 +10,7 @@ Per solution, state dtype and batch size it checks every configuration of the
 solution's search space against the reference and times it (the harness's
 CUPTI tier, else CUDA events; the tier is recorded), beside the copy floor
 and the baselines, then chooses one config per batch size
-(:func:`tools.tuning.steady_choice`). It writes the full report
+(:func:`tools.tune.measure.steady_choice`). It writes the full report
 ``<out>/<solution>/<GPU>.json`` (default ``<out>``: a new
 ``results/tuning/<UTC time>/``) and this GPU's table file in the solution
 folder (:func:`tools.tune.table_files.write_table_files`; replacing this GPU's
@@ -36,7 +36,7 @@ from tools.tune import ADAPTERS
 from tools.tune.driver import tune_solution, unavailable_reason
 from tools.tune.report import build_report, default_out_dir, format_report, report_path, write_report
 from tools.tune.table_files import write_table_files
-from tools.tuning import KernelTimer
+from tools.tune.measure import KernelTimer
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None, *, timer=None, device=None) -> int:
 
     Args:
         argv: the arguments after ``python -m tools.tune``.
-        timer: ``timer(call) -> µs``; default the harness's :class:`tools.tuning.KernelTimer`
+        timer: ``timer(call) -> µs``; default the harness's :class:`tools.tune.measure.KernelTimer`
             (tests inject a deterministic one).
         device: where to run; default ``cuda`` (tests pass ``cpu``).
 

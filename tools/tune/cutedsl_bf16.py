@@ -19,7 +19,7 @@ from harness.judge.solutions import load_meta
 from harness.paths import SOLUTIONS_DIR
 from tools.tune.protocol import LoadedByTheHarness
 from tools.tune.table_files import json_entries, json_table_file
-from tools.tuning import HEAD_K, HEAD_V
+from tools.tune.measure import HEAD_K, HEAD_V
 
 
 class CuteDslBf16(LoadedByTheHarness):

@@ -6,11 +6,11 @@ inputs (:mod:`tools.tune.inputs`), the expected outputs of the vectorized fp32
 reference (:mod:`tools.vectorized`), then every config checked once on
 NaN-poisoned destinations with the harness's tolerance for the state dtype
 and timed by ``timer`` (the harness's CUPTI tier, else CUDA events:
-:class:`tools.tuning.KernelTimer`). Beside them: the copy floor
+:class:`tools.tune.measure.KernelTimer`). Beside them: the copy floor
 (``new_state.copy_(state)``, the same state bytes moved with no math), the
 baselines, and a check of the solution's own ``run`` (its table in use). The
-table is one config per batch size by :func:`tools.tuning.steady_choice`,
-compressed (:func:`tools.tuning.compress_table`).
+table is one config per batch size by :func:`tools.tune.measure.steady_choice`,
+compressed (:func:`tools.tune.measure.compress_table`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from harness.judge.solutions import load_meta
 from harness.paths import SOLUTIONS_DIR
 from tools.tune.inputs import tune_inputs
 from tools.tune.protocol import Adapter
-from tools.tuning import (
+from tools.tune.measure import (
     check_and_time,
     check_call,
     compress_table,
@@ -117,7 +117,7 @@ def correct_times(configs: dict[str, dict]) -> dict[str, float]:
 
 def chosen_table(rows: list[dict]) -> list[list]:
     """``[[largest batch | None, config name]]``: one config per batch size by
-    :func:`tools.tuning.steady_choice` over the correct configs, neighbours with
+    :func:`tools.tune.measure.steady_choice` over the correct configs, neighbours with
     the same choice merged (batch sizes without a correct config are left out)."""
     times = [(row["batch"], correct_times(row["configs"])) for row in rows]
     return compress_table(steady_choice([(batch, t) for batch, t in times if t]))

@@ -37,7 +37,7 @@ from harness.judge.solutions import load_meta, load_solution
 from harness.paths import REPO_ROOT, SOLUTIONS_DIR
 from harness.records.store import read_stored, stored_file
 from tools.tune import ADAPTERS
-from tools.tuning import lookup_launch_config
+from tools.tune.measure import lookup_launch_config
 
 H100 = "NVIDIA H100 80GB HBM3"
 H200 = "NVIDIA H200"

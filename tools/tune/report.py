@@ -42,7 +42,7 @@ def timing_record(timer) -> dict:
     """The tier that produced the numbers and the timer's settings (``"tier"``
     is the timer's own, e.g. ``cupti`` or ``events``, unknown for a bare callable;
     with ``events`` and ``cupti_calls`` > 0, CUPTI failed part way through the
-    process's tunes: :class:`tools.tuning.KernelTimer`)."""
+    process's tunes: :class:`tools.tune.measure.KernelTimer`)."""
     config = getattr(timer, "config", None)
     flush = getattr(timer, "flush", None)
     return {"tier": getattr(timer, "tier", "unknown"), "why_not_cupti": getattr(timer, "why_not_cupti", None),

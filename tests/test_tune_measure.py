@@ -1,10 +1,10 @@
-"""The measuring pieces of the tuner (tools/tuning.py; the driver is tests/test_tune.py's)."""
+"""The measuring pieces of the tuner (tools/tune/measure.py; the driver is tests/test_tune_driver.py's)."""
 
 import json
 
 import pytest
 
-from tools.tuning import compress_table, fastest_correct, lookup_launch_config, steady_choice, write_report
+from tools.tune.measure import compress_table, fastest_correct, lookup_launch_config, steady_choice, write_report
 
 
 def test_fastest_correct_ignores_wrong_configs():
@@ -46,7 +46,7 @@ def test_write_report(tmp_path):
 
 
 def test_check_and_time_records_a_failing_variant():
-    from tools.tuning import check_and_time, random_inputs
+    from tools.tune.measure import check_and_time, random_inputs
 
     def broken():
         raise RuntimeError("no such kernel")
@@ -58,7 +58,7 @@ def test_check_and_time_records_a_failing_variant():
 def test_check_call_fails_a_wrong_or_unwritten_output():
     import torch
 
-    from tools.tuning import check_call, random_inputs
+    from tools.tune.measure import check_call, random_inputs
     from tools.vectorized import reference_outputs
 
     inputs = random_inputs(1, "cpu")
@@ -81,7 +81,7 @@ def test_load_baseline_hands_an_inplace_solution_a_copy_of_the_state(tmp_path):
     import torch
 
     from conftest import FIXTURE_SOLUTIONS
-    from tools.tuning import load_baseline, random_inputs
+    from tools.tune.measure import load_baseline, random_inputs
 
     folder = tmp_path / "good"
     shutil.copytree(FIXTURE_SOLUTIONS / "good", folder)
@@ -97,7 +97,7 @@ def test_load_baseline_hands_an_inplace_solution_a_copy_of_the_state(tmp_path):
 
 def test_load_baseline_reports_why_it_cannot_run():
     from conftest import FIXTURE_SOLUTIONS
-    from tools.tuning import load_baseline
+    from tools.tune.measure import load_baseline
 
     make_call, reason = load_baseline(FIXTURE_SOLUTIONS / "missing-package")
     assert make_call is None and "no_such_package_gdn" in reason
@@ -107,7 +107,7 @@ def test_load_baseline_reports_why_it_cannot_run():
 
 def test_state_tolerance_is_the_harness_s():
     from harness.facts import DEFAULT_TOLERANCE, STATE_DTYPE_TOLERANCES
-    from tools.tuning import state_tolerance
+    from tools.tune.measure import state_tolerance
 
     assert state_tolerance("float32") == DEFAULT_TOLERANCE
     assert state_tolerance("bfloat16") == STATE_DTYPE_TOLERANCES["bfloat16"]
@@ -117,7 +117,7 @@ def test_reference_outputs_widen_a_bf16_state():
     """The tuners check a bf16-state kernel against the fp32 math on the same (widened) state."""
     import torch
 
-    from tools.tuning import random_inputs
+    from tools.tune.measure import random_inputs
     from tools.vectorized import reference_outputs
 
     inputs = random_inputs(2, "cpu", state_dtype=torch.bfloat16)

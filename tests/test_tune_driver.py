@@ -81,7 +81,7 @@ def tiny_fla(monkeypatch, tmp_path):
 def test_fla_recurrent_end_to_end(tiny_fla, tmp_path, capsys):
     from harness.records.environment import hardware_name
     from harness.records.plots import slug
-    from tools.tuning import compress_table, steady_choice
+    from tools.tune.measure import compress_table, steady_choice
 
     argv = ["--algo", "fla-recurrent", "--batches", "2,1", "--out", str(tmp_path)]
     assert cli.main(argv, timer=FakeTimer(), device="cpu") == 0
