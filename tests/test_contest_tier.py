@@ -12,7 +12,7 @@ import pytest
 from harness.cli import parse_tiers
 from harness.judge import protocol as msg
 from harness.judge import timing
-from harness.judge.session import Rejected
+from harness.judge.figures import Rejected
 from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, TimingConfig, bench_contest, contest_value
 from test_judge import WORKLOAD, ScriptedWorker, make_judge
 

@@ -21,7 +21,8 @@ from harness.judge import vault as vault_module
 from harness.judge.vault import FileVault
 from harness.judge.isolation import (PR_GET_DUMPABLE, become_subreaper,
                                      descendants, kill_tree, protect_memory)
-from harness.judge.session import Rejected, VariantJudge
+from harness.judge.figures import Rejected
+from harness.judge.session import VariantJudge
 from harness.judge.solutions import SolutionLoadError, load_meta
 from harness.judge.timing import TimingConfig
 from harness.records.trace import Environment, FloorMeasurement, TierFigure

@@ -9,6 +9,7 @@ The judge's side (trusted):
 - :mod:`~harness.judge.run`, :mod:`~harness.judge.session`: the run and one variant's verdicts.
 - :mod:`~harness.judge.references`, :mod:`~harness.judge.batched_reference`,
   :mod:`~harness.judge.check`: the expected outputs and the comparison.
+- :mod:`~harness.judge.figures`: whether a tier's figure can be true (pure checks).
 - :mod:`~harness.judge.core`, :mod:`~harness.judge.core_tier`: the timing core's commands,
   results and captures (the core itself is ``core/gdn_core.c``).
 - :mod:`~harness.judge.floor`, :mod:`~harness.judge.stream_copy`: the copy floor, the physical
@@ -26,6 +27,6 @@ timers it runs, :mod:`~harness.judge.timing` and :mod:`~harness.judge.cupti` (th
 the judge also times the copy floor with them).
 """
 
-__all__ = ["run", "session", "references", "batched_reference", "check", "core", "core_tier", "floor",
+__all__ = ["run", "session", "references", "batched_reference", "check", "figures", "core", "core_tier", "floor",
            "stream_copy", "isolation", "zygote", "vault", "protocol", "solutions", "dps", "build", "worker",
            "timing", "cupti"]

@@ -1,21 +1,18 @@
 """The judge's side of one solution variant: drive its worker, decide every verdict.
 
-For each workload the parent sends the stored input tensors, compares the
-output bytes of every correctness trial with its own references, then follows
-the timing: after each timed call it decides, with a random number the worker
-cannot see, whether to verify that call's outputs, and when a tier ends it
-checks the figure against what it saw (number of calls, its own wall clock,
-the physical limit, CUPTI). Only then is a :class:`Trace` made. Whatever the
-worker does — crash, hang, lie, send garbage — ends as a status in the traces
-of this variant only.
+For each workload the parent sends the stored input tensors and compares the output bytes of
+every correctness trial with its own references. Then it times: the tiers of the timing core
+chunk by chunk, every call's outputs checked (:mod:`harness.judge.core_tier`), and the contest
+tier through the worker, the outputs its calls left checked. When a tier ends its figure is
+checked against what the judge saw (:mod:`harness.judge.figures`: the calls it counted, its own
+wall clock, the physical limit, CUPTI). Only then is a :class:`Trace` made. Whatever the worker
+does — crash, hang, lie, send garbage — ends as a status in the traces of this variant only.
 """
 
 from __future__ import annotations
 
 import math
-import secrets
 import shutil
-import statistics
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -28,30 +25,24 @@ from harness.data.dataset import Dataset
 from harness.data.definition import TORCH_DTYPES
 from harness.data.workloads import Workload
 from harness.facts import CONTEST_TIER, HEADLINE_TIERS, STATE_DTYPE_TOLERANCES, Tier, Tolerance
-from harness.judge import dps
+from harness.judge import dps, figures
 from harness.judge import protocol as msg
 from harness.judge.check import CheckResult, Status, check_outputs
 from harness.judge.core import CORE_TIERS, CoreLink, extension_file_name
 from harness.judge.core_tier import CoreTier, NotHere, Rejection, capture_area_bytes, exchange_with, lay_out
-from harness.judge.floor import floor_margin, physical_limit_us, tier_figure
+from harness.judge.figures import Rejected
+from harness.judge.floor import tier_figure
 from harness.judge.isolation import Timeouts, WorkerGone, WorkerProcess, write_tree
 from harness.judge.references import References
 from harness.judge.solutions import SolutionMeta, materialize
-from harness.judge.timing import (CONTEST_TRIALS, STOP_RULE_TIERS, ClockWarmth, contest_samples, contest_value,
-                                  gpu_tier_unavailable_reason, median_noise, stop_reason, summarize)
+from harness.judge.timing import (CONTEST_TRIALS, STOP_RULE_TIERS, ClockWarmth, gpu_tier_unavailable_reason,
+                                  median_noise, stop_reason, summarize)
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation,
                                    FloorMeasurement, Performance, TensorErrors, TierFigure, Trace, WorkloadRecord,
                                    variant_label)
 
-#: Besides one call drawn uniformly among the first ``min_iters`` of each tier,
-#: every timed call is verified with this probability (docs/judging.md).
-VERIFY_PROBABILITY = 0.03
-#: An event pair brackets the kernels of a call, so the events and sync figures
-#: cannot be shorter than CUPTI's kernel time of the same call; this much below is noise.
-BRACKET_SLACK = 0.10
 #: First trial number of the timed calls (the correctness trials are 0, 1, ...).
 TIMED_TRIAL_BASE = 1000
-_RNG = secrets.SystemRandom()
 
 
 @dataclass(frozen=True)
@@ -84,14 +75,6 @@ class RunContext:
     scratch: Path
     core_library: bytes  # the compiled timing core (harness/judge/core.py), beside every worker's harness
     timeouts: Timeouts = field(default_factory=Timeouts)
-
-
-class Rejected(Exception):
-    """A verdict reached while the worker is still talking: the workload's trace, once it is done."""
-
-    def __init__(self, status: Status, log: str, check: CheckResult | None = None):
-        super().__init__(log)
-        self.status, self.log, self.check = status, log, check
 
 
 def now() -> str:
@@ -434,12 +417,10 @@ class VariantJudge:
             return TierFigure(tier=tier, available=False, reason=verdict.log)
 
     def time_tier(self, worker, workload: Workload, tier: str, tier_index: int, deadline: float) -> TierFigure:
-        """Follow one tier's timed calls, verify a secret sample of them, then check the figure."""
+        """Follow a tier the worker times (the contest tier: FlashInfer's timer, its calls sharing one
+        input set, reported as one call), verify every call it reports, then check the figure."""
         started = time.monotonic()
-        min_iters = max(1, self.ctx.config.timing.min_iters)
-        # one call among the first min_iters, uniformly; the contest tier reports one (its timer's calls share it)
-        must_verify = 0 if tier == CONTEST_TIER else _RNG.randrange(min_iters)
-        calls, verified, asked = 0, 0, []  # asked: sampled calls whose outputs have not come yet, oldest first
+        calls, verified, asked = 0, 0, []  # asked: calls whose outputs have not come yet, oldest first
         while True:
             message = worker.recv(deadline, msg.Called, msg.Checked, msg.TierEnd, msg.Failed)
             if isinstance(message, msg.Failed):
@@ -460,11 +441,9 @@ class VariantJudge:
                 break
             if message.index != calls:
                 raise msg.ProtocolError(f"timed call {message.index} reported, expected call {calls}")
-            verify = calls == must_verify or _RNG.random() < VERIFY_PROBABILITY
-            worker.send(msg.Go(proceed=verify))
-            if verify:
-                asked.append(calls)
-                verified += 1
+            worker.send(msg.Go(proceed=True))
+            asked.append(calls)
+            verified += 1
             calls += 1
         wall_s = time.monotonic() - started
         self.verified += verified
@@ -482,97 +461,27 @@ class VariantJudge:
 
     def tier_result(self, workload: Workload, tier: str, end: msg.TierEnd, calls: int, verified: int,
                     wall_s: float) -> TierFigure:
-        """The figure of a tier from the worker's raw samples, or :class:`Rejected` when it cannot be true."""
-        samples = end.samples_us
-        least = 0 if tier == CONTEST_TIER else max(1, self.ctx.config.timing.min_iters)
-        if calls < least:  # the call that must be verified is drawn among the first min_iters
-            raise Rejected(Status.RUNTIME_ERROR, f"timing rejected: {tier} tier made {calls} timed calls, fewer "
-                                                 f"than the {least} every tier makes")
-        if len(samples) != self.expected_samples(tier, calls) or not samples:
-            raise Rejected(Status.RUNTIME_ERROR, f"timing rejected: {tier} tier reported {len(samples)} samples "
-                                                 f"for the {calls} timed calls the judge saw")
-        if not all(math.isfinite(s) and s > 0 for s in samples):
-            raise Rejected(Status.RUNTIME_ERROR, f"timing rejected: {tier} tier has non-positive or non-finite samples")
-        if sum(samples) * 1e-6 > wall_s:
-            raise Rejected(Status.RUNTIME_ERROR, f"timing rejected: {tier} tier's {calls} calls add up to "
-                                                 f"{sum(samples):.1f} µs, more than the {wall_s * 1e6:.1f} µs the "
-                                                 "judge's wall clock saw for the whole tier")
-        stats = summarize(tier, samples, value_us=self.tier_value(tier, samples))
-        floors = self.ctx.floors.get((workload.uuid, self.variant.state_dtype), [])
-        limit, margin = physical_limit_us(floors), floor_margin(floors)
-        if limit is not None and stats.value_us < margin * limit:
-            raise Rejected(Status.RUNTIME_ERROR, (
-                f"timing rejected: {tier} figure {stats.value_us:.3f} µs is below the physical limit of this "
-                f"workload: {margin} x the copy floor {limit:.3f} µs (the fastest device copy of the state "
-                "bytes measured; docs/judging.md)"))
-        nbytes = self.bytes_moved(workload)
+        """The figure of a tier from its raw samples, or :class:`Rejected` when it cannot be true
+        (:mod:`harness.judge.figures`)."""
+        samples, timing = end.samples_us, self.ctx.config.timing
+        figures.check_samples(tier, samples, calls, 0 if tier == CONTEST_TIER else max(1, timing.min_iters), wall_s)
+        stats = summarize(tier, samples, value_us=figures.tier_value(tier, samples, timing.trials))
+        figures.check_floor(tier, stats.value_us, self.ctx.floors.get((workload.uuid, self.variant.state_dtype), []))
         host = end.host_call_us  # the worker's own diagnostic: kept only where it could be true
         host = host if host is not None and math.isfinite(host) and host >= 0 else None
         extra = dict(wall_s=wall_s, verified_calls=verified, span_median_us=end.span_median_us,
                      kernels_per_call=end.kernels_per_call, kernel_names=end.kernel_names[:8], host_call_us=host,
                      after_return_us=end.after_return_us)
         if tier in STOP_RULE_TIERS:  # the judge's own account of why the tier stopped where it did
-            extra.update(stop=stop_reason(samples, self.ctx.config.timing), noise=median_noise(samples))
-        stats.extra["trials"] = {Tier.SYNC: self.ctx.config.timing.trials, CONTEST_TIER: CONTEST_TRIALS}.get(tier)
-        return tier_figure(tier, stats, nbytes, **extra)
+            extra.update(stop=stop_reason(samples, timing), noise=median_noise(samples))
+        stats.extra["trials"] = {Tier.SYNC: timing.trials, CONTEST_TIER: CONTEST_TRIALS}.get(tier)
+        return tier_figure(tier, stats, self.bytes_moved(workload), **extra)
 
-    def expected_samples(self, tier: str, calls: int) -> int:
-        """Samples a tier must report for the ``calls`` timed calls the judge saw: one each, or
-        for the contest tier its timer's calls on one input set, reported as one call (an
-        in-place solution's DPS entry copies the state into ``new_state`` in each call, so the
-        last call's outputs are checkable like any other's)."""
-        if tier != CONTEST_TIER:
-            return calls
-        return contest_samples(calls) if calls == 1 else -1
-
-    def tier_value(self, tier: str, samples: list[float]) -> float | None:
-        """The tier's figure from its raw samples, where it is not their median."""
-        if tier == Tier.SYNC:
-            return self.sync_value(samples)
-        if tier == CONTEST_TIER:
-            return contest_value(samples)  # the sample count was checked against contest_samples
-        return None
-
-    def sync_value(self, samples: list[float]) -> float:
-        """The sync tier's figure: the mean over trials of each trial's mean (the contest's do_bench)."""
-        trials = max(1, self.ctx.config.timing.trials)
-        per_trial = len(samples) // trials
-        if per_trial * trials != len(samples):
-            raise Rejected(Status.RUNTIME_ERROR, f"timing rejected: {len(samples)} sync samples do not split "
-                                                 f"into {trials} trials")
-        return statistics.mean(statistics.mean(samples[i * per_trial:(i + 1) * per_trial]) for i in range(trials))
-
-    def check_brackets(self, figures: dict[str, TierFigure]) -> None:
-        """Events and sync figures bracket the call's kernels, and the contest's span covers them:
-        none is shorter than CUPTI's kernel time. The contest figure comes from FlashInfer's timer
-        running in the solution's process, so this bound (and the copy floor) is what makes it a
-        checked figure rather than the solution's own claim."""
-        cupti = figures.get(Tier.CUPTI)
-        if not cupti or not cupti.available:
-            return
-        for tier in (CONTEST_TIER, Tier.EVENTS, Tier.SYNC):
-            figure = figures.get(tier)
-            if figure and figure.available and figure.value_us < (1 - BRACKET_SLACK) * cupti.value_us:
-                raise Rejected(Status.RUNTIME_ERROR, (
-                    f"timing rejected: the {tier} figure {figure.value_us:.3f} µs is shorter than the "
-                    f"{cupti.value_us:.3f} µs CUPTI recorded for the kernels of the same calls: the timed "
-                    "interval did not contain the work (launched on another stream?)"))
+    def check_brackets(self, tiers: dict[str, TierFigure]) -> None:
+        figures.check_brackets(tiers)
 
     def bytes_moved(self, workload: Workload) -> int:
-        """Least bytes a kernel moves: the state read and written, the other inputs read, the output written."""
-        state_bytes = torch.empty((), dtype=TORCH_DTYPES[self.variant.state_dtype]).element_size()
-        total = 0
-        for name, spec in self.definition.inputs.items():
-            if spec.shape is None or name not in workload.inputs:
-                continue
-            numel = math.prod(self.definition.shape_of(spec, workload.axes))
-            size = state_bytes if name == "state" else torch.empty((), dtype=spec.torch_dtype).element_size()
-            total += numel * size * (2 if name == "state" else 1)
-        for spec in self.definition.outputs.values():
-            if spec.name != "new_state":  # the state's write is counted above
-                total += math.prod(self.definition.shape_of(spec, workload.axes)) * torch.empty(
-                    (), dtype=spec.torch_dtype).element_size()
-        return total
+        return figures.bytes_moved(self.definition, workload, self.variant.state_dtype)
 
     def performance(self, workload: Workload, tiers: dict[str, TierFigure]) -> Performance:
         headline = next((t for t in HEADLINE_TIERS if t in tiers and tiers[t].available), None)

@@ -1,0 +1,140 @@
+"""The judge's checks of a tier's figure: pure functions of what the judge saw.
+
+A figure is believed only where it could be true: as many samples as the timed calls the judge
+counted, finite and positive, adding up to no more than the judge's own wall clock for the tier,
+not below the physical limit (the copy floor, :mod:`harness.judge.floor`), and, for the timers
+that bracket a call, not shorter than CUPTI's device time of the same calls. Anything else is
+:class:`Rejected` with the reason (docs/judging.md, promise 4). Nothing here talks to a worker;
+:class:`harness.judge.session.VariantJudge` calls these once a tier has ended.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Mapping
+
+import torch
+
+from harness.data.definition import TORCH_DTYPES
+from harness.data.workloads import Workload
+from harness.facts import CONTEST_TIER, Tier
+from harness.judge.check import CheckResult, Status
+from harness.judge.floor import floor_margin, physical_limit_us
+from harness.judge.timing import contest_samples, contest_value
+from harness.records.trace import FloorMeasurement, TierFigure
+
+#: An event pair brackets the kernels of a call, so the events and sync figures cannot be shorter
+#: than CUPTI's kernel time of the same call; this much below is noise (docs/judging.md).
+BRACKET_SLACK = 0.10
+
+
+class Rejected(Exception):
+    """A verdict reached while the worker is still talking: the workload's trace, once it is done."""
+
+    def __init__(self, status: Status, log: str, check: CheckResult | None = None):
+        super().__init__(log)
+        self.status, self.log, self.check = status, log, check
+
+
+def _reject(log: str) -> Rejected:
+    return Rejected(Status.RUNTIME_ERROR, "timing rejected: " + log)
+
+
+def expected_samples(tier: str, calls: int) -> int:
+    """Samples a tier must report for the ``calls`` timed calls the judge saw: one each, or for the
+    contest tier its timer's calls on one input set, reported as one call (-1: no count is right)."""
+    if tier != CONTEST_TIER:
+        return calls
+    return contest_samples(calls) if calls == 1 else -1
+
+
+def check_samples(tier: str, samples: list[float], calls: int, least_calls: int, wall_s: float) -> None:
+    """The raw samples (µs) of a tier against what the judge saw.
+
+    Raises:
+        Rejected: fewer calls than ``least_calls``, a sample count other than
+            :func:`expected_samples`, a non-finite or non-positive sample, or samples that add up
+            to more than ``wall_s`` (s), the judge's own clock for the whole tier.
+    """
+    if calls < least_calls:
+        raise _reject(f"{tier} tier made {calls} timed calls, fewer than the {least_calls} every tier makes")
+    if len(samples) != expected_samples(tier, calls) or not samples:
+        raise _reject(f"{tier} tier reported {len(samples)} samples for the {calls} timed calls the judge saw")
+    if not all(math.isfinite(s) and s > 0 for s in samples):
+        raise _reject(f"{tier} tier has non-positive or non-finite samples")
+    if sum(samples) * 1e-6 > wall_s:
+        raise _reject(f"{tier} tier's {calls} calls add up to {sum(samples):.1f} µs, more than the "
+                      f"{wall_s * 1e6:.1f} µs the judge's wall clock saw for the whole tier")
+
+
+def tier_value(tier: str, samples: list[float], trials: int) -> float | None:
+    """The tier's figure (µs) from its raw samples where it is not their median: the sync tier's
+    mean of trial means (the contest's original do_bench), the contest tier's
+    :func:`~harness.judge.timing.contest_value`; None for the others.
+
+    Raises:
+        Rejected: sync samples that do not split into ``trials`` equal trials.
+    """
+    if tier == Tier.SYNC:
+        trials = max(1, trials)
+        per_trial = len(samples) // trials
+        if per_trial * trials != len(samples):
+            raise _reject(f"{len(samples)} sync samples do not split into {trials} trials")
+        return statistics.mean(statistics.mean(samples[i * per_trial:(i + 1) * per_trial]) for i in range(trials))
+    if tier == CONTEST_TIER:
+        return contest_value(samples)  # the sample count was checked against contest_samples
+    return None
+
+
+def check_floor(tier: str, value_us: float, floors: list[FloorMeasurement]) -> None:
+    """A figure (µs) against the physical limit of its workload: the margin × the fastest copy of
+    the state bytes the judge measured (:func:`~harness.judge.floor.physical_limit_us`,
+    :func:`~harness.judge.floor.floor_margin`); no floor measured, no check.
+
+    Raises:
+        Rejected: the figure is below the limit.
+    """
+    limit, margin = physical_limit_us(floors), floor_margin(floors)
+    if limit is not None and value_us < margin * limit:
+        raise _reject(f"{tier} figure {value_us:.3f} µs is below the physical limit of this workload: {margin} x "
+                      f"the copy floor {limit:.3f} µs (the fastest device copy of the state bytes measured; "
+                      "docs/judging.md)")
+
+
+def check_brackets(figures: Mapping[str, TierFigure]) -> None:
+    """Events and sync figures bracket the call's kernels, and the contest's span covers them: none
+    is shorter than CUPTI's kernel time. The contest figure comes from FlashInfer's timer running
+    in the solution's process, so this bound (and the copy floor) is what makes it a checked
+    figure rather than the solution's own claim.
+
+    Raises:
+        Rejected: such a figure more than :data:`BRACKET_SLACK` below CUPTI's.
+    """
+    cupti = figures.get(Tier.CUPTI)
+    if not cupti or not cupti.available:
+        return
+    for tier in (CONTEST_TIER, Tier.EVENTS, Tier.SYNC):
+        figure = figures.get(tier)
+        if figure and figure.available and figure.value_us < (1 - BRACKET_SLACK) * cupti.value_us:
+            raise _reject(f"the {tier} figure {figure.value_us:.3f} µs is shorter than the {cupti.value_us:.3f} µs "
+                          "CUPTI recorded for the kernels of the same calls: the timed interval did not contain "
+                          "the work (launched on another stream?)")
+
+
+def bytes_moved(definition, workload: Workload, state_dtype: str) -> int:
+    """Least bytes a kernel moves: the state read and written (in ``state_dtype``), the other
+    inputs read, the output written; the numerator of a figure's GB/s."""
+    state_bytes = torch.empty((), dtype=TORCH_DTYPES[state_dtype]).element_size()
+    total = 0
+    for name, spec in definition.inputs.items():
+        if spec.shape is None or name not in workload.inputs:
+            continue
+        numel = math.prod(definition.shape_of(spec, workload.axes))
+        size = state_bytes if name == "state" else torch.empty((), dtype=spec.torch_dtype).element_size()
+        total += numel * size * (2 if name == "state" else 1)
+    for spec in definition.outputs.values():
+        if spec.name != "new_state":  # the state's write is counted above
+            total += math.prod(definition.shape_of(spec, workload.axes)) * torch.empty(
+                (), dtype=spec.torch_dtype).element_size()
+    return total
