@@ -46,13 +46,17 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.data.definition import load_definition
 from harness.facts import DEFINITION_NAME, default_scale
+from harness.paths import WORKLOADS_DIR
 
 MASTER_SEED = 20260301
 NUM_LAYERS = 4
 SEQS_PER_LAYER = 16
 MIN_CONTEXT, MAX_CONTEXT = 8, 4096
-NUM_Q_HEADS, NUM_V_HEADS, HEAD_SIZE = 4, 8, 128
+#: The head counts and head size of the generated tensors: the definition's const axes (one source).
+_AXES = load_definition(WORKLOADS_DIR / f"{DEFINITION_NAME}.json").axes
+NUM_Q_HEADS, NUM_V_HEADS, HEAD_SIZE = _AXES["num_q_heads"], _AXES["num_v_heads"], _AXES["head_size"]
 DEFAULT_SCALE = default_scale(HEAD_SIZE)
 BANK_VERSION = "v1"  # bump when anything above changes; checksums must be re-recorded
 
@@ -282,7 +286,7 @@ def write_sets(workloads_dir: Path, bank: Bank) -> None:
 
 
 def main() -> None:
-    from harness.paths import cache_dir, WORKLOADS_DIR
+    from harness.paths import cache_dir
 
     parser = argparse.ArgumentParser(description="Regenerate workload sets and checksums, or compute bank states.")
     parser.add_argument("command", choices=["write-sets", "bank"])
