@@ -1,0 +1,196 @@
+"""Each tier is the timer it names: the harness's tiers beside the same timers called in a plain
+process, on one GPU in one session (issue #29).
+
+    python -m tools.tier_parity --out DIR [--solutions cuda-v4,fla-recurrent] [--batches 1,8,64,512]
+
+1. The harness: ``run_local.py --algo SOLUTIONS --workloads sweep --tiers cupti,events,sync,contest``
+   in a subprocess of its own; per (solution, B) each tier's figure, and for the copy the
+   floor's torch ``copy_`` (the copy the plain process times too).
+2. A plain process per (subject, B) (spawned: one CUPTI client each), the subject called through
+   the positional DPS entry the judge calls (:mod:`harness.judge.dps`) on the workload's trial-0
+   inputs, timed with the timers the tiers name (:data:`PLAIN_TIMERS`):
+
+   * ``cupti``: ``flashinfer.testing.bench_gpu_time_with_cupti(fn, cold_l2_cache=True)``, median;
+   * ``contest``: the same timer with flashinfer-bench main's settings (:data:`CONTEST_SETTINGS`),
+     3 trials, the mean of the trial medians, as its ``time_runnable`` calls it;
+   * ``events``: ``flashinfer.testing.bench_gpu_time(fn, enable_cupti=False, use_cuda_graph=False,
+     cold_l2_cache=True)``, median;
+   * ``sync``: flashinfer-bench 0.1.2's ``bench.timing.time_runnable(fn, args, 10, 50)`` (the
+     contest's original loop), the mean of 3 trials as its evaluator takes it.
+
+3. ``DIR/tier_parity.json`` and ``DIR/tier_parity.md``: every figure, the harness / plain ratio
+   and whether it is within its target (:data:`TARGETS`). Needs a CUDA GPU, flashinfer-python,
+   cupti-python and flashinfer-bench 0.1.2 (``pip install --no-deps flashinfer-bench==0.1.2``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import statistics
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.facts import Tier
+from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS
+from harness.paths import REPO_ROOT
+from harness.records.store import load_run, run_dirs
+
+#: The largest |harness / plain - 1| each tier may show (issue #29).
+TARGETS = {Tier.CUPTI: 0.02, Tier.CONTEST: 0.02, Tier.EVENTS: 0.10, Tier.SYNC: 0.15}
+#: What each plain-process timer is, as the report names it.
+PLAIN_TIMERS = {
+    Tier.CUPTI: "flashinfer.testing.bench_gpu_time_with_cupti(fn, cold_l2_cache=True), median",
+    Tier.CONTEST: f"bench_gpu_time_with_cupti(fn, **{CONTEST_SETTINGS}), {CONTEST_TRIALS} trials, mean of medians",
+    Tier.EVENTS: "flashinfer.testing.bench_gpu_time(fn, enable_cupti=False, use_cuda_graph=False, cold_l2_cache=True), median",
+    Tier.SYNC: "flashinfer_bench 0.1.2 bench.timing.time_runnable(fn, args, 10, 50), mean of 3",
+}
+COPY = "copy"
+#: The floor's copy the plain process times too (harness/judge/floor.py).
+COPY_METHOD = "torch copy_"
+SYNC_WARMUP, SYNC_ITERS, SYNC_TRIALS = 10, 50, 3
+
+
+# ------------------------------------------------------------------ the harness's figures
+
+def harness_figures(run_dir: Path, batches: set[int]) -> dict[tuple[str, int], dict[str, float]]:
+    """``{(subject, B): {tier: µs}}`` of a harness run: each solution's PASSED traces, and the
+    torch ``copy_`` floor as :data:`COPY`."""
+    run = load_run(run_dir)
+    found: dict[tuple[str, int], dict[str, float]] = {}
+    for floor in run.floors:
+        if floor.method == COPY_METHOD and floor.batch_size in batches:
+            found[(COPY, floor.batch_size)] = {t: f.value_us for t, f in floor.tiers.items() if f.available}
+    for trace in run.traces:
+        performance = trace.evaluation.performance
+        if performance and trace.workload.axes.get("batch_size") in batches:
+            found[(trace.solution, trace.workload.axes["batch_size"])] = {
+                t: f.value_us for t, f in performance.tiers.items() if f.available}
+    return found
+
+
+def run_harness(solutions: list[str], scratch: Path) -> Path:
+    """``run_local.py`` over the sweep set with every tier; returns its run folder."""
+    tiers = ",".join(str(t) for t in TARGETS)
+    command = [sys.executable, "run_local.py", "--algo", ",".join(solutions), "--workloads", "sweep",
+               "--tiers", tiers, "--results", str(scratch), "--no-progress"]
+    subprocess.run(command, cwd=REPO_ROOT, check=True)
+    return run_dirs(scratch)[-1]
+
+
+# ------------------------------------------------------------------ the plain process
+
+def subject_call(subject: str, batch: int, workdir: Path):
+    """``(fn, args)``: the subject's positional call on the sweep workload of batch ``batch``."""
+    import torch
+
+    from harness.data.dataset import open_dataset
+    from harness.data.workloads import materialize_inputs
+    from harness.judge import dps
+    from harness.judge.solutions import build_library, import_package, load_meta, materialize, snapshot_files
+    from harness.judge.worker import destinations
+    from harness.paths import SOLUTIONS_DIR
+
+    dataset = open_dataset("sweep", show_progress=False)
+    definition = dataset.definition
+    workload = next(w for w in dataset.workloads if w.batch_size == batch)
+    inputs = materialize_inputs(workload, definition, dataset.files, "cuda", 0)
+    if subject == COPY:
+        return (lambda state, target: target.copy_(state)), (inputs["state"], torch.empty_like(inputs["state"]))
+    meta = load_meta(SOLUTIONS_DIR / subject)
+    files = dps.with_entry(meta, definition, snapshot_files(meta.directory))
+    entry = import_package(meta.package_name, dps.ENTRY_MODULE, materialize(meta, files, workdir, build_library(meta)))
+    dests = destinations(definition, workload.axes, "float32", "cuda")
+    return entry.run, tuple([inputs[n] for n in definition.inputs] + [dests[n] for n in definition.outputs])
+
+
+def plain_figures(subject: str, batch: int) -> dict[str, float]:
+    """The plain-process timers (:data:`PLAIN_TIMERS`) of one subject at one batch size (µs)."""
+    from flashinfer.testing import bench_gpu_time, bench_gpu_time_with_cupti
+    from flashinfer_bench.bench.timing import time_runnable
+
+    with tempfile.TemporaryDirectory() as workdir:
+        fn, args = subject_call(subject, batch, Path(workdir))
+        cupti = statistics.median(bench_gpu_time_with_cupti(fn, input_args=args, cold_l2_cache=True))
+        contest = statistics.mean(statistics.median(bench_gpu_time_with_cupti(fn, input_args=args, **CONTEST_SETTINGS))
+                                  for _ in range(CONTEST_TRIALS))
+        events = statistics.median(bench_gpu_time(fn, input_args=args, enable_cupti=False, use_cuda_graph=False,
+                                                  cold_l2_cache=True))
+        sync = statistics.mean(time_runnable(fn, list(args), SYNC_WARMUP, SYNC_ITERS, "cuda:0")
+                               for _ in range(SYNC_TRIALS))
+    return {Tier.CUPTI: cupti * 1e3, Tier.CONTEST: contest * 1e3, Tier.EVENTS: events * 1e3, Tier.SYNC: sync * 1e3}
+
+
+def in_fresh_process(fn, *args):
+    """``fn(*args)`` in a spawned interpreter: one CUPTI client per process."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
+# ------------------------------------------------------------------ the comparison
+
+def compare(harness: dict, plain: dict) -> list[dict]:
+    """One row per (subject, B, tier) both sides measured: the figures, their ratio and whether
+    it is within the tier's target."""
+    rows = []
+    for key in sorted(set(harness) & set(plain)):
+        for tier, target in TARGETS.items():
+            ours, theirs = harness[key].get(tier), plain[key].get(tier)
+            if ours is None or theirs is None or theirs <= 0:
+                continue
+            ratio = ours / theirs
+            rows.append({"subject": key[0], "batch_size": key[1], "tier": str(tier), "harness_us": ours,
+                         "plain_us": theirs, "ratio": ratio, "target": target, "within": abs(ratio - 1) <= target})
+    return rows
+
+
+def write_report(out: Path, report: dict) -> None:
+    """``tier_parity.json`` and ``tier_parity.md``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "tier_parity.json").write_text(json.dumps(report, indent=2) + "\n")
+    lines = [f"# Tier parity — {report['hardware']}, {report['date']}, commit {report['git_commit']}", "",
+             f"Command: `{report['command']}`", "", "Plain-process timers:", ""]
+    lines += [f"* `{tier}`: {timer}" for tier, timer in PLAIN_TIMERS.items()]
+    lines += ["", "| subject | B | tier | harness µs | plain µs | harness / plain | target | within |",
+              "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['subject']} | {r['batch_size']} | {r['tier']} | {r['harness_us']:.3f} | {r['plain_us']:.3f} | "
+              f"{r['ratio']:.3f} | ±{r['target']:.0%} | {'yes' if r['within'] else '**no**'} |" for r in report["rows"]]
+    (out / "tier_parity.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--solutions", default="cuda-v4,fla-recurrent")
+    parser.add_argument("--batches", default="1,8,64,512")
+    args = parser.parse_args(argv)
+    import torch
+
+    from harness.records.environment import git_commit, hardware_name
+
+    if not torch.cuda.is_available():
+        print("error: the tier parity check needs a CUDA GPU", file=sys.stderr)
+        return 2
+    solutions = [s for s in args.solutions.split(",") if s]
+    batches = sorted({int(b) for b in args.batches.split(",")})
+    with tempfile.TemporaryDirectory() as scratch:
+        harness = harness_figures(run_harness(solutions, Path(scratch)), set(batches))
+    plain = {(subject, batch): in_fresh_process(plain_figures, subject, batch)
+             for subject in [COPY, *solutions] for batch in batches}
+    rows = compare(harness, plain)
+    report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
+              "hardware": hardware_name("cuda"), "command": "python -m tools.tier_parity " + " ".join(argv or sys.argv[1:]),
+              "plain_timers": {str(t): v for t, v in PLAIN_TIMERS.items()}, "rows": rows}
+    write_report(args.out, report)
+    print((args.out / "tier_parity.md").read_text())
+    print(f"{sum(r['within'] for r in rows)} of {len(rows)} within their targets")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
