@@ -8,6 +8,7 @@
 #   new-a, new-b  the side-by-side sweep (results/targets.md's kernels) with this tree, in two groups
 #   old           the same sweep with the harness in .before/ (`git archive 2026d30 | tar -x -C .before`)
 #   v1-all        the README's `python run_local.py --algo all` (contest-v1), timed (issue #17: under 3 min)
+#   parity        tools/tier_parity.py: each tier beside the timer it names, in a plain process (issue #29)
 # Each step stops itself with Ctrl-C (the judge writes what finished) before the command's limit.
 set -uo pipefail
 OUT=${1:?usage: gpu_judge_check.sh OUT STEP...}
@@ -38,6 +39,10 @@ for step in "$@"; do
                  ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT 540 python run_local.py --results /tmp/gdn-check-v1 \
                    --no-progress --algo all ) > /tmp/gdn-check-v1/console.log 2>&1
                  tail -30 /tmp/gdn-check-v1/console.log; pack "$step" /tmp/gdn-check-v1 ;;
+    parity)      GDN_BENCH_COMMIT=$COMMIT timeout -s INT 540 python -m tools.tier_parity --out /tmp/gdn-check-parity \
+                   > /tmp/gdn-check-parity.log 2>&1; mkdir -p /tmp/gdn-check-parity
+                 cp /tmp/gdn-check-parity.log /tmp/gdn-check-parity/console.log; tail -45 /tmp/gdn-check-parity.log
+                 pack "$step" /tmp/gdn-check-parity ;;
     *)           echo "unknown step $step" ;;
   esac
 done
