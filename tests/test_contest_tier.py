@@ -38,8 +38,13 @@ class FakeTimer:
 
 @pytest.fixture
 def no_gpu_needed(monkeypatch):
-    """bench_contest's own GPU calls (clock warm-up, synchronize) made harmless on the CPU."""
-    monkeypatch.setattr(timing, "warm_gpu_clocks", lambda *args: 0)
+    """bench_contest's own GPU calls made harmless on the CPU: the clock warm-up makes one call as
+    the real one does (``fn(setup(None))``, no synchronize)."""
+    def one_warm_call(fn, setup, flush, seconds):
+        fn(setup(None))
+        return 1
+
+    monkeypatch.setattr(timing, "warm_gpu_clocks", one_warm_call)
     monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda: None)
 
 
@@ -55,8 +60,11 @@ def test_the_contest_timer_gets_the_same_positional_inputs_and_the_contest_setti
     stats = bench_contest(lambda *values: seen.append(values), lambda index=None: inputs, lambda: None,
                           TimingConfig(), after.append, positional=True)  # the judge's DPS entry
     assert timer.kwargs == [CONTEST_SETTINGS] * CONTEST_TRIALS  # 10 dry runs, 50 timed, cold L2, no graph
-    assert len(seen) == CONTEST_TRIALS * (10 + PER_TRIAL)
+    assert len(seen) == 1 + CONTEST_TRIALS * (10 + PER_TRIAL)  # the clock warm-up's call, then the timer's
     assert all(values == tuple(inputs.values()) for values in seen)  # same objects, in order, as FlashInfer passes them
+    seen.clear()  # a dict-taking fn gets the dict back, in every call
+    bench_contest(lambda args: seen.append(args), lambda index=None: inputs, lambda: None, TimingConfig())
+    assert len(seen) == 1 + CONTEST_TRIALS * (10 + PER_TRIAL) and all(args == inputs for args in seen)
     assert after == [0]  # reported once, after all the calls: the judge reads what they left
     assert stats.iters == CONTEST_TRIALS * PER_TRIAL and stats.extra["trials"] == CONTEST_TRIALS
     assert stats.value_us == pytest.approx(3.0)  # mean of the trials' medians, in µs

@@ -550,16 +550,17 @@ def bench_contest(fn: Callable, setup: Callable, flush: Callable, config: Timing
     timer, reason = _contest_timer()
     if timer is None:
         return TierUnavailable(Tier.CONTEST, reason)
-    CLOCKS.warm(fn, setup, flush, config)
+    by_dict = (lambda entry: lambda a: entry(*a.values()))(fn) if positional else fn  # what setup's dict fits
+    CLOCKS.warm(by_dict, setup, flush, config)
     args = setup(0)
     names = list(args) if isinstance(args, dict) else None
-    positional = tuple(args.values()) if names else (args,)
-    call = (lambda *values: fn(dict(zip(names, values)))) if names and not positional else fn
+    values = tuple(args.values()) if names else (args,)
+    call = (lambda *given: fn(dict(zip(names, given)))) if names and not positional else fn
     samples = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(CONTEST_TRIALS):
-            samples.extend(ms * 1e3 for ms in timer(call, input_args=positional, **CONTEST_SETTINGS))
+            samples.extend(ms * 1e3 for ms in timer(call, input_args=values, **CONTEST_SETTINGS))
     fell_back = [str(w.message) for w in caught
                  if "cupti" in str(w.message).lower() and any(k in str(w.message).lower() for k in _FALLBACK_WORDS)]
     if fell_back:
