@@ -9,7 +9,7 @@ about six minutes on an H100, most of it the hang fixtures' deadlines).
 
 Writes ``OUT_DIR/attacks.md`` (one row per fixture: statuses, expected, verdict,
 the first line of the reason) and the two run folders under ``OUT_DIR/runs``.
-The expectations are tests/test_attacks.py's, so the CPU test and this GPU
+The expectations are tests/judge/test_attacks.py's, so the CPU test and this GPU
 run judge the same thing. Exit 0 even when an expectation fails (it is in the table).
 """
 
@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]  # a developer script: the tests' expectations, the harness
+sys.path[:0] = [str(REPO), str(REPO / "tests" / "judge")]  # a developer script: the tests' expectations, the harness
 
 import test_attacks as attacks  # noqa: E402
 

@@ -11,7 +11,7 @@ from conftest import REPO
 
 def test_run_local_pt_reference_on_cpu_passes(tmp_path):
     """The README's quick start without a GPU (``--device cpu``), for one solution on a two-workload
-    dataset (the default set's tensors are checked by tests/test_generator.py; its 20 workloads
+    dataset (the default set's tensors are checked by tests/data/test_generator.py; its 20 workloads
     would only repeat these two)."""
     from conftest import write_small_dataset
 

@@ -13,7 +13,7 @@ from conftest import FIXTURE_SOLUTIONS, REPO, write_small_dataset
 from harness.cli import build_parser
 from harness.fanout import LaneRun, expected_costs, fan_out, lane_argv, merge_lanes, schedule
 from harness.records.store import load_run
-from test_leaderboard import make_floor, make_trace
+from support.records import make_floor, make_trace
 
 
 def test_the_longest_jobs_go_first_onto_the_least_loaded_lane():

@@ -18,8 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import write_small_dataset
-from test_leaderboard import make_floor, make_trace
-from test_tune_driver import FakeTimer, tiny_fla  # noqa: F401  (tiny_fla: a fixture, used by name)
+from support.records import make_floor, make_trace
+from support.tune import FakeTimer, tiny_fla  # noqa: F401  (tiny_fla: a fixture, used by name)
 
 from harness.records.store import load_run
 

@@ -4,8 +4,9 @@ The definition's reference (its JSON's ``reference``) loops over (batch, head) i
 5,000 kernel launches a call at B = 64, about 2.4 ms on the H100 even as a CUDA graph, and the
 judge now verifies every timed call (~250 a workload), not 3% of them. This is the same
 arithmetic (fp32, GVA, k-last) vectorized over a leading axis of calls, a few kernels for a
-whole chunk. ``tests/test_batched_reference.py`` holds it to the definition's reference on
-random inputs, and the correctness trials still use the definition's own.
+whole chunk. ``tests/judge/test_core.py::test_batched_reference_is_the_definitions_reference``
+holds it to the definition's reference on random inputs, and the correctness trials still use
+the definition's own.
 """
 
 from __future__ import annotations

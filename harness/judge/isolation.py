@@ -55,7 +55,7 @@ ZYGOTE_READY_S, ZYGOTE_FORK_S = 120.0, 10.0
 #: (results/speed/20261125-H100/README.md). The zygote checks that the preload started neither
 #: CUDA nor a thread, or refuses (zygote.py, ``preload``, ``fork_problem``); Triton and inductor
 #: read their cache folders from the environment when they compile, so a worker's private caches
-#: still apply (tests/test_isolation.py). A CPU run does without: ~1.5 s more per zygote start there.
+#: still apply (tests/judge/test_isolation.py). A CPU run does without: ~1.5 s more per zygote start there.
 GPU_PRELOAD = ("torch._dynamo", "torch._inductor", "sympy", "triton.language")
 #: The zygote's first PYTHONPATH entry (no such folder): a forked worker puts its own entries there.
 ZYGOTE_PLACEHOLDER = "/nonexistent/gdn-judge-zygote-worker-pythonpath"

@@ -12,7 +12,7 @@ the load is ``.cg`` (cached in L2 only) and the store ``.cs`` (streaming: likely
 read again). A solution's state is no more reused than this copy's, so the hints take
 nothing a decode kernel could not take too. (``.cg`` with ``evict_first`` as well is no
 valid PTX: ptxas refuses the pair, which the first H100 run of this module showed and
-``tests/test_floor.py`` now checks by compiling for Hopper and Blackwell on the CPU.)
+``tests/judge/test_floor.py`` now checks by compiling for Hopper and Blackwell on the CPU.)
 
 Importing this module imports Triton; :mod:`harness.judge.floor` imports it only on a
 CUDA run, where Triton is installed (an optional extra: without it the floor is torch's

@@ -6,7 +6,7 @@ tensor ops so that it is fast enough to serve as the ``pt-compiled``
 baseline. This file is its one home: the tuners and the tests load it from
 this solution through the harness's loader (``tools/vectorized.py``), the
 test fixture solutions link to it (``tests/fixtures/solutions/*/vectorized.py``),
-and tests/test_vectorized_reference.py checks it against the loop reference and the
+and tests/data/test_vectorized_reference.py checks it against the loop reference and the
 formulas of README.md "The math".
 """
 

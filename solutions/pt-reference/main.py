@@ -3,7 +3,7 @@ destinations. Its latency is the denominator of every speedup (as in the contest
 
 ``reference.py`` is a verbatim copy of the definition's ``reference`` field
 (workloads/gdn_decode_qk4_v8_d128_k_last.json), so that this folder runs on
-its own; tests/test_solutions_self_contained.py checks that the two texts are
+its own; tests/solutions/test_solutions_self_contained.py checks that the two texts are
 identical.
 """
 

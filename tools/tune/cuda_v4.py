@@ -3,7 +3,7 @@
 Search space: every variant kernel.cu's all-variants build
 (``-DGDN_V4_ALL_VARIANTS``) instantiates, i.e. ``main.LaunchConfig(rows per
 warp, cache policy, lanes per row, warps per block)`` over main.py's choices
-that ``LaunchConfig.is_compiled`` accepts (tests/test_tune_driver.py checks this
+that ``LaunchConfig.is_compiled`` accepts (tests/tools/test_tune_driver.py checks this
 against the build's own kernels). A variant runs through
 ``main.run_with_config`` (kernel.cu's ``gdn_decode_config``).
 

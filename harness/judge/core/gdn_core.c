@@ -291,7 +291,7 @@ static double now_ns(void) {
  * earlier call, counts in every window it overlaps. No Python runs in any of it.
  *
  * The records are read at these byte offsets (cupti_activity.h of CUDA 13.0: CUpti_ActivityKernel10,
- * CUpti_ActivityMemcpy6, CUpti_ActivityMemset4; earlier versions share them; tests/test_core.py
+ * CUpti_ActivityMemcpy6, CUpti_ActivityMemset4; earlier versions share them; tests/judge/test_core.py
  * checks them against the header where it is installed). */
 #define CUPTI_KIND_MEMCPY 1
 #define CUPTI_KIND_MEMSET 2

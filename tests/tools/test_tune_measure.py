@@ -1,4 +1,4 @@
-"""The measuring pieces of the tuner (tools/tune/measure.py; the driver is tests/test_tune_driver.py's)."""
+"""The measuring pieces of the tuner (tools/tune/measure.py; the driver is tests/tools/test_tune_driver.py's)."""
 
 import json
 

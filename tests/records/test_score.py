@@ -9,7 +9,7 @@ import pytest
 
 from harness.records.score import contest_scores
 from harness.records.store import StoredRun
-from test_leaderboard import make_trace
+from support.records import make_trace
 
 WORKLOADS = {"w0": 1, "w1": 4}  # uuid -> batch size
 

@@ -25,7 +25,7 @@ import torch
 
 from harness.judge.solutions import load_meta
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SOLUTION = REPO / "solutions" / "cutedsl-bf16"
 HAVE_CUTLASS = importlib.util.find_spec("cutlass") is not None
 needs_cutlass = pytest.mark.skipif(not HAVE_CUTLASS, reason="nvidia-cutlass-dsl (module 'cutlass') not installed")

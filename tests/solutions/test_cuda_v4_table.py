@@ -2,7 +2,7 @@
 table in one place, named by the index launch_tables.cuh that kernel.cu includes for
 the contest entry's choice, the variants a build without -DGDN_V4_ALL_VARIANTS compiles
 and (through the module's queries) what main.py and the tuner read
-(tests/test_cuda_compile.py reads the choice back from a build; tests/test_tune_driver.py checks
+(tests/judge/test_cuda_compile.py reads the choice back from a build; tests/tools/test_tune_driver.py checks
 the tuner's search space against the all-variants build)."""
 
 import re
@@ -10,7 +10,7 @@ import re
 import pytest
 
 from harness.paths import SOLUTIONS_DIR
-from solution_copies import import_copy
+from support.solution_copies import import_copy
 from tools.tune import cuda_v4 as tune
 from tools.tune.driver import chosen_table
 

@@ -22,7 +22,7 @@ import torch
 
 from harness.judge.solutions import discover, load_meta
 from harness.paths import SOLUTIONS_DIR, WORKLOADS_DIR
-from solution_copies import forget, import_copy
+from support.solution_copies import forget, import_copy
 
 SOLUTIONS = sorted(discover(SOLUTIONS_DIR))
 #: What a solution's files may not contain (compiled regular expression -> why).

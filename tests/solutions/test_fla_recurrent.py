@@ -23,7 +23,7 @@ if not torch.cuda.is_available():
 
 pytest.importorskip("triton", reason="triton is not installed")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SOLUTION_DIR = REPO / "solutions" / "fla-recurrent"
 UPSTREAM_TOML = REPO / "solutions" / "fla-upstream" / "solution.toml"
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_leaderboard import B200, H100, make_floor, make_trace, write_run
+from support.records import B200, H100, make_floor, make_trace, write_run
 
 from harness.records.plots import headline_tier, latency_plot_path, tiers_plot_path, write_plots
 

@@ -24,7 +24,7 @@ import pytest
 from harness.judge import build as cuda_build
 from harness.judge.build import CompileError
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 CUDA_SOLUTIONS = ("cuda-v1", "cuda-v4")
 FLAGS = cuda_build.nvcc_flags()
 
@@ -113,7 +113,7 @@ needs_toolchain = pytest.mark.skipif(_toolchain_missing() is not None,
 def build_cache(tmp_path_factory):
     """The GDN_BENCH_CACHE of the build tests of this module, where nvcc really builds: the one
     this test session made (so that later tests loading a CUDA solution, e.g.
-    tests/test_model_check.py, reuse these builds) when no test before built a CUDA solution
+    tests/tools/test_model_check.py, reuse these builds) when no test before built a CUDA solution
     into it, else a private one."""
     from conftest import SESSION_CACHE
 

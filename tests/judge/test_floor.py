@@ -28,9 +28,9 @@ from harness.records.report import solution_summary, trace_rows
 from harness.records.store import load_run, run_dirs
 from harness.records.trace import Environment, FloorMeasurement, TierFigure, is_floor_label
 
-from test_leaderboard import STAMP, make_trace, row, write_run
+from support.records import STAMP, make_trace, row, write_run
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TORCH_COPY, SMALL, LARGE = "torch copy_", "triton streaming copy BLOCK=1024 w4", "triton streaming copy BLOCK=2048 w4"
 #: Every configuration the rule can choose, whatever the size.
 ALL_CONFIGS = sorted({c for n in (1, SMALL_STATE_BYTES + 1, MEDIUM_STATE_BYTES + 1) for c in candidate_configs(n)},

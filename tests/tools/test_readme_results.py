@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_leaderboard import H100, make_floor, make_trace, write_run
+from support.records import H100, make_floor, make_trace, write_run
 
 from harness.records.leaderboard import write_leaderboard
 from harness.records.plots import write_plots

@@ -1,6 +1,6 @@
 """The judge's own checks, piece by piece, on synthetic input (no worker process):
 figure rejection, the channel's validation, solution-folder validation, file
-guards and process-tree cleanup. tests/test_attacks.py runs the whole judge."""
+guards and process-tree cleanup. tests/judge/test_attacks.py runs the whole judge."""
 
 import os
 import struct
@@ -412,7 +412,7 @@ def test_the_destination_ring_answers_before_reusing_a_set_and_ships_what_was_as
 
     channel = SimpleNamespace(send=lambda m: log.append(("send", type(m).__name__, getattr(m, "index", None))),
                               recv=recv)
-    definition = load_definition(Path(__file__).resolve().parents[1] / "workloads" / "gdn_decode_qk4_v8_d128_k_last.json")
+    definition = load_definition(Path(__file__).resolve().parents[2] / "workloads" / "gdn_decode_qk4_v8_d128_k_last.json")
     fake = SimpleNamespace(channel=channel, definition=definition, job=SimpleNamespace(state_dtype="float32"),
                            device="cpu", send_outputs=ship)
     ring = worker_module.DestinationRing(fake, definition.resolve_axes({"batch_size": 1}, "test"))

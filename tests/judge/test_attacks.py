@@ -11,7 +11,7 @@ guarantee of the judge defeats it.
 library, so a GPU run of tests/fixtures/attacks_gpu/ (or of this folder) can
 reuse them::
 
-    sys.path.insert(0, "tests"); from test_attacks import EXPECTED_GPU, check_expectation
+    sys.path.insert(0, "tests/judge"); from test_attacks import EXPECTED_GPU, check_expectation
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from types import SimpleNamespace
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent  # tests/
 REPO = HERE.parent
 ATTACKS = HERE / "fixtures" / "attacks"
 ATTACKS_GPU = HERE / "fixtures" / "attacks_gpu"

@@ -1,7 +1,7 @@
 """The tier parity check (tools/tier_parity.py) on the CPU: what it reads of a harness run and how
 it judges each ratio; the plain-process timers themselves need a GPU (results/judge-check)."""
 
-from test_leaderboard import make_floor, make_trace, write_run
+from support.records import make_floor, make_trace, write_run
 
 from tools.tier_parity import COPY, COPY_METHOD, TARGETS, compare, harness_figures
 

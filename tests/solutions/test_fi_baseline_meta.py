@@ -19,7 +19,7 @@ import torch
 
 from harness.paths import SOLUTIONS_DIR
 from harness.judge.solutions import load_meta
-from solution_copies import forget
+from support.solution_copies import forget
 
 B, H, HV, K, V = 2, 4, 8, 128, 128
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from solution_copies import import_copy
+from support.solution_copies import import_copy
 
 from harness.paths import REPO_ROOT, SOLUTIONS_DIR
 from tools.tune import ADAPTERS, install

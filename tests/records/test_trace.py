@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from test_leaderboard import STAMP, make_floor, make_trace
+from support.records import STAMP, make_floor, make_trace
 
 from harness.records.annotate import annotate
 from harness.records.store import (FLOORS_FILE, MANIFEST_KEY, SKIPPED_FILE, TRACES_FILE, RunWriter, load_run, read_stored,
@@ -17,7 +17,7 @@ from harness.records.store import (FLOORS_FILE, MANIFEST_KEY, SKIPPED_FILE, TRAC
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation, EvaluationStatus,
                                    Performance, TensorErrors, Trace, floor_label, is_floor_label, label_state_dtype)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 STORED_RUNS = run_dirs(REPO / "results")
 BF16 = "cutedsl-bf16[bfloat16-state]"
 
