@@ -46,7 +46,6 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.data.definition import load_definition
 from harness.facts import DEFINITION_NAME, default_scale
 from harness.paths import WORKLOADS_DIR
 
@@ -54,8 +53,17 @@ MASTER_SEED = 20260301
 NUM_LAYERS = 4
 SEQS_PER_LAYER = 16
 MIN_CONTEXT, MAX_CONTEXT = 8, 4096
+
+
+def _const_axes(path: Path) -> dict[str, int]:
+    """The const axes of a definition JSON, read as plain JSON: the bank's worker processes import
+    this module, and harness.data.definition would bring torch into each of them (1.5 s apiece)."""
+    axes = json.loads(path.read_text())["axes"]
+    return {name: axis["value"] for name, axis in axes.items() if axis.get("type") == "const"}
+
+
 #: The head counts and head size of the generated tensors: the definition's const axes (one source).
-_AXES = load_definition(WORKLOADS_DIR / f"{DEFINITION_NAME}.json").axes
+_AXES = _const_axes(WORKLOADS_DIR / f"{DEFINITION_NAME}.json")
 NUM_Q_HEADS, NUM_V_HEADS, HEAD_SIZE = _AXES["num_q_heads"], _AXES["num_v_heads"], _AXES["head_size"]
 DEFAULT_SCALE = default_scale(HEAD_SIZE)
 BANK_VERSION = "v1"  # bump when anything above changes; checksums must be re-recorded

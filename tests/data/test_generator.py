@@ -8,7 +8,7 @@ import pytest
 
 from harness.data import generator
 from harness.data.dataset import open_dataset
-from harness.paths import WORKLOADS_DIR
+from harness.paths import REPO_ROOT, WORKLOADS_DIR
 
 
 def test_layer_params_follow_the_model_init():
@@ -122,3 +122,14 @@ def test_a_failed_bank_process_is_an_error(tmp_path):
     (tmp_path / "file").write_text("not a folder")
     with pytest.raises(RuntimeError, match="computing bank states failed"):
         generator.Bank(tmp_path / "file").fill(generator.set_recipes("contest-v1")[:2], processes=2)
+
+
+def test_the_generator_imports_no_torch():
+    """The bank's worker processes import the generator: torch would cost each of them ~1.5 s
+    (it did, once the head counts were read through harness.data.definition)."""
+    import subprocess
+    import sys
+
+    code = "import sys, harness.data.generator; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
+    assert done.stdout.strip() == "False"
