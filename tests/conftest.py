@@ -48,12 +48,14 @@ def our_definition():
 
 def write_small_dataset(root: Path, batch_sizes=(1, 2), scales=(0.0, 0.08838834764831845)) -> Path:
     """A tiny external dataset in flashinfer-bench's layout, all inputs random."""
+    from support.definition import tensor_input_names
+
     from harness.data.dataset import OUR_DEFINITION
 
     (root / "definitions" / "gdn").mkdir(parents=True)
     (root / "workloads" / "gdn").mkdir(parents=True)
     shutil.copy(OUR_DEFINITION, root / "definitions" / "gdn" / OUR_DEFINITION.name)
-    names = ("q", "k", "v", "state", "A_log", "a", "dt_bias", "b")
+    names = tensor_input_names()
     lines = []
     for i, (batch, scale) in enumerate(zip(batch_sizes, scales)):
         inputs = {n: {"type": "random"} for n in names}

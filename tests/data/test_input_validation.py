@@ -13,6 +13,7 @@ from harness.data.definition import load_definition
 from harness.errors import HarnessInputError
 from harness.judge.solutions import load_meta
 from harness.data.workloads import load_workloads, materialize_inputs
+from support.definition import tensor_input_names
 
 
 def definition_with(tmp_path, mutate):
@@ -49,7 +50,7 @@ def test_definition_not_json(tmp_path):
 
 
 GOOD = {"uuid": "u1", "axes": {"batch_size": 1},
-        "inputs": {**{n: {"type": "random"} for n in ("q", "k", "v", "state", "A_log", "a", "dt_bias", "b")},
+        "inputs": {**{n: {"type": "random"} for n in tensor_input_names()},
                    "scale": {"type": "scalar", "value": 0.0}}}
 
 

@@ -192,6 +192,8 @@ def write_attack_dataset(root: Path) -> Path:
     save_file({"state": torch.randn(1, 8, 128, 128, generator=gen) * 0.1,
                "A_log": torch.log(1 + 15 * torch.rand(8, generator=gen)),
                "dt_bias": torch.randn(8, generator=gen) * 0.5}, str(root / blob))
+    from support.definition import tensor_input_names  # here: importing this module needs the stdlib only
+
     random = {"type": "random"}
     stored = {n: {"type": "safetensors", "path": blob, "tensor_key": n} for n in ("state", "A_log", "dt_bias")}
     lines = [
@@ -199,7 +201,7 @@ def write_attack_dataset(root: Path) -> Path:
          "inputs": {"q": random, "k": random, "v": random, "a": random, "b": random, **stored,
                     "scale": {"type": "scalar", "value": 0.0883883476}}},
         {"uuid": WORKLOADS[1], "axes": {"batch_size": 2},
-         "inputs": {**{n: random for n in ("q", "k", "v", "state", "A_log", "a", "dt_bias", "b")},
+         "inputs": {**{n: random for n in tensor_input_names()},
                     "scale": {"type": "scalar", "value": 0.0}}},
     ]
     (root / "workloads" / op_type / f"{name}.jsonl").write_text("".join(json.dumps(w) + "\n" for w in lines))
