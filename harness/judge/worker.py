@@ -135,8 +135,8 @@ class Worker:
                 return "contract", f"{name}: the destination was rebound or re-strided ({now} != {layout[name]})"
         for name, before in saved.items():
             if not _same_bytes(args[name], before):
-                return "contract", f"input {name} was modified by run (inputs are read-only: an in-place solution "
-                                   "updates new_state, which its entry hands it as its state)"
+                return "contract", (f"input {name} was modified by run (inputs are read-only: an in-place solution "
+                                    "updates new_state, which its entry hands it as its state)")
         return None
 
     def send_outputs(self, aliases: dict[str, torch.Tensor], call: int | None = None) -> None:
