@@ -27,19 +27,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import statistics
-import subprocess
 import sys
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.facts import Tier
-from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS
-from harness.paths import REPO_ROOT
-from harness.records.store import load_run, run_dirs
+from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, SYNC_TRIALS, SYNC_WARMUP
+from harness.records.store import load_run
+from tools.timing_proof import in_fresh_process, run_local
 
 #: The largest |harness / plain - 1| each tier may show (issue #29).
 TARGETS = {Tier.CUPTI: 0.02, Tier.CONTEST: 0.02, Tier.EVENTS: 0.10, Tier.SYNC: 0.15}
@@ -53,7 +50,6 @@ PLAIN_TIMERS = {
 COPY = "copy"
 #: The floor's copy the plain process times too (harness/judge/floor.py).
 COPY_METHOD = "torch copy_"
-SYNC_WARMUP, SYNC_ITERS, SYNC_TRIALS = 10, 50, 3
 
 
 # ------------------------------------------------------------------ the harness's figures
@@ -77,10 +73,7 @@ def harness_figures(run_dir: Path, batches: set[int]) -> dict[tuple[str, int], d
 def run_harness(solutions: list[str], scratch: Path) -> Path:
     """``run_local.py`` over the sweep set with every tier; returns its run folder."""
     tiers = ",".join(str(t) for t in TARGETS)
-    command = [sys.executable, "run_local.py", "--algo", ",".join(solutions), "--workloads", "sweep",
-               "--tiers", tiers, "--results", str(scratch), "--no-progress"]
-    subprocess.run(command, cwd=REPO_ROOT, check=True)
-    return run_dirs(scratch)[-1]
+    return run_local(["--algo", ",".join(solutions), "--workloads", "sweep", "--tiers", tiers], scratch, quiet=False)
 
 
 # ------------------------------------------------------------------ the plain process
@@ -92,7 +85,7 @@ def subject_call(subject: str, batch: int, workdir: Path):
     from harness.data.dataset import open_dataset
     from harness.data.workloads import materialize_inputs
     from harness.judge import dps
-    from harness.judge.solutions import build_library, import_package, load_meta, materialize, snapshot_files
+    from harness.judge.solutions import load_meta
     from harness.judge.worker import destinations
     from harness.paths import SOLUTIONS_DIR
 
@@ -102,11 +95,9 @@ def subject_call(subject: str, batch: int, workdir: Path):
     inputs = materialize_inputs(workload, definition, dataset.files, "cuda", 0)
     if subject == COPY:
         return (lambda state, target: target.copy_(state)), (inputs["state"], torch.empty_like(inputs["state"]))
-    meta = load_meta(SOLUTIONS_DIR / subject)
-    files = dps.with_entry(meta, definition, snapshot_files(meta.directory))
-    entry = import_package(meta.package_name, dps.ENTRY_MODULE, materialize(meta, files, workdir, build_library(meta)))
-    dests = destinations(definition, workload.axes, "float32", "cuda")
-    return entry.run, tuple([inputs[n] for n in definition.inputs] + [dests[n] for n in definition.outputs])
+    run = dps.load_entry(load_meta(SOLUTIONS_DIR / subject), definition, workdir)
+    given = {**inputs, **destinations(definition, workload.axes, "float32", "cuda")}
+    return run, tuple(given[name] for name in dps.argument_order(definition))
 
 
 def plain_figures(subject: str, batch: int) -> dict[str, float]:
@@ -124,12 +115,6 @@ def plain_figures(subject: str, batch: int) -> dict[str, float]:
         sync = statistics.mean(time_runnable(fn, list(args), SYNC_WARMUP, SYNC_ITERS, "cuda:0")
                                for _ in range(SYNC_TRIALS))
     return {Tier.CUPTI: cupti * 1e3, Tier.CONTEST: contest * 1e3, Tier.EVENTS: events * 1e3, Tier.SYNC: sync * 1e3}
-
-
-def in_fresh_process(fn, *args):
-    """``fn(*args)`` in a spawned interpreter: one CUPTI client per process."""
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(fn, *args).result()
 
 
 # ------------------------------------------------------------------ the comparison

@@ -103,7 +103,7 @@ def _profiler_in_this_process(subject: str, batch_size: int, iters: int) -> floa
     return statistics.median(independent_kernel_times_us(fn, setup, flush, iters=iters))
 
 
-def _in_fresh_process(fn, *args):
+def in_fresh_process(fn, *args):
     """``fn(*args)`` in a spawned interpreter of its own.
 
     Why: torch.profiler (kineto) and cupti-python are two CUPTI clients; in
@@ -119,8 +119,8 @@ def measure_subject(subject: str, batch_size: int, iters: int) -> dict:
     """All tiers plus torch.profiler for one subject at one batch size (µs), each
     tool in its own process."""
     result = {"subject": subject, "batch_size": batch_size}
-    result.update(_in_fresh_process(_tiers_in_this_process, subject, batch_size, iters))
-    result["profiler_us"] = _in_fresh_process(_profiler_in_this_process, subject, batch_size, iters)
+    result.update(in_fresh_process(_tiers_in_this_process, subject, batch_size, iters))
+    result["profiler_us"] = in_fresh_process(_profiler_in_this_process, subject, batch_size, iters)
     return result
 
 
@@ -143,10 +143,10 @@ def tier_checks(row: dict) -> list[dict]:
     return checks
 
 
-def _run_local(args: list[str], results: Path) -> Path:
-    """Run run_local.py; returns the run folder it wrote."""
+def run_local(args: list[str], results: Path, quiet: bool = True) -> Path:
+    """Run run_local.py (its console kept from ours when ``quiet``); returns the run folder it wrote."""
     cmd = [sys.executable, "run_local.py", *args, "--results", str(results), "--no-progress"]
-    subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True, text=True)
+    subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=quiet, text=True)
     return run_dirs(results)[-1]
 
 
@@ -167,8 +167,8 @@ def _medians(run_dir: Path, tier: str) -> dict[tuple[str, int], float]:
 
 def repeat_checks(command: list[str], tier: str, scratch: Path) -> tuple[list[dict], list[dict]]:
     """Run ``run_local.py command`` twice; medians for B ≥ 16 must agree within 3 %."""
-    first = _medians(_run_local(command, scratch / "first"), tier)
-    second = _medians(_run_local(command, scratch / "second"), tier)
+    first = _medians(run_local(command, scratch / "first"), tier)
+    second = _medians(run_local(command, scratch / "second"), tier)
     rows, checks = [], []
     for key in sorted(set(first) & set(second)):
         change = second[key] / first[key] - 1

@@ -16,8 +16,8 @@ Layouts (little-endian; every command and result ends with its HMAC-SHA256 under
 
 * command: ``magic u32, kind u32, seq u64`` then, for a workload (kind 1): ``nonce u64,
   scale_kind u8 (0 the definition has no scalar, 1 given, 2 left out: None), scale f64, n_in u8,
-  n_out u8``, per input ``name_len u16, name,
-  kind u8 (0 none, 1 random, 2 stored), dtype u8 (1 f32, 2 bf16), ndim u8, dims u64...``,
+  n_out u8``, per input ``name_len u16, name, kind u8 (0 none, 1 random, 2 stored), dtype u8
+  (1 f32, 2 bf16), ndim u8, dims u64...``,
   per output the same with ``stride u32`` after ``ndim`` (one row of the last dimension in
   ``stride`` is captured); for a chunk (kind 2): ``tier u32, mode u32 (0 warm, 1 timed),
   first u64, count u32, warmup u32, warm_ns u64, max_calls u32``.

@@ -529,14 +529,20 @@ def _contest_timer():
     return bench_gpu_time_with_cupti, None
 
 
+def _spread(entry: Callable) -> Callable:
+    """A call on setup's dict of a positional entry (the DPS entry), whose order the dict keeps."""
+    return lambda args: entry(*args.values())
+
+
 def bench_contest(fn: Callable, setup: Callable, flush: Callable, config: TimingConfig,
-                  after: Callable = _nothing, positional: bool = False) -> TimingStats | TierUnavailable:
+                  after: Callable = _nothing, entry: Callable | None = None) -> TimingStats | TierUnavailable:
     """The final contest's figure: FlashInfer's own CUPTI timer with flashinfer-bench's settings.
 
     ``setup(0)`` makes the one input set every call gets (the contest passes the same
     positional arguments each time); a dict is handed to FlashInfer as its values, in
-    order, and those go to ``fn`` as they come when ``positional`` (the judge's DPS entry,
-    called as the contest calls it), else put back into a dict for ``fn``. Each of :data:`CONTEST_TRIALS` trials
+    order, and the timer calls ``entry`` with them as they come (the judge's DPS entry, called
+    as the contest calls it; ``fn`` is then the same call on the dict), else ``fn`` on them put
+    back into a dict. Each of :data:`CONTEST_TRIALS` trials
     returns ``repeat_iters`` per-call spans (ms: first kernel's start to last kernel's
     end); ``after(0)`` runs once at the end, so the judge can read the outputs the calls
     left. ``flush`` and our clock warm-up run first only to start from a warm GPU, as
@@ -550,12 +556,11 @@ def bench_contest(fn: Callable, setup: Callable, flush: Callable, config: Timing
     timer, reason = _contest_timer()
     if timer is None:
         return TierUnavailable(Tier.CONTEST, reason)
-    by_dict = (lambda entry: lambda a: entry(*a.values()))(fn) if positional else fn  # what setup's dict fits
-    CLOCKS.warm(by_dict, setup, flush, config)
+    CLOCKS.warm(fn, setup, flush, config)
     args = setup(0)
     names = list(args) if isinstance(args, dict) else None
     values = tuple(args.values()) if names else (args,)
-    call = (lambda *given: fn(dict(zip(names, given)))) if names and not positional else fn
+    call = entry or ((lambda *given: fn(dict(zip(names, given)))) if names else fn)
     samples = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -594,14 +599,14 @@ def measure(tier: str, fn: Callable, setup: Callable, flush: Callable | None, de
     ``positional``: ``fn`` takes the values of setup's dict as positional arguments,
     in its order (a DPS entry), instead of the dict.
     """
-    if positional and tier != CONTEST_TIER:  # the contest's timer hands the values over itself
-        fn = (lambda entry: lambda args: entry(*args.values()))(fn)
+    entry = fn if positional else None
+    fn = _spread(fn) if positional else fn
     if tier == Tier.WALLCLOCK:
         return bench_wallclock(fn, setup, config, after)
     reason = gpu_tier_unavailable_reason(device)
     if reason:
         return TierUnavailable(tier, reason)
     if tier == CONTEST_TIER:
-        return bench_contest(fn, setup, flush, config, after, positional)
+        return bench_contest(fn, setup, flush, config, after, entry)  # its timer hands the values over itself
     bench = {Tier.CUPTI: bench_cupti, Tier.EVENTS: bench_events, Tier.SYNC: bench_sync}[tier]
     return bench(fn, setup, flush, config, after)

@@ -34,6 +34,7 @@ import torch
 from harness.data.definition import TORCH_DTYPES, parse_definition
 from harness.data.workloads import build_inputs, parse_workload
 from harness.facts import Tier
+from harness.judge import dps
 from harness.judge import protocol as msg
 from harness.judge.isolation import die_with_parent
 from harness.judge.solutions import import_package
@@ -48,7 +49,8 @@ RING_BYTES, RING_MAX_SETS = 1 << 30, 8
 
 
 def destinations(definition, axes: dict, state_dtype: str, device) -> dict[str, torch.Tensor]:
-    """NaN-filled output buffers (see :func:`harness.judge.protocol.destination_layout`): any element a solution leaves unwritten fails."""
+    """NaN-filled output buffers (see :func:`harness.judge.protocol.destination_layout`): any element
+    a solution leaves unwritten fails."""
     return {name: torch.full(shape, float("nan"), dtype=TORCH_DTYPES[dtype], device=device)
             for name, (shape, dtype) in msg.destination_layout(definition, axes, state_dtype).items()}
 
@@ -105,8 +107,8 @@ class Worker:
     def arguments(self, inputs: dict, dests: dict[str, torch.Tensor]) -> dict[str, Any]:
         """What the positional DPS entry gets, by name in its order: the definition's inputs, then
         its outputs (an in-place solution's entry copies the state into ``new_state`` itself)."""
-        return {**{name: inputs[name] for name in self.definition.inputs},
-                **{name: dests[name] for name in self.definition.outputs}}
+        given = {**inputs, **dests}
+        return {name: given[name] for name in dps.argument_order(self.definition)}
 
     # ------------------------------------------------------------------ one checked call
 

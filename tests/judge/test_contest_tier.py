@@ -57,8 +57,11 @@ def test_the_contest_timer_gets_the_same_positional_inputs_and_the_contest_setti
     monkeypatch.setattr(timing, "_contest_timer", lambda: (timer, None))
     inputs = {"q": object(), "k": object(), "scale": None, "output": object()}
     seen, after = [], []
-    stats = bench_contest(lambda *values: seen.append(values), lambda index=None: inputs, lambda: None,
-                          TimingConfig(), after.append, positional=True)  # the judge's DPS entry
+    def entry(*values):  # the judge's DPS entry
+        seen.append(values)
+
+    stats = bench_contest(lambda args: entry(*args.values()), lambda index=None: inputs, lambda: None,
+                          TimingConfig(), after.append, entry=entry)
     assert timer.kwargs == [CONTEST_SETTINGS] * CONTEST_TRIALS  # 10 dry runs, 50 timed, cold L2, no graph
     assert len(seen) == 1 + CONTEST_TRIALS * (10 + PER_TRIAL)  # the clock warm-up's call, then the timer's
     assert all(values == tuple(inputs.values()) for values in seen)  # same objects, in order, as FlashInfer passes them

@@ -173,15 +173,14 @@ def test_the_judge_calls_the_function_the_packed_submission_names(solution, buil
     from harness.data.dataset import OUR_DEFINITION
     from harness.data.definition import load_definition
     from harness.judge import dps
-    from harness.judge.solutions import build_library, import_package, load_meta, materialize, snapshot_files
+    from harness.judge.solutions import load_meta
 
     meta = load_meta(REPO_ROOT / "solutions" / solution)
-    files = dps.with_entry(meta, load_definition(OUR_DEFINITION), snapshot_files(meta.directory))
-    entry = import_package(meta.package_name, dps.ENTRY_MODULE, materialize(meta, files, tmp_path, build_library(meta)))
+    run = dps.load_entry(meta, load_definition(OUR_DEFINITION), tmp_path)
     assert f"{meta.package_name}.{meta.entry_module}" not in sys.modules
-    assert type(entry.run).__name__ == "Function" and meta.ffi_function == "gdn_decode"
+    assert type(run).__name__ == "Function" and meta.ffi_function == "gdn_decode"
     with pytest.raises(ValueError, match="must be on cuda"):
-        entry.run(*cpu_arguments(torch))
+        run(*cpu_arguments(torch))
 
 
 @needs_toolchain

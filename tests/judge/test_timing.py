@@ -42,9 +42,9 @@ def test_git_commit_names_the_override_or_a_dirty_tree(monkeypatch):
 def test_proof_measurements_run_in_a_process_of_their_own():
     import os
 
-    from tools.timing_proof import _in_fresh_process
+    from tools.timing_proof import in_fresh_process
 
-    assert _in_fresh_process(os.getpid) != os.getpid()
+    assert in_fresh_process(os.getpid) != os.getpid()
 
 
 def test_the_full_warm_up_comes_only_after_an_idle_spell(monkeypatch):
