@@ -9,6 +9,8 @@
 #   old           the same sweep with the harness in .before/ (`git archive 2026d30 | tar -x -C .before`)
 #   v1-all        the README's `python run_local.py --algo all` (contest-v1), timed (issue #17: under 3 min)
 #   parity        tools/tier_parity.py: each tier beside the timer it names, in a plain process (issue #29)
+#   v2-gpus       `--algo all --workloads contest-v2 --gpus all`, timed (issue #31: a machine of several GPUs)
+#   v2-one        the same on one GPU, timed, to set beside v2-gpus
 # Each step stops itself with Ctrl-C (the judge writes what finished) before the command's limit.
 set -uo pipefail
 OUT=${1:?usage: gpu_judge_check.sh OUT STEP...}
@@ -39,6 +41,12 @@ for step in "$@"; do
                  ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT 540 python run_local.py --results /tmp/gdn-check-v1 \
                    --no-progress --algo all ) > /tmp/gdn-check-v1/console.log 2>&1
                  tail -30 /tmp/gdn-check-v1/console.log; pack "$step" /tmp/gdn-check-v1 ;;
+    v2-gpus|v2-one)
+                 lanes=(--gpus all); [ "$step" = v2-one ] && lanes=(--device cuda:0)
+                 mkdir -p /tmp/gdn-check-$step
+                 ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT 570 python run_local.py --results /tmp/gdn-check-$step \
+                   --no-progress --algo all --workloads contest-v2 "${lanes[@]}" ) > /tmp/gdn-check-$step/console.log 2>&1
+                 tail -30 /tmp/gdn-check-$step/console.log; pack "$step" /tmp/gdn-check-$step ;;
     parity)      GDN_BENCH_COMMIT=$COMMIT timeout -s INT 540 python -m tools.tier_parity --out /tmp/gdn-check-parity \
                    > /tmp/gdn-check-parity.log 2>&1; mkdir -p /tmp/gdn-check-parity
                  cp /tmp/gdn-check-parity.log /tmp/gdn-check-parity/console.log; tail -45 /tmp/gdn-check-parity.log
