@@ -18,7 +18,7 @@ from harness.judge.core import CoreError
 from harness.judge.isolation import Timeouts
 from harness.judge.run import RunConfig, run_benchmark
 from harness.judge.timing import IDLE_S, STOP_MIN_SAMPLES, TimingConfig
-from harness.paths import LOCAL_RESULTS_DIR
+from harness.paths import LOCAL_RESULTS_DIR, RESULTS_DIR
 from harness.records.report import print_summary, print_table, solution_summary
 from harness.records.store import RunWriter
 
@@ -283,11 +283,15 @@ def run_on_gpus(args, parser, devices: list[str]) -> int:
     from harness.records.store import load_run, load_runs
 
     names = [folder.name for folder in select_solutions(args.algo, args.solutions)]
+    stored = load_runs(args.results)  # the user's runs first; what each solution costs, else the committed runs
+    if Path(args.results).resolve() != RESULTS_DIR.resolve():
+        stored += load_runs(RESULTS_DIR)
     try:
-        run_dir, codes = fan_out(args, parser, names, devices, load_runs(args.results))
+        run_dir, codes = fan_out(args, parser, names, devices, stored)
     except RuntimeError as exc:  # no lane wrote a run folder: their logs say why
         print(f"error: {exc}", file=sys.stderr)
         return 1
     run = load_run(run_dir)
     report(args, run_dir, run.traces, run.floors, run.meta.get("notes", []))
-    return 130 if 130 in codes else (2 if any(codes) else 0)
+    # a lane that crashed is the harness's failure, never a solution's (their verdicts are traces)
+    return 130 if 130 in codes else (2 if 2 in codes else (1 if any(codes) else 0))

@@ -78,6 +78,17 @@ def schedule(costs: dict[str, float], lanes: int) -> list[list[str]]:
     return [names for _, names in loads if names]
 
 
+def share_out(names: list[str], costs: dict[str, float], lanes: int, with_reference: bool) -> list[list[str]]:
+    """Each lane's own solutions (:func:`schedule`). pt-reference runs on every lane anyway
+    (:func:`lane_algo`), so it costs no lane more than another: it is left out of the
+    schedule and its rows are kept from the first lane."""
+    reference = with_reference and REFERENCE_SOLUTION in names
+    shares = schedule({n: costs[n] for n in names if not (reference and n == REFERENCE_SOLUTION)}, lanes)
+    if reference:
+        shares = [[*shares[0], REFERENCE_SOLUTION], *shares[1:]] if shares else [[REFERENCE_SOLUTION]]
+    return shares
+
+
 def lane_argv(args: argparse.Namespace, parser: argparse.ArgumentParser, names: list[str], device: str,
               results: Path, with_reference: bool = True) -> list[str]:
     """The run_local.py command line of one lane: the user's options, but its own solutions,
@@ -163,7 +174,8 @@ def fan_out(args: argparse.Namespace, parser: argparse.ArgumentParser, names: li
     from harness.records.store import RunWriter, load_run
 
     with_reference = REFERENCE_SOLUTION in discover(args.solutions or SOLUTIONS_DIR)
-    lanes = list(zip(devices, schedule(expected_costs(names, stored, args.workloads), len(devices))))
+    lanes = list(zip(devices, share_out(names, expected_costs(names, stored, args.workloads), len(devices),
+                                        with_reference)))
     scratch = Path(tempfile.mkdtemp(prefix="gdn-lanes-"))
     roots = [scratch / f"lane{i}" for i in range(len(lanes))]
     logs = [scratch / f"lane{i}.log" for i in range(len(lanes))]
@@ -171,15 +183,20 @@ def fan_out(args: argparse.Namespace, parser: argparse.ArgumentParser, names: li
         print(f"{device}: {lane_algo(share, with_reference)}; log {log}", flush=True)
     codes = run_lanes([lane_argv(args, parser, share, device, root, with_reference)
                        for (device, share), root in zip(lanes, roots)], logs)
-    finished = []
-    for (device, share), root in zip(lanes, roots):
+    finished, lost = [], []
+    for (device, share), root, log, code in zip(lanes, roots, logs, codes):
         folders = sorted((root / "runs").glob("*")) if (root / "runs").is_dir() else []
         if folders:  # a lane stopped before its first write has none
             stored_run = load_run(folders[-1])
             finished.append(LaneRun(share, stored_run.name, stored_run.meta, stored_run.traces, stored_run.floors))
+        if code not in (0, 130):
+            lost.append(f"the lane on {device} ({', '.join(share)}) ended with exit status {code}"
+                        f"{'' if folders else ' before it wrote a trace: its solutions have no rows'}; "
+                        f"its log: {log}")
     if not finished:
         raise RuntimeError(f"no lane wrote a run folder; see {', '.join(map(str, logs))}")
     run_id, meta, traces, floors = merge_lanes(finished, args.algo, gpus=devices)
+    meta["notes"] += lost
     writer = RunWriter(Path(args.results) / "runs" / run_id)
     writer.write_run(meta, floors, traces)
     if not any(codes):  # a failed lane's folder and log stay for a look

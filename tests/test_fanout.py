@@ -8,10 +8,11 @@ import sys
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from conftest import FIXTURE_SOLUTIONS, REPO, write_small_dataset
 from harness.cli import build_parser
-from harness.fanout import LaneRun, expected_costs, fan_out, lane_argv, merge_lanes, schedule
+from harness.fanout import LaneRun, expected_costs, fan_out, lane_argv, merge_lanes, schedule, share_out
 from harness.records.store import load_run
 from support.records import make_floor, make_trace
 
@@ -77,6 +78,25 @@ def test_two_lanes_on_the_cpu_merge_into_one_run_folder(tmp_path):
     assert len(run.meta["lanes"]) == 2 and len(run.floors) == 4  # each lane measured its own floors
 
 
+def test_a_lane_that_fails_is_said_and_the_others_rows_are_kept(tmp_path):
+    dataset = write_small_dataset(tmp_path / "dataset")
+    parser = build_parser()
+    args = parser.parse_args(["--algo", "good,slow", "--workloads", str(dataset), "--results", str(tmp_path / "r"),
+                              "--solutions", str(FIXTURE_SOLUTIONS), "-n", "1", "--iters", "5", "--budget", "0.2"])
+    run_dir, codes = fan_out(args, parser, ["good", "slow"], ["cpu", "no-such-device"], [])
+    assert codes[0] == 0 and codes[1] != 0
+    run = load_run(run_dir)
+    assert {t.solution for t in run.traces} == {"good"}
+    lost = [n for n in run.meta["notes"] if "no-such-device" in n]
+    assert len(lost) == 1 and "(slow)" in lost[0] and "its solutions have no rows" in lost[0] and "log" in lost[0]
+
+
+def test_pt_reference_runs_on_every_lane_so_it_weighs_on_none():
+    shares = share_out(["pt-reference", "a", "b"], {"pt-reference": 400.0, "a": 10.0, "b": 10.0}, 2, True)
+    assert sorted(map(sorted, shares)) == [["a", "pt-reference"], ["b"]]  # a and b apart; its rows kept once
+    assert share_out(["a"], {"a": 1.0}, 2, False) == [["a"]]
+
+
 def test_gpus_without_a_gpu_is_a_clear_error():
     done = subprocess.run([sys.executable, "run_local.py", "--gpus", "all"], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 2 and "PyTorch sees no CUDA GPU" in done.stderr and "Traceback" not in done.stderr
@@ -87,3 +107,19 @@ def test_tampering_seen_by_several_lanes_is_said_to_implicate_bystanders():
     lanes = [LaneRun(["a"], "20260101T000000Z_a", {"notes": [tampered]}), LaneRun(["b"], "20260101T000001Z_b", {})]
     _, meta, _, _ = merge_lanes(lanes, "all")
     assert any("re-run the solutions marked as tampering alone" in n for n in meta["notes"])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2,
+                    reason="a lane on a second GPU needs two")
+def test_a_lane_on_the_second_gpu_times_its_floor_and_solutions_there(tmp_path):
+    """The lane of cuda:1 once died in its copy floor: CUPTI's flush waited on cuda:0 (a bare
+    synchronize) and found cuda:1's copy records still open (2026-11-26, two H200s)."""
+    dataset = write_small_dataset(tmp_path / "dataset")
+    done = subprocess.run([sys.executable, "run_local.py", "--algo", "good", "--solutions", str(FIXTURE_SOLUTIONS),
+                           "--workloads", str(dataset), "--device", "cuda:1", "--tiers", "cupti", "-n", "1",
+                           "--results", str(tmp_path / "r"), "--no-progress"], cwd=REPO, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    run = load_run(sorted((tmp_path / "r" / "runs").glob("*"))[-1])
+    assert run.floors and all(t.evaluation.status.value == "PASSED" for t in run.traces)
+    assert {t.evaluation.environment.device for t in run.traces} == {"cuda:1"}

@@ -267,7 +267,7 @@ class CoreTier:
             if slot.source == "stored":
                 stacked[slot.name] = self.laid.stored[slot.name].float().expand(len(calls), *slot.shape)
                 continue
-            values = core_mod.random_inputs(self.link, self.laid.nonce, tier, calls, index, slot).to(self.device)
+            values = core_mod.random_inputs(self.link, self.laid.nonce, tier, calls, index, slot, self.device)
             # the solution got values rounded to the definition's dtype; a bf16 state variant's rounding
             # of the fp32 state is the variant's, which the reference does not share (as in the trials)
             stacked[slot.name] = values if slot.name == "state" or slot.dtype == "float32" else values.bfloat16()

@@ -172,14 +172,17 @@ def run_id(dataset_name: str, device: str) -> str:
 
 
 def measure_floors(dataset: Dataset, references: References, config: RunConfig, state_dtypes: set[str],
-                   env: Environment, progress: bool) -> list[FloorMeasurement]:
+                   env: Environment, progress: bool, notes: list[str] | None = None) -> list[FloorMeasurement]:
     """Every copy the floor of each workload is the best of (:func:`harness.judge.floor.measure_floor`),
     in every state dtype a variant uses: several measurements per (workload, state dtype).
 
     A copy's time depends on the bytes it moves, not on their values, so the copies are timed
     once per state shape and dtype (:func:`floor_key`) and serve every workload of that shape,
     each record naming the workload that was copied (``measured_on``): contest-v1's 20
-    workloads all have B = 1, and their 40 floors took 19 s of a 4-minute H100 run."""
+    workloads all have B = 1, and their 40 floors took 19 s of a 4-minute H100 run.
+
+    A floor that cannot be measured (a CUPTI or CUDA error) is said in ``notes`` and left out:
+    its workloads get no ``x_copy_floor``, and the solutions are still judged."""
     flush = L2Flusher(config.device) if config.device.startswith("cuda") else (lambda: None)
     pairs = [(w, d) for w in dataset.workloads for d in sorted(state_dtypes)]
     measured: dict[tuple, list[FloorMeasurement]] = {}
@@ -187,8 +190,14 @@ def measure_floors(dataset: Dataset, references: References, config: RunConfig, 
     for w, d in tqdm(pairs, desc="copy floor", disable=not progress, leave=False):
         key = floor_key(dataset.definition, w, d)
         if key not in measured:
-            measured[key] = measure_floor(dataset.definition, w, references.stored[w.uuid], d, config.device,
-                                          config.tiers, config.timing, flush, env)
+            try:
+                measured[key] = measure_floor(dataset.definition, w, references.stored[w.uuid], d, config.device,
+                                              config.tiers, config.timing, flush, env)
+            except RuntimeError as exc:  # CUPTI's and CUDA's errors are RuntimeErrors
+                measured[key] = []
+                if notes is not None:
+                    notes.append(f"no copy floor for {d} state of workload {w.uuid} (B = {w.batch_size}) and "
+                                 f"those of its shape: {exc}")
             floors += measured[key]
         else:
             floors += [m.model_copy(update={"workload": w.uuid, "batch_size": w.batch_size, "measured_on": m.workload})
@@ -244,6 +253,8 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
     """
     become_subreaper()
     protect_memory()
+    if config.device.startswith("cuda:"):  # every bare synchronize() (timers, CUPTI's flush) then means this GPU
+        torch.cuda.set_device(torch.device(config.device))
     harness_files = read_tree(HARNESS_DIR, "**/*.py")
     clock = Stopwatch()
     dataset = describe_dataset(dataset_spec)
@@ -284,7 +295,8 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
     bar = tqdm(total=len(variants) * len(dataset.workloads), desc="evaluating", disable=not progress)
     try:
         dtypes = {v.state_dtype for c in candidates if not c.failure for v in c.variants}
-        result.floors = measure_floors(dataset, references, config, dtypes, env, progress) if dtypes else []
+        result.floors = measure_floors(dataset, references, config, dtypes, env, progress,
+                                       result.notes) if dtypes else []
         ctx.floors = floors_by_key(result.floors)
         result.timeline.append(clock.lap("copy floor"))
         save(writer, meta, result, vault, earlier_references)

@@ -112,6 +112,30 @@ def test_the_core_makes_the_inputs_the_judge_expects_and_signs_what_it_captured(
     link.close()
 
 
+def _splitmix64(seed: int, j: int) -> int:
+    """gdn_core.c's mix64(seed + j * golden) in plain Python integers (the spec the torch mirror must match)."""
+    m = (1 << 64) - 1
+    z = (seed + j * 0x9E3779B97F4A7C15) & m
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+    return z ^ (z >> 31)
+
+
+@pytest.mark.parametrize("seed", [0, 1, (1 << 63) - 1, 1 << 63, (1 << 64) - 1, 0x9E3779B97F4A7C15])
+def test_the_judges_mirror_of_the_cores_random_stream_is_unsigned_64_bit_arithmetic(seed):
+    # the mirror holds u64 bits in int64 (torch has no unsigned 64-bit math): seeds at or above 2**63,
+    # and products that overflow, must still give the core's bits
+    bits = core._stream([seed], 5)[0].tolist()
+    assert [b & ((1 << 64) - 1) for b in bits] == [_splitmix64(seed, j) for j in range(1, 6)]
+    x = _splitmix64(seed, 1)
+    total = 0.0
+    for lane in range(4):  # normal_of in float32, step by step
+        total = float(torch.tensor(total, dtype=torch.float32) + torch.tensor(((x >> 16 * lane) & 0xFFFF) + 0.5,
+                                                                           dtype=torch.float32) / 65536)
+    want = (torch.tensor(total, dtype=torch.float32) - 2.0) * torch.tensor(1.7320508, dtype=torch.float32)
+    assert core.random_values([seed], (1,))[0, 0].item() == want.item()
+
+
 def test_the_core_runs_only_what_the_judge_signed_once(core_dir):
     link = CoreLink(1 << 22)
     workload = link.workload_command(1, core.SCALE_LEFT_OUT, None, INPUTS, OUTPUTS)

@@ -320,3 +320,22 @@ def test_the_floor_is_timed_once_per_state_shape_and_serves_every_workload_of_it
     assert [f.workload for f in floors] == ["small-0", "small-1", "small-2"]
     assert first.measured_on is None and second.measured_on is None and second.batch_size == 2
     assert third.measured_on == "small-0" and third.tiers == first.tiers and third.best_of == first.best_of
+
+
+def test_a_floor_that_cannot_be_measured_is_said_and_the_run_goes_on(tmp_path, monkeypatch):
+    """A CUPTI or CUDA error in a copy (one lane's CUPTI records left open, 2026-11-26) costs that
+    floor, never the run."""
+    from harness.judge import run as run_mod
+    from harness.judge.references import References
+
+    dataset = open_dataset(str(write_small_dataset(tmp_path / "dataset", batch_sizes=(1, 2),
+                                                   scales=(0.0, 0.0))), show_progress=False)
+
+    def broken(definition, workload, *args, **kwargs):
+        raise RuntimeError("incomplete CUPTI record memcpy DTOD")
+
+    monkeypatch.setattr(run_mod, "measure_floor", broken)
+    notes = []
+    floors = run_mod.measure_floors(dataset, References(dataset, "cpu"), run_mod.RunConfig(), {"float32"},
+                                    Environment(hardware="test", device="cpu"), progress=False, notes=notes)
+    assert floors == [] and len(notes) == 2 and "incomplete CUPTI record" in notes[0] and "B = 1" in notes[0]

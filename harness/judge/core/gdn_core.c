@@ -140,7 +140,7 @@ static inline uint64_t mix64(uint64_t z) {
 }
 
 /* An approximately standard-normal float (Irwin-Hall of four uniforms): every step exact in
- * float32 but the last product, so numpy computes the same bits (harness/judge/core.py). */
+ * float32 but the last product, so the judge computes the same bits in torch (harness/judge/core.py). */
 static inline float normal_of(uint64_t x) {
     float s = 0.0f;
     for (int lane = 0; lane < 4; lane++) s += ((float)((x >> (16 * lane)) & 0xffff) + 0.5f) * (1.0f / 65536.0f);
