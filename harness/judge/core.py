@@ -103,7 +103,7 @@ def build_core() -> bytes:
         return target.read_bytes()
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    command = [compiler, "-O2", "-shared", "-fPIC", "-fvisibility=hidden", f"-I{include}", str(SOURCE), "-o",
+    command = [compiler, "-O2", "-pthread", "-shared", "-fPIC", "-fvisibility=hidden", f"-I{include}", str(SOURCE), "-o",
                str(partial), "-ldl"]
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False)

@@ -23,7 +23,7 @@ from harness.judge import core
 from harness.judge.batched_reference import gdn_decode
 from harness.judge.core import MODE_TIMED, MODE_WARM, CoreError, CoreLink, TensorSlot
 
-INPUTS = [TensorSlot("q", "random", "bfloat16", (2, 1, 4, 128)), TensorSlot("state", "random", "float32", (2, 8, 128, 128)),
+INPUTS = [TensorSlot("q", "random", "bfloat16", (2, 1, 4, 128)), TensorSlot("state", "random", "float32", (8, 8, 128, 128)),
           TensorSlot("A_log", "stored", "float32", (8,)), TensorSlot("missing", "none", "float32", (2,))]
 OUTPUTS = [TensorSlot("output", "none", "bfloat16", (2, 1, 8, 128)),
            TensorSlot("new_state", "none", "float32", (2, 8, 128, 128), 16)]
@@ -40,7 +40,8 @@ seen = []
 NAMES = ["q", "state", "A_log", "missing", "scale", "output", "new_state"]  # the positional DPS order
 def run(*values):
     args = dict(zip(NAMES, values, strict=True))
-    seen.append({n: (t.float().sum().item(), t.flatten()[:4].float().tolist()) if isinstance(t, torch.Tensor) else t
+    seen.append({n: (t.float().sum().item(), t.flatten()[:4].float().tolist(), t.flatten()[-4:].float().tolist())
+                 if isinstance(t, torch.Tensor) else t
                  for n, t in args.items() if n not in ("output", "new_state")})
     args["output"].fill_(1.0)
     args["new_state"].copy_(torch.arange(args["new_state"].numel(), dtype=torch.float32).reshape(args["new_state"].shape))
@@ -96,6 +97,7 @@ def test_the_core_makes_the_inputs_the_judge_expects_and_signs_what_it_captured(
     for k, call in enumerate(range(5, 8)):  # the timed calls' inputs, rebuilt from the key alone
         seen, q, state = report["seen"][1 + k], qs[k], states[k]
         assert seen["q"][1] == q.flatten()[:4].tolist() and seen["state"][1] == state.flatten()[:4].tolist()
+        assert seen["state"][2] == state.flatten()[-4:].tolist()  # 2**20 elements: made by several threads
         assert math.isclose(seen["state"][0], state.sum().item(), rel_tol=1e-6)
         assert seen["A_log"][1] == [0.0, 1.0, 2.0, 3.0] and seen["missing"] is None and seen["scale"] == 0.25
     capture = link.read_capture(3, per_call)
