@@ -38,6 +38,24 @@ from harness.records.store import load_run  # noqa: E402
 from tools.timing_proof import in_fresh_process, run_local  # noqa: E402
 
 
+def _back_to_back(fn, args, flush, calls: int = 200, warm: int = 20) -> dict:
+    """FlashInfer's bench_gpu_time loop, no synchronize between calls: flush, event, call, event."""
+    import torch
+
+    for _ in range(warm):
+        flush()
+        fn(*args)
+    torch.cuda.synchronize()
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(calls)]
+    for start, end in pairs:
+        flush()
+        start.record()
+        fn(*args)
+        end.record()
+    torch.cuda.synchronize()
+    return {"host_us": float("nan"), "events_us": statistics.median(s.elapsed_time(e) * 1e3 for s, e in pairs)}
+
+
 def _timed_calls(fn, args, flush, idle: bool, calls: int = 200, warm: int = 20, written=None) -> dict:
     import torch
 
@@ -64,7 +82,7 @@ def _timed_calls(fn, args, flush, idle: bool, calls: int = 200, warm: int = 20, 
 def plain(subject: str, batch: int) -> dict:
     """The modes of part 1 for one subject and batch size (µs)."""
     import torch
-    from flashinfer.testing import bench_gpu_time_with_cupti
+    from flashinfer.testing import bench_gpu_time, bench_gpu_time_with_cupti
 
     from harness.judge.timing import L2Flusher
     from tools.tier_parity import subject_call
@@ -76,6 +94,13 @@ def plain(subject: str, batch: int) -> dict:
         written = torch.empty(sum(a.numel() for a in args if isinstance(a, torch.Tensor)), dtype=torch.float32)
         found = {"busy": _timed_calls(fn, args, flush, idle=False), "idle": _timed_calls(fn, args, flush, idle=True),
                  "host-writes": _timed_calls(fn, args, flush, idle=False, written=written)}
+        l2 = torch.cuda.get_device_properties(0).L2_cache_size  # FlashInfer flushes 2x L2
+        small = torch.empty(2 * l2, dtype=torch.int8, device="cuda").zero_
+        found["busy, 2xL2 flush"] = _timed_calls(fn, args, small, idle=False)
+        found["back-to-back, 2xL2"] = _back_to_back(fn, args, small)
+        found["back-to-back, 256MB"] = _back_to_back(fn, args, flush)
+        found["flashinfer events"] = {"host_us": float("nan"), "events_us": 1e3 * statistics.median(
+            bench_gpu_time(fn, input_args=args, enable_cupti=False, use_cuda_graph=False, cold_l2_cache=True))}
         bench_gpu_time_with_cupti(fn, input_args=args, cold_l2_cache=True)
         found["after-cupti"] = _timed_calls(fn, args, flush, idle=False)
     return found
@@ -111,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--solutions", default="fla-recurrent,cuda-v4")
     parser.add_argument("--batches", default="1,8,64")
+    parser.add_argument("--plain-only", action="store_true", help="part 1 only")
     args = parser.parse_args(argv)
     solutions, batches = args.solutions.split(","), {int(b) for b in args.batches.split(",")}
     args.out.mkdir(parents=True, exist_ok=True)
@@ -119,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         for b in sorted(batches):
             report["plain"][f"{subject} {b}"] = in_fresh_process(plain, subject, b)
             print(subject, b, report["plain"][f"{subject} {b}"], flush=True)
-    with tempfile.TemporaryDirectory() as scratch:
-        report["harness"] = harness(solutions, batches, Path(scratch))
+    if not args.plain_only:
+        with tempfile.TemporaryDirectory() as scratch:
+            report["harness"] = harness(solutions, batches, Path(scratch))
     (args.out / "host_time.json").write_text(json.dumps(report, indent=1))
     print(f"{'subject B':22} {'plain busy host/ev':>20} {'idle host/ev':>16} {'host-writes':>16} {'after-cupti':>16} "
           + " ".join(f"{w:>22}" for w in report["harness"]))
