@@ -2,7 +2,8 @@
 
     python -m harness pack NAME --out DIR             # a solution as a contest submission
     python -m harness export-dataset SET --out DIR    # a workload set as a flashinfer-bench dataset
-    python -m harness score [--set contest-v2]        # the contest score, predicted from stored runs
+    python -m harness score [--set contest-v2]        # the final contest's score, predicted from stored runs
+                            [--rule final|reference] [--baseline fi-baseline]
 
 Exit 2, with the file or field at fault, for bad input; no traceback.
 """

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 #: The definition this project judges (``workloads/<name>.json``).
 DEFINITION_NAME = "gdn_decode_qk4_v8_d128_k_last"
-#: The definition's reference run eagerly: the speedup denominator, as in the contest.
+#: The definition's reference run eagerly: the speedup denominator of the run summary and of the
+#: starter kit's first score rule (``score --rule reference``; the final contest's divides fi-baseline's instead).
 REFERENCE_SOLUTION = "pt-reference"
-#: FlashInfer's own fp32-state kernel: the "vs FlashInfer" column.
+#: FlashInfer's own fp32-state kernel: the "vs FlashInfer" column, and the final contest's score
+#: baseline (its ``baseline`` author's solution; docs/interop.md, "The contest's score").
 FLASHINFER_SOLUTION = "fi-baseline"
 #: FlashInfer's own kernel per state dtype: what a solution run with that state dtype is compared with.
 FLASHINFER_SOLUTIONS = {"float32": FLASHINFER_SOLUTION, "bfloat16": "fi-bf16state"}

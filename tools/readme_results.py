@@ -92,7 +92,8 @@ def render_section(board: pd.DataFrame, results_dir: Path, readme_dir: Path) -> 
     commit = latest["git_commit"] if isinstance(latest["git_commit"], str) and latest["git_commit"] else "unknown"
     lines = [
         "", f"**{hardware}**, latest run {latest['date'][:16].replace('T', ' ')} UTC, commit `{commit}`. "
-        "Score: the contest's, the mean over workloads of the speedup vs pt-reference; ×copy floor: median "
+        "Score: the mean over workloads of the speedup vs pt-reference (the starter kit's first rule; the "
+        "final contest's: `python -m harness score`); ×copy floor: median "
         "latency over a device copy of the state bytes (1.00× is the physical limit). Regenerate with "
         f"`{REGENERATE}`; every tier and GPU is in `{_link(Path(results_dir) / LEADERBOARD_FILE, readme_dir)}`.",
         "", TABLE_HEADER,

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from harness.errors import HarnessInputError
+from harness.facts import FLASHINFER_SOLUTION, REFERENCE_SOLUTION
 from harness.paths import RESULTS_DIR, SOLUTIONS_DIR
 
 
@@ -31,8 +32,23 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--results", type=Path, default=RESULTS_DIR, metavar="DIR",
                        help="folder whose runs/ are read (default: results/, the committed evidence; "
                             "results/local holds your own runs)")
-    score.add_argument("--tier", default=None, help="timing tier (default: the runs' headline tier)")
+    score.add_argument("--rule", default="final", choices=("final", "reference"),
+                       help="final (default): the final contest's, mean over workloads of the baseline's µs / "
+                            "the solution's, lowest passed µs each, any failed trace scores 0; reference: the "
+                            f"starter kit's first, mean of {REFERENCE_SOLUTION} µs / the solution's "
+                            "(docs/interop.md)")
+    score.add_argument("--baseline", default=None, metavar="NAME",
+                       help=f"--rule final only: the baseline's solution label (default: {FLASHINFER_SOLUTION}, "
+                            "FlashInfer's own kernel, the contest's baseline)")
+    score.add_argument("--tier", default=None, help="timing tier (default: contest where the runs hold it, "
+                                                    "else their headline tier)")
     return parser
+
+
+def check_args(parser: argparse.ArgumentParser, args) -> None:
+    """Options that parse but do not go together end like any usage error (exit 2)."""
+    if args.command == "score" and args.rule == "reference" and args.baseline is not None:
+        parser.error(f"--baseline applies to --rule final only (the reference rule divides {REFERENCE_SOLUTION})")
 
 
 def run_score(args) -> int:
@@ -40,18 +56,40 @@ def run_score(args) -> int:
     from harness.data.definition import load_definition
     from harness.data.workloads import load_workloads
     from harness.paths import WORKLOADS_DIR
-    from harness.records.score import contest_scores, print_scores
     from harness.records.store import load_runs
 
     if not (args.results / "runs").is_dir():
         raise HarnessInputError(args.results, None, "holds no runs/ folder")
     workloads = {w.uuid: w.batch_size for w in load_workloads(WORKLOADS_DIR / f"{args.set}.jsonl",
                                                                 load_definition(OUR_DEFINITION))}
-    scores = contest_scores(load_runs(args.results), args.set, workloads, args.tier)
+    score = score_final if args.rule == "final" else score_reference
+    return score(args, load_runs(args.results), workloads)
+
+
+def score_final(args, runs, workloads: dict[str, int]) -> int:
+    """``score --rule final``: the table, and a note for each GPU without the baseline."""
+    from harness.records.score import final_scores, gpus_without, print_final_scores
+
+    baseline = args.baseline or FLASHINFER_SOLUTION
+    scores = final_scores(runs, args.set, workloads, baseline, args.tier, where=args.results / "runs")
+    if not scores:
+        raise HarnessInputError(args.results / "runs", None, f"no solution of a {args.set} run compares with "
+                                f"{baseline!r}" + (f" in the {args.tier} tier" if args.tier else ""))
+    print_final_scores(scores, args.set, baseline)
+    for hardware in gpus_without(runs, args.set, baseline):
+        print(f"note: no {args.set} run on {hardware} holds {baseline!r}: not scored there")
+    return 0
+
+
+def score_reference(args, runs, workloads: dict[str, int]) -> int:
+    """``score --rule reference``: the table of the starter kit's first rule."""
+    from harness.records.score import print_reference_scores, reference_scores
+
+    scores = reference_scores(runs, args.set, workloads, args.tier)
     if not scores:
         raise HarnessInputError(args.results / "runs", None, f"no run of {args.set} with a passed solution"
                                 + (f" timed by the {args.tier} tier" if args.tier else ""))
-    print_scores(scores, args.set)
+    print_reference_scores(scores, args.set)
     return 0
 
 
@@ -87,7 +125,9 @@ COMMANDS = {"pack": run_pack, "export-dataset": run_export, "score": run_score}
 
 def main(argv: list[str]) -> int:
     """Run one command; 0, or 2 with the file or field at fault for bad input."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_args(parser, args)
     try:
         return COMMANDS[args.command](args)
     except HarnessInputError as exc:

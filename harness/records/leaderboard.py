@@ -11,10 +11,10 @@ Columns (``COLUMNS``):
 * ``passed`` / ``total``: workloads with status PASSED / workloads in the run.
 * ``median_us``, ``geomean_us``: median and geometric mean of the tier's
   latency over the passed workloads.
-* ``score``: the contest's score, the arithmetic mean over workloads of the
-  per-workload speedup ``pt-reference µs / solution µs`` (FAQ of the
-  flashinfer-bench starter kit: "the arithmetic mean of speedups across all
-  its workloads"). A workload the solution did not pass counts 0; workloads
+* ``score``: the starter kit's first rule (its FAQ until PR #27), the arithmetic
+  mean over workloads of the per-workload speedup ``pt-reference µs / solution
+  µs``; not the final contest's (fi-baseline µs / solution µs:
+  :mod:`harness.records.score`, docs/interop.md). A workload the solution did not pass counts 0; workloads
   with no reference time are left out. The reference times come from the
   same run when it has them, else from the latest run with pt-reference on
   the same hardware, set and tier (``reference_run`` names it).

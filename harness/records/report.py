@@ -155,9 +155,10 @@ def solution_summary(frame: pd.DataFrame) -> pd.DataFrame:
 
     Columns: ``solution``, ``passed`` (``passed/total``), ``tier`` (the headline tier), ``median_us``
     and ``geomean_us`` over the passed workloads, ``x_floor`` (median × copy floor), ``score`` (the
-    contest's: mean over workloads of pt-reference's latency over this one's, on the passed
-    workloads; None without pt-reference in the run) and ``score_tier`` (``contest`` where the run
-    has that tier, else the headline tier), ``vs_flashinfer`` (geomean over shared passed
+    starter kit's first rule, not the final contest's, which ``python -m harness score`` computes:
+    mean over the passed workloads of pt-reference's latency over this one's; None without
+    pt-reference in the run) and ``score_tier`` (``contest`` where the run has that tier, else
+    the headline tier), ``vs_flashinfer`` (geomean over shared passed
     workloads of FlashInfer's latency over this one's, same state dtype and device: > 1 is faster),
     ``below_floor`` (workloads whose figure is under the copy floor: on a CPU, wall-clock noise; on a
     GPU, a kernel faster than the copies measured),
@@ -196,6 +197,11 @@ def solution_summary(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+#: The summary's score column: pt-reference's rule, named so, as the final contest's is another
+#: (fi-baseline µs / solution µs: ``python -m harness score``, docs/interop.md).
+SCORE_HEADER = "score vs pt-ref"
+
+
 def print_summary(summary: pd.DataFrame, console=None) -> None:
     """The run's answer in one screen: one row per solution (see :func:`solution_summary`)."""
     from rich.console import Console
@@ -203,7 +209,8 @@ def print_summary(summary: pd.DataFrame, console=None) -> None:
 
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     table = Table(title="gdn_decode_qk4_v8_d128_k_last: one row per solution (per workload: --verbose, summary.csv)")
-    for col in ("solution", "passed", "tier", "median µs", "geomean µs", "×floor", "score", "vs FlashInfer", "problem"):
+    for col in ("solution", "passed", "tier", "median µs", "geomean µs", "×floor", SCORE_HEADER, "vs FlashInfer",
+                "problem"):
         table.add_column(col, justify="left" if col in ("solution", "passed", "tier", "problem") else "right",
                          overflow="fold" if col == "problem" else "ellipsis")
     for _, r in summary.iterrows():

@@ -1,5 +1,6 @@
-"""The predicted contest score (harness/records/score.py): mean over the set's workloads of
-pt-reference µs over the solution's, references from any run of the same set on the same GPU."""
+"""The reference rule of harness/records/score.py (``score --rule reference``, the starter kit's first):
+mean over the set's workloads of pt-reference µs over the solution's, references from any run of the same
+set on the same GPU. The final contest's rule: test_score_final.py."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.records.score import contest_scores
+from harness.records.score import reference_scores
 from harness.records.store import StoredRun
 from support.records import make_trace
 
@@ -25,7 +26,7 @@ def test_the_score_counts_every_workload_and_reads_the_references_noise():
                                        make_trace("pt-reference", "w1", {"cupti": 180.0}),
                                        make_trace("x", "w0", {"cupti": 10.0}),
                                        make_trace("x", "w1", {}, status="INCORRECT_NUMERICAL")])]
-    (score,) = [s for s in contest_scores(runs, "contest-v2", WORKLOADS) if s.solution == "x"]
+    (score,) = [s for s in reference_scores(runs, "contest-v2", WORKLOADS) if s.solution == "x"]
     assert score.tier == "cupti" and (score.passed, score.workloads) == (1, 2)
     assert score.score == pytest.approx(110.0 / 10.0 / 2)  # the failed workload counts 0
     assert score.by_batch == pytest.approx({1: 5.5})
@@ -38,9 +39,9 @@ def test_the_contest_tier_is_read_wherever_the_runs_hold_it():
     runs = [run("20260101T000000Z_a", [make_trace("pt-reference", w, {"cupti": 100.0, "contest": 110.0})
                                        for w in WORKLOADS]
                 + [make_trace("x", w, {"cupti": 10.0, "contest": 11.0 * (1 + (w == "w1"))}) for w in WORKLOADS])]
-    (score,) = [s for s in contest_scores(runs, "contest-v2", WORKLOADS) if s.solution == "x"]
+    (score,) = [s for s in reference_scores(runs, "contest-v2", WORKLOADS) if s.solution == "x"]
     assert score.tier == "contest" and score.score == pytest.approx((10.0 + 5.0) / 2)
-    (cupti,) = [s for s in contest_scores(runs, "contest-v2", WORKLOADS, tier="cupti") if s.solution == "x"]
+    (cupti,) = [s for s in reference_scores(runs, "contest-v2", WORKLOADS, tier="cupti") if s.solution == "x"]
     assert cupti.score == pytest.approx(10.0)
 
 
@@ -51,7 +52,7 @@ def test_gpus_never_mix_and_the_newest_run_of_a_solution_counts():
             run("20260102T000000Z_b", [make_trace("x", w, {"cupti": 25.0}) for w in WORKLOADS]),
             run("20260103T000000Z_c", [make_trace("x", w, {"cupti": 1.0}, hardware=other) for w in WORKLOADS]),
             run("20260104T000000Z_d", [make_trace("x", w, {"cupti": 1.0}) for w in WORKLOADS], set_name="sweep")]
-    scores = {(s.hardware, s.solution): s for s in contest_scores(runs, "contest-v2", WORKLOADS)}
+    scores = {(s.hardware, s.solution): s for s in reference_scores(runs, "contest-v2", WORKLOADS)}
     x = next(s for (hardware, name), s in scores.items() if name == "x" and hardware != other)
     assert x.score == pytest.approx(4.0)  # the newer run (25 µs), the same GPU's reference, not the sweep run
     assert x.by_batch == pytest.approx({1: 2.0, 4: 2.0}) and x.reference_spread is None
