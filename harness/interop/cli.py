@@ -79,7 +79,7 @@ def run_pack(args) -> int:
     folders = discover(args.solutions)
     if args.name not in folders:
         raise HarnessInputError(args.solutions, None, f"no solution {args.name!r}; "
-                                f"available: {', '.join(folders) or 'none'}")
+                                f"available: {', '.join(folders)}")  # discover raised if none
     packed = pack(load_meta(folders[args.name]), load_definition(OUR_DEFINITION), args.out, args.starter_kit)
     spec = packed.solution.spec
     print(f"{packed.json_path}: flashinfer-bench Solution {packed.solution.name!r} "

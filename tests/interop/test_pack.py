@@ -93,6 +93,21 @@ def test_a_starter_kit_is_refused_inside_the_json_folder_or_a_datasets_solutions
     assert not (tmp_path / "out").exists() and not (dataset_solutions / "kits").exists()  # nothing written
 
 
+@pytest.mark.parametrize("what", ["solution-json", "starter-kits"])
+def test_run_local_on_packed_forms_exits_2_saying_what_it_expected(packed, what, tmp_path):
+    """A contestant points --solutions at what pack wrote: no traceback, exit 2, the folder named."""
+    some = next(iter(packed.values()))
+    dataset = some.json_path.parent.parent
+    folder = some.json_path.parent if what == "solution-json" else some.kit_dir.parent
+    done = subprocess.run([sys.executable, "run_local.py", "--solutions", str(folder), "--device", "cpu",
+                           "--workloads", str(dataset), "--results", str(tmp_path), "--no-progress"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert f"{folder}: holds no solution folder" in done.stderr and "<name>/solution.toml" in done.stderr
+    assert "directly is not supported yet" in done.stderr
+    assert not (tmp_path / "runs").exists()  # refused before a run folder is made
+
+
 def test_the_generated_entry_takes_the_definitions_arguments_in_order(packed):
     source = next(s.content for s in packed["fla-recurrent"].solution.sources if s.path == ENTRY_FILE)
     assert "def run(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state):" in source
