@@ -15,9 +15,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     pack = commands.add_parser("pack", help="write a solution as a contest submission: DIR/NAME.json "
-                                            "(flashinfer-bench Solution) and the starter-kit folder DIR/NAME/")
+                                            "(flashinfer-bench Solution), and with --starter-kit KIT the "
+                                            "starter kit's folder KIT/NAME/")
     pack.add_argument("name", metavar="NAME", help="solution folder name (see run_local.py -h)")
-    pack.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write into")
+    pack.add_argument("--out", required=True, type=Path, metavar="DIR",
+                      help="folder the Solution JSON goes into, and nothing else: a dataset's solutions/ "
+                           "folder (or one below it) is fine")
+    pack.add_argument("--starter-kit", type=Path, metavar="KIT",
+                      help="also write the starter kit's folder KIT/NAME/ (config.toml, solution/<language>/); "
+                           "KIT must not lie inside DIR")
     pack.add_argument("--solutions", type=Path, default=SOLUTIONS_DIR, metavar="DIR",
                       help="folder to find solutions in (default: solutions/)")
     export = commands.add_parser("export-dataset", help="write a workload set as a flashinfer-bench dataset "
@@ -111,12 +117,17 @@ def run_pack(args) -> int:
     folders = discover(args.solutions)
     if args.name not in folders:
         raise HarnessInputError(args.solutions, None, f"no solution {args.name!r}; "
-                                f"available: {', '.join(folders) or 'none'}")
-    packed = pack(load_meta(folders[args.name]), load_definition(OUR_DEFINITION), args.out)
+                                f"available: {', '.join(folders)}")  # discover raised if none
+    packed = pack(load_meta(folders[args.name]), load_definition(OUR_DEFINITION), args.out, args.starter_kit)
     spec = packed.solution.spec
     print(f"{packed.json_path}: flashinfer-bench Solution {packed.solution.name!r} "
           f"({spec.language.value}, entry {spec.entry_point}, {len(packed.solution.sources)} source files)")
-    print(f"{packed.kit_dir}/: starter-kit folder (config.toml, solution/{spec.language.value}/)")
+    if packed.kit_dir is not None:
+        print(f"{packed.kit_dir}/: starter-kit folder (config.toml, solution/{spec.language.value}/)")
+    if packed.stale_kit is not None:
+        print(f"warning: {packed.stale_kit}/ is a starter-kit folder an earlier pack left beside the JSON; "
+              "remove it before using this folder as a dataset's solutions/ (flashinfer-bench would read "
+              "its *.json as Solutions)", file=sys.stderr)
     return 0
 
 

@@ -1,12 +1,16 @@
 """Pack a solution folder as a contest submission (``python -m harness pack NAME --out DIR``).
 
-Writes two forms of the same submission:
+Writes the submission in two forms, each to a folder of its own:
 
 * ``DIR/NAME.json``: a flashinfer-bench ``Solution`` (sources inlined), what
-  flashinfer-bench's builders take and the contest scored;
-* ``DIR/NAME/``: the contest starter kit's folder, ``config.toml`` (``[solution]``
+  flashinfer-bench's builders take and the contest scored. ``DIR`` receives
+  nothing else, so it may be a dataset's ``solutions/`` folder:
+  ``flashinfer_bench.data.TraceSet.from_path`` reads every ``*.json`` under
+  ``solutions/`` (recursively) as a ``Solution``, and fails on any that is not;
+* ``KIT/NAME/``, only when asked for (``--starter-kit KIT``, never inside
+  ``DIR``): the contest starter kit's folder, ``config.toml`` (``[solution]``
   name, definition, author; ``[build]`` language, entry point) and the sources
-  under ``solution/<language>/``.
+  under ``solution/<language>/``, JSON launch tables included.
 
 The contest calls a solution in destination-passing style with positional
 arguments in definition order. A Python, Triton or CuTe DSL solution is packed
@@ -42,41 +46,77 @@ class Packed:
     """Where :func:`pack` wrote a submission, and the flashinfer-bench ``Solution`` it holds."""
 
     json_path: Path
-    kit_dir: Path
+    kit_dir: Path | None  # None: no starter kit asked for
     solution: object  # flashinfer_bench.data.Solution
+    #: a starter-kit folder ``DIR/NAME/`` that an earlier pack (which wrote the kit beside the
+    #: JSON) left in the JSON's folder, where flashinfer-bench would misread its JSON; None if none
+    stale_kit: Path | None = None
 
 
-def pack(meta: SolutionMeta, definition: Definition, out_dir: str | Path) -> Packed:
-    """Write ``out_dir/<name>.json`` and the starter-kit folder ``out_dir/<name>/`` (see module doc).
+def pack(meta: SolutionMeta, definition: Definition, out_dir: str | Path,
+         kit_root: str | Path | None = None) -> Packed:
+    """Write ``out_dir/<name>.json`` and, when ``kit_root`` is given, the starter-kit
+    folder ``kit_root/<name>/`` (see module doc); nothing else is written.
 
     Raises:
         HarnessInputError: flashinfer-bench is not installed; the solution is
             for another definition; a CUDA solution names no ``ffi_function``;
             a Python-family solution already has a file called :data:`harness.judge.dps.ENTRY_FILE`;
-            flashinfer-bench's ``Solution`` model rejects the result.
+            flashinfer-bench's ``Solution`` model rejects the result; the
+            starter-kit folder would lie inside ``out_dir`` or a dataset's
+            ``solutions/`` (:func:`misplaced_kit`; nothing is written then).
     """
     fib = import_fib()
     if meta.definition != definition.name:
         raise HarnessInputError(meta.directory / "solution.toml", "solution.definition",
                                 f"is {meta.definition!r}; this harness packs for {definition.name!r}")
+    out_dir = Path(out_dir)
+    kit_dir = None if kit_root is None else Path(kit_root) / meta.name
+    misplaced = misplaced_kit(kit_dir, out_dir) if kit_dir is not None else None
+    if misplaced:
+        raise HarnessInputError(kit_dir, None, f"the starter-kit folder would lie inside {misplaced}, which takes "
+                                "only Solution JSON: in a dataset's solutions/ flashinfer-bench reads every *.json "
+                                "(recursively) as a Solution, and a kit's JSON launch tables are not; choose a "
+                                "folder outside it")
     sources, entry_point = submission_sources(meta, definition)
     language = FIB_LANGUAGES[meta.language]
+    solution = fib_solution(fib, meta, language, entry_point, sources)
+    if kit_dir is not None:
+        write_starter_kit(kit_dir, meta, language, entry_point, sources)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = out_dir / f"{meta.name}.json"
+    json_path.write_text(solution.model_dump_json(indent=2) + "\n")
+    stale = out_dir / meta.name
+    return Packed(json_path, kit_dir, solution, stale if (stale / "config.toml").is_file() else None)
+
+
+def misplaced_kit(kit_dir: Path, out_dir: Path) -> Path | None:
+    """The folder a starter kit at ``kit_dir`` must stay out of, or None where it may go:
+    ``out_dir`` (it takes only Solution JSON) or a dataset's ``solutions/`` folder (one
+    beside a ``definitions/`` folder) that holds ``kit_dir``."""
+    kit = kit_dir.resolve()
+    if kit.is_relative_to(out_dir.resolve()):
+        return out_dir
+    return next((p for p in kit.parents if p.name == "solutions" and (p.parent / "definitions").is_dir()), None)
+
+
+def fib_solution(fib, meta: SolutionMeta, language: str, entry_point: str, sources: dict[str, str]):
+    """The flashinfer-bench ``Solution`` (module ``fib``'s model) of the submission.
+
+    Raises:
+        HarnessInputError: flashinfer-bench's model rejects it.
+    """
     spec = fib.BuildSpec(
         language=language, target_hardware=["cuda"] if meta.gpu_only else ["cpu", "cuda"],
         entry_point=entry_point, dependencies=[] if meta.language == "cuda" else list(meta.packages),
         destination_passing_style=True, binding="tvm-ffi" if meta.language == "cuda" else None)
     try:
-        solution = fib.Solution(
+        return fib.Solution(
             name=meta.name, definition=meta.definition, author=meta.author or "unknown",
             description=meta.description or None, spec=spec,
             sources=[fib.SourceFile(path=path, content=text) for path, text in sources.items()])
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise HarnessInputError(meta.directory, None, f"flashinfer-bench rejects the packed solution: {exc}") from exc
-    out_dir = Path(out_dir)
-    kit_dir = write_starter_kit(out_dir / meta.name, meta, language, entry_point, sources)
-    json_path = out_dir / f"{meta.name}.json"
-    json_path.write_text(solution.model_dump_json(indent=2) + "\n")
-    return Packed(json_path, kit_dir, solution)
 
 
 def submission_sources(meta: SolutionMeta, definition: Definition) -> tuple[dict[str, str], str]:

@@ -190,8 +190,37 @@ def load_meta(directory: str | Path) -> SolutionMeta:
 
 def discover(root: str | Path = SOLUTIONS_DIR) -> dict[str, Path]:
     """Map folder name to folder for every ``root/*/solution.toml``, sorted by name.
-    Folders are not validated here: :func:`load_meta` does that, one at a time."""
-    return {p.parent.name: p.parent for p in sorted(Path(root).glob("*/solution.toml"))}
+    Folders are not validated here: :func:`load_meta` does that, one at a time.
+
+    Raises:
+        HarnessInputError: ``root`` holds no solution folder (the message says what it expected,
+            and what it found instead that a contestant may take for one).
+    """
+    found = {p.parent.name: p.parent for p in sorted(Path(root).glob("*/solution.toml"))}
+    if not found:
+        raise HarnessInputError(root, None, no_solution_problem(Path(root)))
+    return found
+
+
+def no_solution_problem(root: Path) -> str:
+    """Why ``root``, holding no ``*/solution.toml``, is not a solutions folder."""
+    if not root.is_dir():
+        return "no such folder"
+    if (root / "solution.toml").is_file():
+        return f"is a solution folder itself; pass the folder that holds it ({root.parent})"
+    problem = ("holds no solution folder: expected one folder per solution, <name>/solution.toml beside "
+               "its entry module (docs/solutions.md)")
+    # what `python -m harness pack` writes, and what a contestant brings from the contest's starter kit
+    foreign = [p.name for p in sorted(root.glob("*.json"))] + [f"{p.parent.name}/" for p in
+                                                                sorted(root.glob("*/config.toml"))]
+    if (root / "config.toml").is_file():
+        foreign.insert(0, "config.toml")
+    if foreign:
+        problem += (f"; it holds {', '.join(foreign[:4])}{', ...' if len(foreign) > 4 else ''}: judging "
+                    "flashinfer-bench Solution JSON or starter-kit folders (config.toml) directly is not "
+                    "supported yet: run_local.py judges this project's solution folders, from which python -m harness "
+                    "pack writes both")
+    return problem
 
 
 def snapshot_files(directory: Path) -> dict[str, bytes]:

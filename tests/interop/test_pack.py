@@ -1,7 +1,8 @@
 """`python -m harness pack`: every solution packs into a flashinfer-bench Solution
 that flashinfer-bench's own models and builders accept (harness/interop/pack.py).
 
-On the CPU: the JSON validates with flashinfer-bench's ``Solution``; its
+On the CPU: the JSON validates with flashinfer-bench's ``Solution``; a dataset
+whose ``solutions/`` holds every packed JSON loads with its ``TraceSet``; its
 ``BuilderRegistry`` (what the contest built submissions with) imports and
 signature-checks the Python-family solutions and compiles the CUDA ones with
 nvcc (``TVM_FFI_CUDA_ARCH_LIST`` names the architecture, as no GPU is there).
@@ -18,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, write_small_dataset
 from harness.data.dataset import OUR_DEFINITION
 from harness.data.definition import load_definition
+from harness.errors import HarnessInputError
+from harness.interop.export import export_dataset
 from harness.interop.pack import pack
 from harness.judge.dps import ENTRY_FILE
 from harness.judge.build import CompileError, find_nvcc
@@ -35,10 +38,14 @@ IMPORTS_HARNESS = re.compile(r"^\s*(from|import)\s+(harness|tools)\b", re.MULTIL
 
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory):
-    """Every solution packed once into one folder: {name: Packed}."""
-    out = tmp_path_factory.mktemp("packed")
+    """Every solution packed once, as it would go into a dataset: the JSON into the
+    ``solutions/`` folder of an exported dataset, the starter kits beside the dataset:
+    {name: Packed}."""
+    root = tmp_path_factory.mktemp("packed")
+    dataset = export_dataset(str(write_small_dataset(root / "small")), root / "dataset", show_progress=False)
     definition = load_definition(OUR_DEFINITION)
-    return {name: pack(load_meta(folder), definition, out) for name, folder in SOLUTIONS.items()}
+    return {name: pack(load_meta(folder), definition, dataset / "solutions", root / "kits")
+            for name, folder in SOLUTIONS.items()}
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +70,42 @@ def test_every_solution_packs_into_a_valid_flashinfer_bench_solution(packed, nam
         assert solution.spec.binding.value == "tvm-ffi"
     else:
         assert solution.spec.entry_point == f"{ENTRY_FILE}::run"
+
+
+def test_a_dataset_with_every_packed_solution_in_its_solutions_folder_loads_in_flashinfer_bench(packed):
+    solutions = next(iter(packed.values())).json_path.parent
+    assert {p.name for p in solutions.iterdir()} == {f"{name}.json" for name in SOLUTIONS}  # nothing else
+    assert {"fla-recurrent", "cuda-v1", "cuda-v4", "cutedsl-bf16"} <= set(SOLUTIONS)  # the issue's, at least
+    traces = fib_data.TraceSet.from_path(str(solutions.parent))
+    definition = load_definition(OUR_DEFINITION).name
+    assert sorted(s.name for s in traces.solutions[definition]) == sorted(SOLUTIONS)
+    assert len(traces.workloads[definition]) == 2
+
+
+def test_a_starter_kit_is_refused_inside_the_json_folder_or_a_datasets_solutions(packed, tmp_path):
+    meta, definition = load_meta(SOLUTIONS["fla-recurrent"]), load_definition(OUR_DEFINITION)
+    assert list((meta.directory / "launch_tables").glob("*.json"))  # what flashinfer-bench would misread
+    dataset_solutions = next(iter(packed.values())).json_path.parent
+    for out, kit_root in ((tmp_path / "out", tmp_path / "out"), (tmp_path / "out", tmp_path / "out" / "kits"),
+                          (tmp_path / "out", dataset_solutions / "kits")):
+        with pytest.raises(HarnessInputError, match="would lie inside .* takes only Solution JSON"):
+            pack(meta, definition, out, kit_root)
+    assert not (tmp_path / "out").exists() and not (dataset_solutions / "kits").exists()  # nothing written
+
+
+@pytest.mark.parametrize("what", ["solution-json", "starter-kits"])
+def test_run_local_on_packed_forms_exits_2_saying_what_it_expected(packed, what, tmp_path):
+    """A contestant points --solutions at what pack wrote: no traceback, exit 2, the folder named."""
+    some = next(iter(packed.values()))
+    dataset = some.json_path.parent.parent
+    folder = some.json_path.parent if what == "solution-json" else some.kit_dir.parent
+    done = subprocess.run([sys.executable, "run_local.py", "--solutions", str(folder), "--device", "cpu",
+                           "--workloads", str(dataset), "--results", str(tmp_path), "--no-progress"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert f"{folder}: holds no solution folder" in done.stderr and "<name>/solution.toml" in done.stderr
+    assert "directly is not supported yet" in done.stderr
+    assert not (tmp_path / "runs").exists()  # refused before a run folder is made
 
 
 def test_the_generated_entry_takes_the_definitions_arguments_in_order(packed):
@@ -122,13 +165,24 @@ def test_flashinfer_bench_compiles_the_cuda_solutions(packed, fib_definition, na
     assert Path(runnable.metadata.misc["binary"]).is_file()
 
 
-def test_pack_on_the_command_line_writes_both_forms_and_names_a_bad_solution(tmp_path):
-    def pack_cli(name):
-        return subprocess.run([sys.executable, "-m", "harness", "pack", name, "--out", str(tmp_path)],
-                              cwd=REPO, capture_output=True, text=True)
+def test_pack_on_the_command_line_writes_both_forms_apart_and_names_a_bad_solution(tmp_path):
+    def pack_cli(name, *options):
+        return subprocess.run([sys.executable, "-m", "harness", "pack", name, "--out", str(tmp_path / "out"),
+                               *options], cwd=REPO, capture_output=True, text=True)
 
-    done = pack_cli("cuda-v1")
+    done = pack_cli("cutedsl-bf16")
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "cuda-v1.json").is_file() and (tmp_path / "cuda-v1" / "config.toml").is_file()
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["cutedsl-bf16.json"]
+    done = pack_cli("cutedsl-bf16", "--starter-kit", str(tmp_path / "kits"))
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["cutedsl-bf16.json"]
+    assert (tmp_path / "kits" / "cutedsl-bf16" / "config.toml").is_file()
+    inside = pack_cli("cutedsl-bf16", "--starter-kit", str(tmp_path / "out"))
+    assert inside.returncode == 2 and "takes only Solution JSON" in inside.stderr
+    assert "Traceback" not in inside.stderr and not (tmp_path / "out" / "cutedsl-bf16").exists()
+    (tmp_path / "out" / "cutedsl-bf16").mkdir()  # a kit an earlier pack wrote beside the JSON
+    (tmp_path / "out" / "cutedsl-bf16" / "config.toml").write_text("")
+    stale = pack_cli("cutedsl-bf16")
+    assert stale.returncode == 0 and "earlier pack left beside the JSON" in stale.stderr
     bad = pack_cli("no-such-solution")
     assert bad.returncode == 2 and "no solution 'no-such-solution'" in bad.stderr and "Traceback" not in bad.stderr

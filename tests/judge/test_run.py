@@ -5,6 +5,7 @@ import json
 import pytest
 
 from conftest import FIXTURE_SOLUTIONS, write_small_dataset
+from harness.errors import HarnessInputError
 from harness.judge.isolation import Timeouts
 from harness.judge.run import RunConfig, run_benchmark, select_solutions
 from harness.judge.timing import TimingConfig
@@ -93,6 +94,13 @@ def test_every_trace_line_is_a_flashinfer_bench_trace(run):
 def test_unknown_solution_name():
     with pytest.raises(ValueError, match="unknown solution"):
         select_solutions("no-such-solution", FIXTURE_SOLUTIONS)
+
+
+def test_a_folder_without_solution_folders_says_what_it_expected(tmp_path):
+    with pytest.raises(HarnessInputError, match="holds no solution folder: expected .*<name>/solution.toml"):
+        select_solutions("all", tmp_path)
+    with pytest.raises(HarnessInputError, match="is a solution folder itself; pass the folder that holds it"):
+        select_solutions("all", FIXTURE_SOLUTIONS / "good")
 
 
 def test_pt_reference_goes_first():
