@@ -77,10 +77,11 @@ def test_the_h200_table_is_its_reports_choice(main):
     import json
 
     from harness.paths import REPO_ROOT
+    from harness.records.store import read_stored
 
     origin = tune.gpu_table_origins(V4)["NVIDIA H200"]
     assert origin["report"] == "results/tuning/20261123-H200/cuda-v4/NVIDIA-H200.json"
-    rows = json.loads((REPO_ROOT / origin["report"]).read_text())["state_dtypes"]["float32"]["batches"]
+    rows = json.loads(read_stored(REPO_ROOT / origin["report"]))["state_dtypes"]["float32"]["batches"]
     space = tune.CudaV4(main).configs("float32")
     assert [[limit, tuple(space[name])] for limit, name in chosen_table(rows)] == tune.gpu_tables(V4)["NVIDIA H200"]
 
@@ -117,10 +118,11 @@ def test_launch_table_is_what_the_recorded_tune_suggests(main, table):
     import json
 
     from harness.paths import REPO_ROOT
+    from harness.records.store import read_stored
 
     rows = []
     for part in ("small", "large"):
-        report = json.loads((REPO_ROOT / "results" / "tuning" / f"cuda_tune_scatter_{part}.json").read_text())
+        report = json.loads(read_stored(REPO_ROOT / "results" / "tuning" / f"cuda_tune_scatter_{part}.json"))
         for row in report["batches"]:
             configs = {name.removeprefix("cuda-v4/").removesuffix("/rs"): r for name, r in row["configs"].items()
                        if name.startswith("cuda-v4/r") and name.endswith("/rs")}

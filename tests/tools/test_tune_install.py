@@ -11,6 +11,7 @@ import pytest
 from support.solution_copies import import_copy
 
 from harness.paths import REPO_ROOT, SOLUTIONS_DIR
+from harness.records.store import read_stored
 from tools.tune import ADAPTERS, install
 
 H200_REPORTS = REPO_ROOT / "results" / "tuning" / "20261123-H200"
@@ -76,7 +77,7 @@ def test_the_h100_files_are_left_alone(tmp_path, capsys):
 
 def _report(tmp_path: Path, **changes) -> Path:
     """The H200 fla-recurrent report with ``changes`` (top-level fields), as a new file."""
-    data = json.loads((H200_REPORTS / "fla-recurrent" / "NVIDIA-H200.json").read_text())
+    data = json.loads(read_stored(H200_REPORTS / "fla-recurrent" / "NVIDIA-H200.json"))
     data.update(changes)
     path = tmp_path / "report.json"
     path.write_text(json.dumps(data))
@@ -98,7 +99,7 @@ def _bad(tmp_path: Path, case: str) -> Path:
     if case == "--only":
         return _report(tmp_path, only="bv8")
     if case == "unknown config":  # the search space changed since the tune
-        rows = json.loads((H200_REPORTS / "fla-recurrent" / "NVIDIA-H200.json").read_text())["state_dtypes"]
+        rows = json.loads(read_stored(H200_REPORTS / "fla-recurrent" / "NVIDIA-H200.json"))["state_dtypes"]
         rows["float32"]["table"] = [[None, "bv3/w1"]]
         return _report(tmp_path, state_dtypes=rows)
     raise AssertionError(case)

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from harness.judge.solutions import load_meta, load_solution
 from harness.paths import SOLUTIONS_DIR
+from harness.records.store import read_stored
 from tools.tune import ADAPTERS
 from tools.tune.table_files import report_tables, write_table_files
 
@@ -60,7 +61,10 @@ def read_report(path: Path) -> Report:
         InstallError: unreadable, not a JSON object, no known solution, or no table to install.
     """
     try:
-        data = json.loads(Path(path).read_text())
+        raw = read_stored(Path(path))  # the report, or its .gz (committed reports are kept compressed)
+        if raw is None:
+            raise FileNotFoundError(2, "No such file or directory")
+        data = json.loads(raw)
     except OSError as exc:
         raise InstallError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -127,9 +127,9 @@ def table_report(solution: str, device: str, origin_report: str | None) -> tuple
         paths = [REPO_ROOT / "results" / "tuning" / name for name in LEGACY_REPORTS[solution, device]]
         return [p for p in paths if stored_file(p)], KNOWN_BANDWIDTH[device]  # older reports are kept as .gz
     path = REPO_ROOT / origin_report if origin_report and not Path(origin_report).is_absolute() else Path(origin_report or "")
-    if not path.is_file():
+    if stored_file(path) is None:
         raise LookupError(f"no tuning report of {solution} on {device} ({origin_report!r})")
-    properties = json.loads(path.read_text()).get("properties") or {}
+    properties = json.loads(read_stored(path)).get("properties") or {}  # the report, or its .gz
     bandwidth = properties.get("bandwidth_bytes_per_s") or KNOWN_BANDWIDTH.get(device)
     if not bandwidth:
         raise LookupError(f"{path} records no bandwidth of {device}, and none is known")
