@@ -1,4 +1,4 @@
-"""An independent cross-check of the CUPTI recorder (:mod:`harness.judge.cupti`): the same loop's
+"""An independent cross-check of the CUPTI recorder (:mod:`harness.judge.cupti_recorder`): the same loop's
 per-call kernel times from ``torch.profiler`` (kineto's own CUPTI client), for
 ``tools/timing_proof.py`` and a GPU smoke test (``python -m tools.profiler_check``).
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Callable, Iterable
 
-from harness.judge.cupti import cupti_status, time_calls_with_cupti
+from harness.judge.cupti_recorder import cupti_status, time_calls_with_cupti
 from harness.judge.timing import L2Flusher
 
 #: Name fragments (demangled, mangled) of the L2 flush's kernel: ``L2Flusher``

@@ -23,10 +23,10 @@ positional entry it is called through, the one ``pack`` ships), :mod:`~harness.j
 (CUDA builds).
 
 The worker's side (untrusted: the solution may patch it): :mod:`~harness.judge.worker`, and the
-timers it runs, :mod:`~harness.judge.timing` and :mod:`~harness.judge.cupti` (the contest tier;
+timers it runs, :mod:`~harness.judge.timing` and :mod:`~harness.judge.cupti_recorder` (the contest tier;
 the judge also times the copy floor with them).
 """
 
 __all__ = ["run", "session", "references", "batched_reference", "check", "figures", "core", "core_tier", "floor",
            "stream_copy", "isolation", "zygote", "vault", "protocol", "solutions", "dps", "build", "worker",
-           "timing", "cupti"]
+           "timing", "cupti_recorder"]

@@ -8,11 +8,13 @@ import warnings
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from harness.cli import parse_tiers
 from harness.judge import protocol as msg
 from harness.judge import timing
 from harness.judge.figures import Rejected
+from harness.judge.timing import contest, gpu_state
 from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, TimingConfig, bench_contest, contest_value
 from test_judge import WORKLOAD, ScriptedWorker, make_judge
 
@@ -44,8 +46,8 @@ def no_gpu_needed(monkeypatch):
         fn(setup(None))
         return 1
 
-    monkeypatch.setattr(timing, "warm_gpu_clocks", one_warm_call)
-    monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(gpu_state, "warm_gpu_clocks", one_warm_call)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
 
 
 def spans(*trial_values_ms):
@@ -54,7 +56,7 @@ def spans(*trial_values_ms):
 
 def test_the_contest_timer_gets_the_same_positional_inputs_and_the_contest_settings(monkeypatch, no_gpu_needed):
     timer = FakeTimer(spans(0.002, 0.003, 0.004))
-    monkeypatch.setattr(timing, "_contest_timer", lambda: (timer, None))
+    monkeypatch.setattr(contest, "flashinfer_timer", lambda: (timer, None))
     inputs = {"q": object(), "k": object(), "scale": None, "output": object()}
     seen, after = [], []
     def entry(*values):  # the judge's DPS entry
@@ -75,7 +77,7 @@ def test_the_contest_timer_gets_the_same_positional_inputs_and_the_contest_setti
 
 def test_a_fallback_to_cuda_events_is_never_labelled_contest(monkeypatch, no_gpu_needed):
     timer = FakeTimer(spans(0.002, 0.002, 0.002), warning="CUPTI is not installed. Falling back to CUDA events.")
-    monkeypatch.setattr(timing, "_contest_timer", lambda: (timer, None))
+    monkeypatch.setattr(contest, "flashinfer_timer", lambda: (timer, None))
     after = []
     result = bench_contest(lambda args: None, lambda index=None: {}, lambda: None, TimingConfig(), after.append)
     assert isinstance(result, timing.TierUnavailable) and "did not time with CUPTI" in result.reason
@@ -84,16 +86,16 @@ def test_a_fallback_to_cuda_events_is_never_labelled_contest(monkeypatch, no_gpu
 
 def test_a_short_answer_from_the_timer_is_unavailable_not_a_figure(monkeypatch, no_gpu_needed):
     timer = FakeTimer(spans(0.002, 0.002)[:-1])  # two trials' worth, one span short
-    monkeypatch.setattr(timing, "_contest_timer", lambda: (timer, None))
+    monkeypatch.setattr(contest, "flashinfer_timer", lambda: (timer, None))
     result = bench_contest(lambda args: None, lambda index=None: {}, lambda: None, TimingConfig())
     assert isinstance(result, timing.TierUnavailable) and "returned" in result.reason
 
 
 def test_without_cupti_flashinfer_is_not_even_asked(monkeypatch):
-    from harness.judge import cupti
+    from harness.judge import cupti_recorder as cupti
 
     monkeypatch.setattr(cupti, "cupti_status", lambda: (False, "cupti-python not installed"))
-    timer, reason = timing._contest_timer()
+    timer, reason = contest.flashinfer_timer()
     assert timer is None and "cupti-python not installed" in reason and "fall back" in reason
 
 

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.judge import cupti as hc
-from harness.judge.cupti import (API, EXTERNAL, KERNEL, MEMCPY, MEMSET, Activity, CuptiUnavailable, IterationTag,
+from harness.judge import cupti_recorder as hc
+from harness.judge.cupti_recorder import (API, EXTERNAL, KERNEL, MEMCPY, MEMSET, Activity, CuptiUnavailable, IterationTag,
                                  build_call_records, call_record, cupti_status, time_calls_with_cupti)
 from tools.profiler_check import END_MARKER_KERNEL, FLUSH_KERNEL, independent_kernel_times_us, split_at_delimiters_us
 

@@ -10,6 +10,7 @@ import torch
 
 from harness.records.environment import git_commit
 from harness.judge import timing
+from harness.judge.timing import gpu_state
 from harness.judge.timing import (IDLE_S, STOP_MIN_SAMPLES, WARM_MAX_CALLS, ClockWarmth, TimingConfig,
                                   bench_wallclock, is_stable, median_noise, timer_tick, until_stable,
                                   warm_gpu_clocks)
@@ -121,7 +122,7 @@ def test_the_wallclock_tier_numbers_its_calls_across_chunks_and_records_why_it_s
     ticks = iter(range(10**6))
     monkeypatch.setattr(time, "perf_counter", lambda: next(ticks) * 1e-3)  # every call reads 1 ms
     seen, after = [], []
-    stats = bench_wallclock(lambda args: None, lambda index=None: seen.append(index), TimingConfig(warmup=0),
+    stats = bench_wallclock(lambda args: None, lambda index=None: seen.append(index), None, TimingConfig(warmup=0),
                             after.append)
     timed = [i for i in seen if i is not None]
     assert timed == after == list(range(stats.iters)) and stats.iters == STOP_MIN_SAMPLES
@@ -147,7 +148,7 @@ def cpu_gpu_tiers(monkeypatch):
     """The GPU tiers' CUDA calls made harmless on the CPU, and a fresh clock warmth."""
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
-    monkeypatch.setattr(timing, "CLOCKS", ClockWarmth())
+    monkeypatch.setattr(gpu_state, "CLOCKS", ClockWarmth())
 
 
 def slow_solution(seconds: float):
@@ -189,7 +190,7 @@ def test_a_slow_sync_tier_makes_min_iters_timed_calls_over_its_trials_and_no_mor
 
 
 def test_a_slow_cupti_tier_records_no_untimed_call(cpu_gpu_tiers, monkeypatch):
-    from harness.judge import cupti
+    from harness.judge import cupti_recorder as cupti
 
     recordings, opened = [], []
 

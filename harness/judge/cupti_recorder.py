@@ -1,4 +1,4 @@
-"""CUPTI timing tier: pure GPU time of each ``run`` call, in µs.
+"""CUPTI recorder (cupti-python): the GPU time of each ``run`` call in this process, in µs.
 
 CUPTI (the CUDA Profiling Tools Interface) records a start and end timestamp,
 taken on the GPU, for every kernel, memcpy and memset. This module turns those

@@ -1,0 +1,59 @@
+"""What a tier returns: :class:`TimingStats` (µs) or :class:`TierUnavailable` (why not)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class TimingStats:
+    """Summary of one tier's samples, all in µs."""
+
+    tier: str
+    value_us: float  # the tier's headline figure (median; mean of trial means for sync)
+    median_us: float
+    p10_us: float
+    p90_us: float
+    min_us: float
+    max_us: float
+    iters: int
+    extra: dict[str, Any] = field(default_factory=dict)
+    samples_us: list[float] = field(default_factory=list, repr=False)  # every timed call, in order
+
+
+@dataclass
+class TierUnavailable:
+    """A tier that could not produce a number here, and why."""
+
+    tier: str
+    reason: str
+
+
+def nothing_after(index: int) -> None:
+    """Default ``after`` hook of every timer: nothing to do after a timed call."""
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Linear-interpolated percentile ``q`` in [0, 100] of sorted values."""
+    if len(sorted_values) == 1:
+        return sorted_values[0]
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def summarize(tier: str, samples_us: list[float], value_us: float | None = None, **extra) -> TimingStats:
+    """Median, p10, p90, min and max of ``samples_us``.
+
+    Raises:
+        ValueError: no samples.
+    """
+    if not samples_us:
+        raise ValueError(f"tier {tier}: no samples")
+    s = sorted(samples_us)
+    median = statistics.median(s)
+    return TimingStats(tier, median if value_us is None else value_us, median, percentile(s, 10),
+                       percentile(s, 90), s[0], s[-1], len(s), extra, list(samples_us))
