@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# The benchmark runs behind results/runs, in pieces that each fit one 10-minute
-# GPU command (on an H100 `--algo all` now takes ~2.5 minutes on contest-v1 and ~7 on
-# contest-v2: results/speed/20261125-H100).
-# On the device machine set GDN_BENCH_COMMIT=<commit>: its copy of the checkout records a stale one.
+# The benchmark runs behind results/runs, in steps small enough for a GPU session that limits
+# each command's time (what each took is in its results' notes).
+# Where the checkout's .git is stale (a copy of the tree), set GDN_BENCH_COMMIT=<commit>.
 # usage: scripts/gpu_bench.sh RESULTS_DIR STEP...
 #   kernels     every kernel side by side on the sweep set (the run results/targets.md judges)
 #   sweep-base  pt-reference, pt-compiled on the sweep set

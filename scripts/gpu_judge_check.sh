@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The GPU checks of the judge (issue #15), in steps that each fit one 10-minute
-# device command. Every step packs what it wrote into OUT/<step>.tgz: the device
-# returns at most 8 files, two folders deep, so run folders cannot come back as they are.
+# The GPU checks of the judge (issue #15), in steps small enough for a GPU session that limits
+# each command's time. Every step packs what it wrote into one file, OUT/<step>.tgz, for a
+# remote runner that returns only a few files of a command.
 # usage: scripts/gpu_judge_check.sh OUT STEP...
 #   attacks-gpu   tests/fixtures/attacks_gpu, judged with the GPU tiers (about 1.5 min)
 #   attacks-cpu   tests/fixtures/attacks, judged with the GPU tiers (about 5 min)
