@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests" / "judge")]  # a developer script: the tests' expectations, the harness
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "judge")]  # the harness, the tests' support and expectations
 
 import test_attacks as attacks  # noqa: E402
 
