@@ -25,6 +25,8 @@ def test_run_local_pt_reference_on_cpu_passes(tmp_path):
     ours = [t for t in traces if t["solution"] == "pt-reference"]
     assert len(ours) == 2 and all(t["evaluation"]["status"] == "PASSED" for t in ours)
     assert all(t["evaluation"]["performance"]["headline_tier"] == "wallclock" for t in ours)
+    timers = {t["evaluation"]["performance"]["tiers"]["wallclock"]["timer"] for t in ours}  # which timer, how set
+    assert len(timers) == 1 and timers.pop().startswith("timing core: the host's monotonic clock")
     assert "2 passed, 0 failed" in proc.stdout
     assert next(results.glob("runs/*/summary.csv")).exists()
     written = {p.relative_to(results).parts[0] for p in results.rglob("*") if p.is_file()}

@@ -35,6 +35,7 @@ from harness.data.definition import TORCH_DTYPES
 from harness.data.workloads import Workload, build_inputs
 from harness.facts import HEADLINE_TIERS, Tier
 from harness.judge.timing import TierUnavailable, TimingConfig, measure
+from harness.judge.timing.tiers import describe_timer
 from harness.records.trace import Environment, FloorMeasurement, TierFigure
 
 #: A figure below the margin × the fastest copy measured (:func:`physical_limit_us`) is rejected
@@ -180,7 +181,8 @@ def _time_copy(copy: Copy, state: torch.Tensor | None, nbytes: int, device: str,
         return copy.method, {t: TierFigure(tier=t, available=False, reason=wrong) for t in copy.tiers}
     with one_thread_on_the_cpu(device):
         return copy.method, {tier: tier_figure(tier, measure(tier, copy.call, lambda index=None: state, flush, device,
-                                                             timing), nbytes) for tier in copy.tiers}
+                                                             timing), nbytes, timer=describe_timer(tier, timing, False))
+                             for tier in copy.tiers}
 
 
 def physical_limit_us(floors: Iterable[FloorMeasurement]) -> float | None:

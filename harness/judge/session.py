@@ -37,6 +37,7 @@ from harness.judge.references import References
 from harness.judge.solutions import SolutionMeta, materialize
 from harness.judge.timing import (CONTEST_TRIALS, STOP_RULE_TIERS, ClockWarmth, gpu_tier_unavailable_reason,
                                   median_noise, stop_reason, summarize)
+from harness.judge.timing.tiers import describe_timer
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation,
                                    FloorMeasurement, Performance, TensorErrors, TierFigure, Trace, WorkloadRecord,
                                    variant_label)
@@ -475,7 +476,8 @@ class VariantJudge:
         if tier in STOP_RULE_TIERS:  # the judge's own account of why the tier stopped where it did
             extra.update(stop=stop_reason(samples, timing), noise=median_noise(samples))
         stats.extra["trials"] = {Tier.SYNC: timing.trials, CONTEST_TIER: CONTEST_TRIALS}.get(tier)
-        return tier_figure(tier, stats, self.bytes_moved(workload), **extra)
+        return tier_figure(tier, stats, self.bytes_moved(workload), timer=describe_timer(tier, timing, tier in CORE_TIERS),
+                           **extra)
 
     def check_brackets(self, tiers: dict[str, TierFigure]) -> None:
         figures.check_brackets(tiers)

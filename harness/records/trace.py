@@ -256,6 +256,10 @@ class TierFigure(Record):
     """``cupti``: median µs the GPU went on after ``run`` returned (the timing core's CUDA events
     around the call, less its host time). CUPTI must have recorded at least that much work: the
     judge rejects the figure otherwise (docs/judging.md, "The timed call")."""
+    timer: str | None = None
+    """Which timer made the figure and with what settings, in words: the timing core's loop or an
+    in-process timer's, FlashInfer's for ``contest``; the flush, the counts, the statistic
+    (``harness.judge.timing.settings.describe_timer``)."""
     host_call_us: float | None = None
     """``events``/``sync``: median host time of one ``run`` call, µs, as the solution's process
     reported it (a diagnostic, never a figure: where it nears the L2 flush's time, the events

@@ -220,3 +220,21 @@ def test_a_slow_cupti_tier_records_no_untimed_call(cpu_gpu_tiers, monkeypatch):
     opened.clear()
     timing.bench_cupti(fn, setup, lambda: None, TimingConfig(warm_s=0.001, keep_warm_s=0.001, max_noise=0, iters=40))
     assert recordings == [(20, 1), (10, 0), (10, 0)] and len(opened) == 1  # the chunks share one recording
+
+
+def test_each_tier_says_which_timer_made_it_and_with_what_settings():
+    """The trace's ``timer``: the timing core's loop or an in-process one, FlashInfer's for the
+    contest tier, with the counts and the stop rule the run was given (issue #29)."""
+    from harness.judge.timing import describe_timer
+
+    config = TimingConfig(iters=40, min_iters=3, max_noise=0.01, budget_s=0.7, trials=2)
+    events = describe_timer("events", config, by_core=True)
+    assert events.startswith("timing core: a CUDA event pair") and "up to 40 timed calls, at least 3" in events
+    assert "+-1.00%" in events and "0.7 s budget" in events and "256 MB" in events
+    assert describe_timer("events", config, by_core=False).startswith("in-process:")
+    sync = describe_timer("sync", config, by_core=True)
+    assert f"{timing.SYNC_WARMUP} warm-up and up to {timing.SYNC_ITERS} timed calls" in sync and "2 trials" in sync
+    contest = describe_timer("contest", config, by_core=False)
+    assert "bench_gpu_time_with_cupti" in contest and f"{timing.CONTEST_TRIALS} trials of 50 calls" in contest
+    with pytest.raises(KeyError):
+        describe_timer("no-such-tier", config, by_core=True)

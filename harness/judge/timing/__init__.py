@@ -34,12 +34,13 @@ from harness.judge.timing.stats import TierUnavailable, TimingStats, summarize
 from harness.judge.timing.stop_rule import (STOP_MIN_SAMPLES, STOP_RULE_TIERS, is_stable, median_interval,
                                             median_noise, plan_iterations, stop_reason, timer_tick, until_stable)
 from harness.judge.timing.sync import bench_sync, sync_plan
-from harness.judge.timing.tiers import TIMERS, Timer, measure, spread
+from harness.judge.timing.tiers import TIMERS, Timer, describe_timer, measure, spread
 from harness.judge.timing.wallclock import bench_wallclock
 
 __all__ = ["CLOCKS", "CONTEST_SETTINGS", "CONTEST_TRIALS", "IDLE_S", "STOP_MIN_SAMPLES", "STOP_RULE_TIERS",
            "SYNC_ITERS", "SYNC_TRIALS", "SYNC_WARMUP", "TIMERS", "WARM_MAX_CALLS", "ClockWarmth", "L2Flusher",
            "TierUnavailable", "Timer", "TimingConfig", "TimingStats", "bench_contest", "bench_cupti", "bench_events",
-           "bench_sync", "bench_wallclock", "contest_samples", "contest_value", "gpu_tier_unavailable_reason",
+           "bench_sync", "bench_wallclock", "contest_samples", "contest_value", "describe_timer",
+           "gpu_tier_unavailable_reason",
            "is_stable", "measure", "median_interval", "median_noise", "plan_iterations", "spread", "stop_reason",
            "summarize", "sync_plan", "timer_tick", "until_stable", "warm_gpu_clocks", "warm_then_estimate"]

@@ -25,6 +25,11 @@ from harness.judge.timing import stop_rule
 from harness.judge.timing.settings import IDLE_S, WARM_MAX_CALLS, TimingConfig
 
 
+#: The least an L2 flush zeroes (flashinfer-bench's and FlashInfer's flushes zero 2 x L2; 256 MB
+#: keeps the flush longer than a Python launch on GPUs with a small L2).
+MIN_FLUSH_BYTES = 256 * 1024 * 1024
+
+
 class L2Flusher:
     """Evicts the GPU's L2 by zeroing a buffer of twice its size (at least 256 MB,
     as flashinfer-bench does), so each timed call starts with a cold L2."""
@@ -37,7 +42,7 @@ class L2Flusher:
     def size(device) -> int:
         """Bytes zeroed per flush on ``device``: twice its L2, at least 256 MB."""
         l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)
-        return max(2 * l2, 256 * 1024 * 1024)
+        return max(2 * l2, MIN_FLUSH_BYTES)
 
     def __call__(self) -> None:
         self.buffer.zero_()

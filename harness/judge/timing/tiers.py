@@ -1,5 +1,7 @@
 """The one interface of the in-process timers: every tier is a :class:`Timer`, looked up in
-:data:`TIMERS`; :func:`measure` runs one, refusing GPU tiers where no GPU is."""
+:data:`TIMERS`; :func:`measure` runs one, refusing GPU tiers where no GPU is; and
+:func:`describe_timer` says, for the trace, which timer made a figure (the timing core's loop
+or one of these) and with what settings."""
 
 from __future__ import annotations
 
@@ -9,9 +11,11 @@ from harness.facts import Tier
 from harness.judge.timing.contest import bench_contest
 from harness.judge.timing.cupti import bench_cupti
 from harness.judge.timing.events import bench_events
-from harness.judge.timing.gpu_state import gpu_tier_unavailable_reason
-from harness.judge.timing.settings import TimingConfig
+from harness.judge.timing.gpu_state import MIN_FLUSH_BYTES, gpu_tier_unavailable_reason
+from harness.judge.timing.settings import (CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, SYNC_WARMUP,
+                                           TimingConfig)
 from harness.judge.timing.stats import TierUnavailable, TimingStats, nothing_after
+from harness.judge.timing.stop_rule import STOP_MIN_SAMPLES
 from harness.judge.timing.sync import bench_sync
 from harness.judge.timing.wallclock import bench_wallclock
 
@@ -56,3 +60,49 @@ def measure(tier: str, fn: Callable, setup: Callable, flush: Callable | None, de
     if reason:
         return TierUnavailable(tier, reason)
     return TIMERS[tier](fn, setup, flush, config, after, entry)
+
+
+#: What each tier's loop is, where the timing core makes it (a solution's cupti, events, sync and
+#: wallclock tiers: harness/judge/core/gdn_core.c) and where an in-process timer does (the copy
+#: floor, the tools: this package); the contest tier is FlashInfer's timer in both.
+_CORE_LOOPS = {
+    Tier.CUPTI: "timing core: CUPTI records of every kernel, memcpy and memset in the call's window but the core's "
+             "own, durations summed; fresh inputs, then the flush, then the call on an idle GPU",
+    Tier.EVENTS: "timing core: a CUDA event pair around the call on its stream; fresh inputs, then the flush, the GPU "
+              "still busy with the flush when the call launches",
+    Tier.SYNC: "timing core: the contest's original loop (flashinfer-bench 0.1.2 do_bench): L2 flush, fresh inputs, "
+            "synchronize, a CUDA event pair around the call",
+    Tier.WALLCLOCK: "timing core: the host's monotonic clock around the call (CPU runs); fresh inputs",
+}
+_IN_PROCESS_LOOPS = {
+    Tier.CUPTI: "in-process: CUPTI records of the call's kernels, memcpys and memsets by external correlation "
+             "(harness/judge/cupti_recorder.py), durations summed",
+    Tier.EVENTS: "in-process: a CUDA event pair around the call, the flush before it, no synchronize inside a chunk",
+    Tier.SYNC: "in-process: the contest's original loop (flashinfer-bench 0.1.2 do_bench): L2 flush, inputs, "
+            "synchronize, a CUDA event pair around the call",
+    Tier.WALLCLOCK: "in-process: perf_counter around the call",
+}
+_CONTEST_LOOP = ("FlashInfer's bench_gpu_time_with_cupti as flashinfer-bench main's time_runnable calls it "
+                 "(since #196, 0cd5b6e): the span of each call's kernels, the same inputs every call")
+
+
+def describe_timer(tier: str, config: TimingConfig, by_core: bool) -> str:
+    """Which timer made a tier's figure and with what settings, in words, for the trace
+    (``TierFigure.timer``): the loop (the timing core's or an in-process timer's), the L2 flush,
+    the counts and how the samples became the figure.
+
+    Raises:
+        KeyError: an unknown tier.
+    """
+    flush = f"L2 flush: max(2 x L2, {MIN_FLUSH_BYTES >> 20} MB) zeroed"
+    if tier == Tier.CONTEST:
+        return (f"{_CONTEST_LOOP}; {CONTEST_SETTINGS}; {CONTEST_TRIALS} trials of "
+                f"{CONTEST_SETTINGS['repeat_iters']} calls, mean of the trial medians")
+    loop = (_CORE_LOOPS if by_core else _IN_PROCESS_LOOPS)[tier]
+    if tier == Tier.SYNC:
+        return (f"{loop}; {flush}; per trial {SYNC_WARMUP} warm-up and up to {SYNC_ITERS} timed calls (fewer only "
+                f"past the {config.budget_s} s budget), {config.trials} trials, mean of the trial means")
+    warm = "" if tier == Tier.WALLCLOCK else f"; clock warmed {config.warm_s} s after an idle spell"
+    return (f"{loop}{'' if tier == Tier.WALLCLOCK else '; ' + flush}{warm}; median of up to {config.iters} timed "
+            f"calls, at least {config.min_iters}, stopping once the median is known to +-{config.max_noise:.2%} "
+            f"(from {STOP_MIN_SAMPLES} calls on) or past the {config.budget_s} s budget")
