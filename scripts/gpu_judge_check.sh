@@ -10,7 +10,10 @@
 #   v1-all        the README's `python run_local.py --algo all` (contest-v1), timed (issue #17: under 3 min)
 #   parity        tools/tier_parity.py: each tier beside the timer it names, in a plain process (issue #29)
 #   v2-gpus       `--algo all --workloads contest-v2 --gpus all`, timed (issue #31: a machine of several GPUs)
-#   v2-one        the same on one GPU, timed, to set beside v2-gpus
+#   v2-one        the same on one GPU, timed, to set beside v2-gpus (stops at V2_LIMIT_S, 570 s by default)
+#   v2-one-start  v2-one in a session of its own (setsid), so it outlives this command: for a run
+#                 longer than one command may be; V2_LIMIT_S=1500 unless set
+#   v2-one-wait   wait (up to WAIT_S, 570 s by default) for v2-one-start's run, then pack it here
 # Each step stops itself with Ctrl-C (the judge writes what finished) before the command's limit.
 set -uo pipefail
 OUT=${1:?usage: gpu_judge_check.sh OUT STEP...}
@@ -44,9 +47,18 @@ for step in "$@"; do
     v2-gpus|v2-one)
                  lanes=(--gpus all); [ "$step" = v2-one ] && lanes=(--device cuda:0)
                  mkdir -p /tmp/gdn-check-$step
-                 ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT 570 python run_local.py --results /tmp/gdn-check-$step \
+                 ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT "${V2_LIMIT_S:-570}" python run_local.py --results /tmp/gdn-check-$step \
                    --no-progress --algo all --workloads contest-v2 "${lanes[@]}" ) > /tmp/gdn-check-$step/console.log 2>&1
                  tail -30 /tmp/gdn-check-$step/console.log; pack "$step" /tmp/gdn-check-$step ;;
+    v2-one-start) mkdir -p /tmp/gdn-bg
+                 V2_LIMIT_S=${V2_LIMIT_S:-1500} GDN_BENCH_COMMIT=$COMMIT setsid bash "$0" /tmp/gdn-bg v2-one \
+                   > /tmp/gdn-bg.log 2>&1 < /dev/null &
+                 echo "started v2-one in its own session (pid $!); log /tmp/gdn-bg.log" ;;
+    v2-one-wait) waited=0
+                 while [ ! -f /tmp/gdn-bg/v2-one.tgz ] && [ "$waited" -lt "${WAIT_S:-570}" ]; do sleep 10; waited=$((waited + 10)); done
+                 tail -30 /tmp/gdn-bg.log
+                 if [ -f /tmp/gdn-bg/v2-one.tgz ]; then cp /tmp/gdn-bg/v2-one.tgz "$OUT/"; echo "packed $OUT/v2-one.tgz"
+                 else echo "v2-one still running after ${waited} s: call v2-one-wait again"; fi ;;
     parity)      GDN_BENCH_COMMIT=$COMMIT timeout -s INT 540 python -m tools.tier_parity --out /tmp/gdn-check-parity \
                    > /tmp/gdn-check-parity.log 2>&1; mkdir -p /tmp/gdn-check-parity
                  cp /tmp/gdn-check-parity.log /tmp/gdn-check-parity/console.log; tail -45 /tmp/gdn-check-parity.log
