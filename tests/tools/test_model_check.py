@@ -47,13 +47,18 @@ def test_the_default_model_lands_close_to_the_h100_tables(name, dtypes, worst):
         assert summary["worst"] <= worst, model_check.format_rows(name, H100, dtype, rows)
 
 
-def _check_cuda_v4() -> dict:
+def _require_cuda_v4_build() -> None:
+    """Skip unless cuda-v4's default build can be compiled here (nvcc, tvm-ffi)."""
     from harness.judge import build
 
     try:
         build.find_nvcc(), build.tvm_ffi_paths()
     except build.CompileError as exc:
         pytest.skip(str(exc))
+
+
+def _check_cuda_v4() -> dict:
+    _require_cuda_v4_build()
     return _check("cuda-v4")  # the model's choice read from kernel.cu's default build
 
 
@@ -115,3 +120,79 @@ def test_report_names_of_every_tuner_form():
     assert summary["geomean"] == pytest.approx(1.1 ** 0.5)
     table = model_check.markdown_table({"cuda-v4": {(H100, "float32"): rows}})
     assert table.splitlines()[2] == f"| cuda-v4 fp32 | {H100} | 1/3 | 1.049 | 1.100 (B = 1) |"
+
+
+def test_a_call_moves_the_definitions_bytes():
+    """State read and written plus q, k, v, a, b, A_log, dt_bias read and the bf16 output written."""
+    per_batch = 2 * 8 * 128 * 128 * 4 + (4 + 4 + 8) * 128 * 2 + 2 * 8 * 2 + 8 * 128 * 2  # fp32 state
+    assert model_check.call_bytes(1, "float32") == per_batch + 2 * 8 * 4 == 1_054_816
+    assert model_check.call_bytes(64, "float32") == 64 * per_batch + 64
+    assert model_check.call_bytes(1, "bfloat16") == per_batch - 8 * 128 * 128 * 4 + 2 * 8 * 4 == 530_528
+
+
+class _OneConfig:
+    """A stand-in adapter whose default model picks ``name`` at every batch size."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def model_config_name(self, batch: int, state_dtype: str, bandwidth: float) -> str:
+        return self.name
+
+
+def test_predict_latency_is_the_floor_plus_the_tuned_gpus_mean_fixed_term():
+    nbytes = model_check.call_bytes(1, "float32")
+    floors = {"A": nbytes / 2e12 * 1e6, "B": nbytes / 4e12 * 1e6}
+    reports = {"A": (2e12, {"float32": {1: {"x": floors["A"] + 1.0}}}),
+               "B": (4e12, {"float32": {1: {"x": floors["B"] + 1.2}, 2: {"y": 9.0}}})}
+    row, = model_check.predict_latency(_OneConfig("x"), "float32", 8e12, [1], reports)
+    assert (row.batch, row.config, row.nbytes) == (1, "x", nbytes)
+    assert row.floor_us == pytest.approx(nbytes / 8e12 * 1e6)
+    assert row.fixed_terms_us == pytest.approx((1.0, 1.2))
+    assert (row.fixed_us, row.spread_us) == (pytest.approx(1.1), pytest.approx(0.1))
+    assert row.predicted_us == pytest.approx(row.floor_us + 1.1)
+    untimed, = model_check.predict_latency(_OneConfig("y"), "float32", 8e12, [1], reports)  # timed at B = 2 only
+    assert untimed.measured == () and untimed.fixed_us is None and untimed.predicted_us is None
+    text = model_check.format_latency_predictions("s", "float32", 8e12, [row, untimed])
+    assert "at 8000 GB/s" in text and "A 1.53 (t0 1.00), B 1.46 (t0 1.20)" in text
+    assert "predicted 1.23 ± 0.10 µs" in text and text.splitlines()[-1].endswith("none timed | predicted -")
+
+
+def test_the_command_line_names_a_b200_and_refuses_bad_input(capsys):
+    assert model_check.parser().parse_args(["--predict", "B200"]).predict == model_check.PRESETS["b200"] == 8e12
+    assert model_check.parser().parse_args(["--predict", "7.672e12", "--batches", "1,16,64"]).batches == [1, 16, 64]
+    for argv in (["--predict", "b300"], ["--predict", "b200", "--batches", "0,16"],
+                 ["--predict", "b200", "--batches", "x"], ["--batches", "1"]):
+        with pytest.raises(SystemExit) as exc:
+            model_check.main(argv)
+        assert exc.value.code == 2, argv
+    assert "--batches needs --predict" in capsys.readouterr().err
+
+
+#: docs/tuning.md "The contest's GPU on paper": per solution and state dtype, at B = 1, 16, 64 on a
+#: B200 (8 TB/s), the default model's config and the predicted µs (floor + the H100's and H200's mean t0).
+B200_PAPER = {
+    ("fla-recurrent", "float32"): [("bv4/w1", 1.96), ("bv4/w1", 4.51), ("bv8/w1", 12.09)],
+    ("cuda-v4", "float32"): [("r2/noalloc", 1.86), ("r2/noalloc", 4.34), ("r8/nc/l16/w2", 12.22)],
+    ("cutedsl-bf16", "float32"): [("t8/s1", 2.38), ("t8/s1", 4.73), ("t16/s2", 13.35)],
+    ("cutedsl-bf16", "bfloat16"): [("t8/s1", 2.38), ("t16/s1/mix1/cs", 3.41), ("t32/s4/regs/cs", 8.32)],
+}
+
+
+@pytest.mark.parametrize("name, dtype", list(B200_PAPER))
+def test_the_b200_on_paper(name, dtype):
+    """The picks and predictions docs/tuning.md shows for the contest's GPU; the picks are the same
+    at the B200's own reported bandwidth (7.67 TB/s) and at the 8.18 TB/s an older driver reports."""
+    if name == "cuda-v4":
+        _require_cuda_v4_build()
+    try:
+        adapter = model_check.load_adapter(name)
+    except ImportError as exc:
+        pytest.skip(str(exc))
+    rows = model_check.predict_latency(adapter, dtype, model_check.PRESETS["b200"], [1, 16, 64],
+                                       model_check.gpu_reports(name, adapter))
+    assert [(row.config, round(row.predicted_us, 2)) for row in rows] == B200_PAPER[name, dtype]
+    assert all({device for device, _, _ in row.measured} == {H100, H200} for row in rows)
+    for bandwidth in (7.672e12, 8.184e12):
+        assert [adapter.model_config_name(b, dtype, bandwidth) for b in (1, 16, 64)] == \
+            [config for config, _ in B200_PAPER[name, dtype]]

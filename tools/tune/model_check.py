@@ -3,7 +3,7 @@
 Usage (on the CPU; cuda-v4's default build needs nvcc)::
 
     python -m tools.tune.model_check [--algo NAME[,NAME]|all] [--latency-us L] [--markdown]
-    python -m tools.tune.model_check --predict BYTES_PER_S [--latency-us L]
+    python -m tools.tune.model_check --predict BYTES_PER_S|GPU [--batches B,B,...] [--latency-us L]
 
 For every tuned solution, GPU table and state dtype: per batch size of that
 GPU's tuning report, the config of the table and the config the default
@@ -20,7 +20,15 @@ recorded either, :data:`LEGACY_REPORTS` and :data:`KNOWN_BANDWIDTH`.
 ``L``: exact, as the model reads ``L`` only in ``bandwidth x L``);
 ``--markdown`` prints only the summary table (docs/tuning.md's); ``--predict``
 prints the batch ranges of each config the model gives a GPU without a table
-of that peak bandwidth (bytes/s).
+of that peak bandwidth (bytes/s, or a GPU of :data:`PRESETS`: ``b200``).
+
+``--batches`` (with ``--predict``) prints, per batch size instead, the config,
+the bytes a call moves (``harness.judge.figures.bytes_moved``), their time at
+that bandwidth (the floor) and a predicted µs, floor + ``t0`` (:func:`predict_latency`):
+``t0``, the part of a call that does not scale with the bandwidth, is each
+tuned GPU's µs of the same config at that batch size less its own floor. A
+prediction on paper: docs/tuning.md ("The contest's GPU on paper") says how
+far to trust it.
 """
 
 from __future__ import annotations
@@ -33,6 +41,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.data.dataset import OUR_DEFINITION
+from harness.data.definition import load_definition
+from harness.data.workloads import InputSpec, Workload
+from harness.judge.figures import bytes_moved
 from harness.judge.solutions import load_meta, load_solution
 from harness.paths import REPO_ROOT, SOLUTIONS_DIR
 from harness.records.store import read_stored, stored_file
@@ -46,6 +58,11 @@ H200 = "NVIDIA H200"
 #: NVIDIA's H200 datasheet, 4.8 TB/s; its device's clock and bus width were not recorded, so the
 #: solutions' own figure for it may differ by a few percent (docs/tuning.md: no choice moves).
 KNOWN_BANDWIDTH = {H100: 2 * 2619e6 * 5120 / 8, H200: 4.8e12}
+#: Peak DRAM bandwidth (bytes/s) that ``--predict NAME`` stands for. B200: NVIDIA's 8 TB/s (DGX B200:
+#: 64 TB/s of HBM3e over 8 GPUs). The device itself may report less: a B200 on a recent driver
+#: gives 7680 bits x 3996 MHz x 2 = 7.67 TB/s (pytorch/ao#4002), the figure the solutions compute;
+#: docs/tuning.md shows that no choice at B = 1, 16, 64 moves between the two.
+PRESETS = {"h100": KNOWN_BANDWIDTH[H100], "h200": KNOWN_BANDWIDTH[H200], "b200": 8e12}
 #: Reports of the tables tuned before the tuner named one report per table (results/tuning/).
 LEGACY_REPORTS = {
     ("fla-recurrent", H100): ("fla_recurrent_tune.json",),
@@ -191,15 +208,24 @@ def check_solution(name: str, adapter=None, latency: float | None = None) -> dic
     """
     adapter = adapter or load_adapter(name)
     scale = bandwidth_scale(name, latency)
-    origins = table_origins(name)
+    reports = gpu_reports(name, adapter)
     results = {}
     for device, tables in adapter.gpu_tables().items():
-        paths, bandwidth = table_report(name, device, origins.get(device))
-        times = report_times(name, paths)
+        bandwidth, times = reports[device]
         for dtype, table in tables.items():
             batches = sorted(times.get(dtype, {})) or [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
             results[device, dtype] = compare(adapter, table, dtype, bandwidth * scale, times.get(dtype, {}), batches)
     return results
+
+
+def gpu_reports(name: str, adapter) -> dict[str, tuple[float, Times]]:
+    """Device -> ``(bandwidth, µs of the report's configs)`` for every GPU table of solution ``name``."""
+    origins = table_origins(name)
+    reports = {}
+    for device in adapter.gpu_tables():
+        paths, bandwidth = table_report(name, device, origins.get(device))
+        reports[device] = bandwidth, report_times(name, paths)
+    return reports
 
 
 def predict(adapter, state_dtype: str, bandwidth: float, batches=range(1, 1025)) -> list[tuple[int, int | None, str]]:
@@ -215,6 +241,88 @@ def predict(adapter, state_dtype: str, bandwidth: float, batches=range(1, 1025))
         else:
             runs.append((batch, batch, name))
     return runs[:-1] + [(runs[-1][0], None, runs[-1][2])] if runs else runs
+
+
+@dataclass(frozen=True)
+class LatencyPrediction:
+    """One batch size on a GPU without a table: the default model's config, the bytes a call moves,
+    their time at the GPU's peak bandwidth, and the config's µs predicted from the tuned GPUs'
+    (:func:`predict_latency`)."""
+
+    batch: int
+    config: str
+    nbytes: int
+    floor_us: float  # nbytes / bandwidth: the call's bytes at the peak bandwidth, no latency
+    measured: tuple[tuple[str, float, float], ...]  # (device, its bandwidth, the config's µs there)
+
+    @property
+    def fixed_terms_us(self) -> tuple[float, ...]:
+        """``t0`` of each tuned GPU: its µs less its floor (the call's bytes at its peak bandwidth)."""
+        return tuple(us - self.nbytes / bandwidth * 1e6 for _, bandwidth, us in self.measured)
+
+    @property
+    def fixed_us(self) -> float | None:
+        """The mean ``t0`` of the tuned GPUs (None: none timed the config at this batch size)."""
+        terms = self.fixed_terms_us
+        return sum(terms) / len(terms) if terms else None
+
+    @property
+    def spread_us(self) -> float | None:
+        """Half the range of the tuned GPUs' ``t0``: how far one ``t0`` for all misses them."""
+        terms = self.fixed_terms_us
+        return (max(terms) - min(terms)) / 2 if terms else None
+
+    @property
+    def predicted_us(self) -> float | None:
+        """floor + ``t0``."""
+        return self.floor_us + self.fixed_us if self.measured else None
+
+
+def call_bytes(batch: int, state_dtype: str) -> int:
+    """Bytes one call of batch size ``batch`` moves: the state read and written, the other inputs read,
+    the output written (``harness.judge.figures.bytes_moved`` over our definition)."""
+    definition = load_definition(OUR_DEFINITION)
+    workload = Workload("", definition.resolve_axes({"batch_size": batch}),
+                        {name: InputSpec("random") for name in definition.inputs}, "")
+    return bytes_moved(definition, workload, state_dtype)
+
+
+def predict_latency(adapter, state_dtype: str, bandwidth: float, batches, reports: dict[str, tuple[float, Times]],
+                    model_bandwidth: float | None = None) -> list[LatencyPrediction]:
+    """Per batch size: the default model's config on a GPU of ``bandwidth`` bytes/s and its predicted µs.
+
+    The prediction is ``bytes / bandwidth + t0``: the call's bytes at the peak bandwidth plus a
+    latency term that does not depend on the bandwidth (not the default model's ``L``). ``t0`` is
+    calibrated per config and batch size on each GPU of ``reports`` (:func:`gpu_reports`) whose report
+    timed that config at that batch size, as its µs less its own ``bytes / bandwidth``, and averaged
+    over them; their spread says how well one ``t0`` fits them all (:attr:`LatencyPrediction.spread_us`).
+
+    Args:
+        model_bandwidth: the bandwidth the model is asked about (default ``bandwidth``; ``--latency-us``
+            scales it, :func:`bandwidth_scale`).
+    """
+    rows = []
+    for batch in batches:
+        config = adapter.model_config_name(batch, state_dtype, model_bandwidth or bandwidth)
+        nbytes = call_bytes(batch, state_dtype)
+        measured = tuple((device, gpu_bandwidth, times[state_dtype][batch][config])
+                         for device, (gpu_bandwidth, times) in reports.items()
+                         if config in times.get(state_dtype, {}).get(batch, {}))
+        rows.append(LatencyPrediction(batch, config, nbytes, nbytes / bandwidth * 1e6, measured))
+    return rows
+
+
+def format_latency_predictions(name: str, dtype: str, bandwidth: float, rows: list[LatencyPrediction]) -> str:
+    """A readable block: one line per batch size of :func:`predict_latency`."""
+    lines = [f"{name} {dtype} at {bandwidth / 1e9:.0f} GB/s: config, bytes a call moves, floor = bytes / bandwidth; "
+             f"per tuned GPU the config's µs and t0 = µs - its floor; predicted = floor + mean t0 ± half their range"]
+    for row in rows:
+        measured = ", ".join(f"{device} {us:.2f} (t0 {term:.2f})"
+                             for (device, _, us), term in zip(row.measured, row.fixed_terms_us)) or "none timed"
+        predicted = (f"{row.predicted_us:.2f} ± {row.spread_us:.2f} µs" if row.predicted_us is not None else "-")
+        lines.append(f"  B={row.batch:<4} {row.config:<16} {row.nbytes:>11,d} B  floor {row.floor_us:6.2f} µs | "
+                     f"{measured} | predicted {predicted}")
+    return "\n".join(lines)
 
 
 def table_origins(name: str) -> dict[str, str]:
@@ -281,6 +389,28 @@ def _positive(text: str) -> float:
     return value
 
 
+def _bandwidth(text: str) -> float:
+    """A bandwidth in bytes/s: a positive number or a name of :data:`PRESETS`."""
+    if text.lower() in PRESETS:
+        return PRESETS[text.lower()]
+    try:
+        return _positive(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a bandwidth > 0 (bytes/s) nor one of "
+                                         f"{', '.join(PRESETS)}") from None
+
+
+def _batches(text: str) -> list[int]:
+    """Batch sizes, comma-separated positive integers."""
+    try:
+        batches = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of batch sizes") from None
+    if not batches or min(batches) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of batch sizes >= 1")
+    return batches
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line (see the module doc)."""
     p = argparse.ArgumentParser(prog="python -m tools.tune.model_check", description=__doc__.split("\n\n")[0])
@@ -288,14 +418,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--latency-us", type=_positive, default=None,
                    help="evaluate the model with this L (µs) instead of the solutions' own")
     p.add_argument("--markdown", action="store_true", help="print only the summary table")
-    p.add_argument("--predict", type=_positive, default=None, metavar="BYTES_PER_S",
-                   help="print the model's configs for a GPU without a table of this peak bandwidth")
+    p.add_argument("--predict", type=_bandwidth, default=None, metavar="BYTES_PER_S|GPU",
+                   help="print the model's configs for a GPU without a table of this peak bandwidth "
+                        f"(bytes/s, or one of: {', '.join(PRESETS)})")
+    p.add_argument("--batches", type=_batches, default=None, metavar="B,B,...",
+                   help="with --predict: per batch size, the config, bytes, floor and predicted µs")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Print the comparison for the solutions named by ``--algo`` (default all); 0, or 2 after a
-    message for an unknown solution or a bad number."""
+    message for an unknown solution, a bad number or ``--batches`` without ``--predict``."""
     p = parser()
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     names = list(ADAPTERS) if args.algo == "all" else [n.strip() for n in args.algo.split(",") if n.strip()]
@@ -303,12 +436,19 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"unknown solution {', '.join(unknown)} (choose from {', '.join(ADAPTERS)})")
     latency = args.latency_us * 1e-6 if args.latency_us else None
+    if args.batches and not args.predict:
+        p.error("--batches needs --predict")
     if args.predict:
         for name in names:
             adapter = load_adapter(name)
             bandwidth = args.predict * bandwidth_scale(name, latency)
             for dtype in adapter.state_dtypes():
-                print(format_prediction(name, dtype, predict(adapter, dtype, bandwidth)))
+                if args.batches:
+                    rows = predict_latency(adapter, dtype, args.predict, args.batches, gpu_reports(name, adapter),
+                                           model_bandwidth=bandwidth)
+                    print(format_latency_predictions(name, dtype, args.predict, rows))
+                else:
+                    print(format_prediction(name, dtype, predict(adapter, dtype, bandwidth)))
         return 0
     results = {name: check_solution(name, latency=latency) for name in names}
     if args.markdown:
