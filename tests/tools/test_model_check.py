@@ -5,7 +5,8 @@ from the tuning reports, its µs against the tuned config's.
 The H100 bounds are fit residuals (the model was fitted to those tables). The H200 bounds pin
 an out-of-sample result (the model was not fitted to its tables): they are the measured
 slowdowns plus a rounding margin, so that a change of L or of a ladder that makes the
-default worse on the H200 fails here."""
+default worse on the H200 fails here. The B200 figures (``--predict b200 --batches``) are a
+prediction on paper; they are pinned so that docs/tuning.md's tables stay what the tool prints."""
 
 from __future__ import annotations
 
