@@ -40,6 +40,20 @@ class Tier(StrEnum):
     WALLCLOCK = "wallclock"  # the host's monotonic clock around the call (a CPU run)
 
 
+class Rules(StrEnum):
+    """What a call that modified its inputs gets (``run_local.py --rules``; docs/judging.md).
+
+    ``contest``: accepted and recorded, as the contest accepted it (flashinfer-bench gives every
+    trial inputs of its own; FlashInfer's own baseline updates the input state in place); every
+    timed call gets fresh inputs anyway, so the change cannot carry over. ``strict``: this
+    project's contract, inputs byte-identical after the call, else RUNTIME_ERROR."""
+
+    CONTEST = "contest"
+    STRICT = "strict"
+
+    DEFAULT = "contest"  # what a contestant's entry was judged by
+
+
 #: Timing tiers, in the order of the trace's ``tiers`` table.
 TIERS = tuple(Tier)
 #: The GPU tiers a run measures unless ``--tiers`` says otherwise (``contest`` needs FlashInfer: opt in).
