@@ -28,6 +28,9 @@ COPY_FLOOR = "copy-floor"
 RESERVED_NAMES = frozenset({COPY_FLOOR, "all", "reference", "harness"})
 #: Longest solution name: it appears in temporary paths, CSV cells and file names.
 MAX_NAME_LENGTH = 64
+#: flashinfer-bench's release the contest used (pyproject.toml's ``interop`` extra): packed JSON is
+#: validated against its models, and contest entries are read with them.
+FIB_VERSION = "0.1.2"
 
 class Tier(StrEnum):
     """A timing tier: how one call's time is read (docs/timing.md). A ``str``: its value is the

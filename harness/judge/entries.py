@@ -53,7 +53,7 @@ from pathlib import Path, PurePosixPath
 
 from harness.data.definition import Definition
 from harness.errors import HarnessInputError
-from harness.facts import MAX_NAME_LENGTH, RESERVED_NAMES
+from harness.facts import FIB_VERSION, MAX_NAME_LENGTH, RESERVED_NAMES
 from harness.judge import dps
 from harness.judge.solutions import (SolutionLoadError, SolutionMeta, build_library_file, load_meta,
                                      no_solution_problem, snapshot_files)
@@ -219,7 +219,7 @@ def _fib(module: str):
     except ImportError as exc:
         raise HarnessInputError("flashinfer-bench", None, (
             f"cannot import {module} ({exc}): reading a contest entry needs the contest's package, "
-            "pip install 'flashinfer-bench==0.1.2' (pip install -e '.[interop]')")) from exc
+            f"pip install 'flashinfer-bench=={FIB_VERSION}' (pip install -e '.[interop]')")) from exc
 
 
 def _validation_error(path: Path, exc: Exception, prefix: str = "") -> SolutionLoadError:

@@ -223,6 +223,16 @@ def test_a_malformed_solution_json_names_the_file_and_field(our_definition, tmp_
     assert str(caught.value).startswith(f"{path}: field '{field}': ") and words in str(caught.value)
 
 
+def test_without_flashinfer_bench_an_entry_says_how_to_install_it(our_definition, monkeypatch):
+    import sys
+
+    from harness.facts import FIB_VERSION
+
+    monkeypatch.setitem(sys.modules, "flashinfer_bench.data", None)  # its import now fails
+    with pytest.raises(HarnessInputError, match=f"pip install 'flashinfer-bench=={FIB_VERSION}'"):
+        entries.load(ENTRIES / "python-dps.json", our_definition)
+
+
 def test_a_file_that_is_not_json_is_named(our_definition, tmp_path):
     (tmp_path / "entry.json").write_text('{"name": ')
     with pytest.raises(SolutionLoadError, match=r"entry\.json: not valid JSON"):
