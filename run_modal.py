@@ -144,8 +144,8 @@ def tune_container(argv: list[str], mount: str | Path = READ_ONLY_MOUNT, local_c
 def prepare_cache(algo: str, workloads: str, options: str = "", mount: str | Path = WRITABLE_MOUNT) -> list[str]:
     """Body of the Modal prepare function (no solution code runs in it): point the project's
     cache root into the writable Volume at ``mount``, check the uploads the arguments name,
-    open the dataset (generating a named set's tensors) and build every selected CUDA
-    solution as the judge would (:func:`harness.judge.solutions.build_library`, same key).
+    open the dataset (generating a named set's tensors) and build every selected compiled
+    solution as the judge would (:func:`harness.judge.entries.build`, same key).
     The caller commits the Volume. Returns notes (one line per build that failed: its
     container reports it).
 
@@ -154,7 +154,8 @@ def prepare_cache(algo: str, workloads: str, options: str = "", mount: str | Pat
     """
     from harness.cli import build_parser
     from harness.data.dataset import open_dataset
-    from harness.judge import solutions
+    from harness.errors import HarnessInputError
+    from harness.judge import entries, solutions
     from harness.judge.build import CompileError
     from harness.judge.run import select_solutions
 
@@ -164,13 +165,17 @@ def prepare_cache(algo: str, workloads: str, options: str = "", mount: str | Pat
     for path in (Path(args.workloads).resolve(), args.solutions and args.solutions.resolve()):
         if path and path.is_relative_to(root / UPLOADS_SUBDIR):  # what this machine was given, not the image
             verify_upload(mount, path.relative_to(root).as_posix())
-    open_dataset(args.workloads, show_progress=False)
+    dataset = open_dataset(args.workloads, show_progress=False)
     notes = []
-    for folder in select_solutions(algo, args.solutions):
+    for selected in select_solutions(algo, args.solutions, dataset.definition.name):
         try:
-            solutions.build_library(solutions.load_meta(folder))
-        except (CompileError, solutions.SolutionLoadError) as exc:  # its container's verdict, not the run's end
-            notes.append(f"{folder.name}: not built ahead ({type(exc).__name__}: {str(exc)[-300:]})")
+            loaded = entries.load(selected.path, dataset.definition)
+            if loaded.files is None:  # a solution folder, built as the judge builds it (same key)
+                solutions.build_library(loaded.meta)
+            else:
+                entries.build(loaded)
+        except (CompileError, HarnessInputError) as exc:  # its container's verdict, not the run's end
+            notes.append(f"{selected.name}: not built ahead ({type(exc).__name__}: {str(exc)[-300:]})")
     return notes
 
 
@@ -272,23 +277,24 @@ def run_on_modal(evaluate, algo: str, workloads: str, tiers: str, gpu: str, opti
     from harness.cli import build_parser, parse_tiers
     from harness.facts import REFERENCE_SOLUTION
     from harness.fanout import lane_algo
+    from harness.judge.entries import discover_all
     from harness.judge.run import select_solutions
-    from harness.judge.solutions import discover
     from harness.paths import SOLUTIONS_DIR
 
     args = build_parser().parse_args(harness_argv(algo, workloads, tiers, options))  # exits on a bad option
     try:
         if tiers:
             parse_tiers(tiers, "cuda")
-        folders = select_solutions(algo, args.solutions)
+        selected = select_solutions(algo, args.solutions)
         dataset = dataset_upload(workloads)
-        reference = discover(args.solutions or SOLUTIONS_DIR).get(REFERENCE_SOLUTION)
-        solutions = (solutions_upload(list(dict.fromkeys(folders + ([reference] if reference else []))))
+        reference = discover_all(args.solutions or SOLUTIONS_DIR).found.get(REFERENCE_SOLUTION)
+        paths = [one.path for one in selected]
+        solutions = (solutions_upload(list(dict.fromkeys(paths + ([reference] if reference else []))))
                      if args.solutions else None)
     except (argparse.ArgumentTypeError, ValueError) as exc:  # a message, not a traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    names = [folder.name for folder in folders]
+    names = [one.name for one in selected]
     uploads = [u for u in (dataset, solutions) if u is not None]
     if uploads and volume is None:
         print("error: a local --workloads or --solutions folder needs the Volume to travel", file=sys.stderr)

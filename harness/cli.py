@@ -13,7 +13,7 @@ from pathlib import Path
 # Everything the judge will need is imported now, before any solution runs: a
 # module imported later would be read from disk after a solution could edit it.
 from harness.errors import HarnessInputError
-from harness.facts import CONTEST_TIER, GPU_TIERS, TIERS, Tier, Tolerance
+from harness.facts import CONTEST_TIER, GPU_TIERS, TIERS, Rules, Tier, Tolerance
 from harness.judge.core import CoreError
 from harness.judge.isolation import Timeouts
 from harness.judge.run import RunConfig, run_benchmark
@@ -88,7 +88,8 @@ POSITIVE, NON_NEGATIVE = _number(float, 0, strict=True), _number(float, 0, stric
 
 
 def checked_folders(args) -> None:
-    """``--results`` a folder that can be written (made if missing), ``--solutions`` an existing folder.
+    """``--results`` a folder that can be written (made if missing), ``--solutions`` an existing folder
+    or file (a Solution JSON; what it holds is checked when the run selects from it).
 
     Raises:
         argparse.ArgumentTypeError: naming the option and the path.
@@ -102,8 +103,8 @@ def checked_folders(args) -> None:
         raise argparse.ArgumentTypeError(f"--results {results}: cannot be created ({exc.strerror})")
     if not os.access(results, os.W_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f"--results {results}: not writable")
-    if args.solutions is not None and not args.solutions.is_dir():
-        raise argparse.ArgumentTypeError(f"--solutions {args.solutions}: no such folder")
+    if args.solutions is not None and not args.solutions.exists():
+        raise argparse.ArgumentTypeError(f"--solutions {args.solutions}: no such folder or file")
 
 
 def parse_tiers(text: str, device: str) -> tuple[str, ...]:
@@ -174,7 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder the run folder is written under, as RESULTS/runs/<id> (default: results/local, "
                         "ignored by git; the committed evidence is results/runs, written with --results results)")
     p.add_argument("--solutions", type=Path, default=None,
-                   help="folder to find solutions in (default: solutions/)")
+                   help="where the solutions are (default: solutions/): a folder of <name>/solution.toml folders, "
+                        "or contest entries as shipped: a flashinfer-bench Solution JSON, a folder of them (a "
+                        "dataset's solutions/, any depth), a starter-kit folder (config.toml + solution/<lang>/)")
+    p.add_argument("--rules", choices=list(Rules), default=Rules.DEFAULT,
+                   help="what a call that modifies its inputs gets: contest (default) accepts it and records it in "
+                        "the trace and the summary, as the contest did (the official baseline updates its state in "
+                        "place; every call gets fresh inputs either way); strict fails it (RUNTIME_ERROR)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs, CI)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also print one row per (solution, workload), as in summary.csv")
@@ -209,7 +216,7 @@ def config_from_args(args) -> RunConfig:
                           min_iters=args.min_iters, warm_s=args.warm_seconds, keep_warm_s=args.keep_warm_seconds,
                           max_noise=args.max_noise)
     return RunConfig(device=device, tiers=tiers, trials=args.trials, tolerance=Tolerance(args.atol, args.rtol),
-                     timing=timing)
+                     timing=timing, rules=str(args.rules))
 
 
 def run_from_args(args, config: RunConfig):

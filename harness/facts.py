@@ -28,6 +28,9 @@ COPY_FLOOR = "copy-floor"
 RESERVED_NAMES = frozenset({COPY_FLOOR, "all", "reference", "harness"})
 #: Longest solution name: it appears in temporary paths, CSV cells and file names.
 MAX_NAME_LENGTH = 64
+#: flashinfer-bench's release the contest used (pyproject.toml's ``interop`` extra): packed JSON is
+#: validated against its models, and contest entries are read with them.
+FIB_VERSION = "0.1.2"
 
 class Tier(StrEnum):
     """A timing tier: how one call's time is read (docs/timing.md). A ``str``: its value is the
@@ -38,6 +41,20 @@ class Tier(StrEnum):
     EVENTS = "events"  # a CUDA event pair around the call
     SYNC = "sync"  # the contest's original loop: a synchronize before each call, events around it
     WALLCLOCK = "wallclock"  # the host's monotonic clock around the call (a CPU run)
+
+
+class Rules(StrEnum):
+    """What a call that modified its inputs gets (``run_local.py --rules``; docs/judging.md).
+
+    ``contest``: accepted and recorded, as the contest accepted it (flashinfer-bench gives every
+    trial inputs of its own; FlashInfer's own baseline updates the input state in place); every
+    timed call gets fresh inputs anyway, so the change cannot carry over. ``strict``: this
+    project's contract, inputs byte-identical after the call, else RUNTIME_ERROR."""
+
+    CONTEST = "contest"
+    STRICT = "strict"
+
+    DEFAULT = "contest"  # what a contestant's entry was judged by
 
 
 #: Timing tiers, in the order of the trace's ``tiers`` table.

@@ -169,11 +169,11 @@ def fan_out(args: argparse.Namespace, parser: argparse.ArgumentParser, names: li
     Raises:
         RuntimeError: no lane wrote a run folder (their logs are named).
     """
-    from harness.judge.solutions import discover
+    from harness.judge.entries import discover_all
     from harness.paths import SOLUTIONS_DIR
     from harness.records.store import RunWriter, load_run
 
-    with_reference = REFERENCE_SOLUTION in discover(args.solutions or SOLUTIONS_DIR)
+    with_reference = REFERENCE_SOLUTION in discover_all(args.solutions or SOLUTIONS_DIR).found
     lanes = list(zip(devices, share_out(names, expected_costs(names, stored, args.workloads), len(devices),
                                         with_reference)))
     scratch = Path(tempfile.mkdtemp(prefix="gdn-lanes-"))

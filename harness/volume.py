@@ -154,13 +154,19 @@ def dataset_upload(spec: str) -> Upload | None:
     return Upload.of("dataset", {path.as_posix(): root / path for path in external_files(root)})
 
 
-def solutions_upload(folders: list[Path]) -> Upload:
-    """The solution ``folders`` (each as ``<name>/<file>``), every file the judge would
-    snapshot of them (:func:`harness.judge.solutions.snapshot_files`)."""
+def solutions_upload(paths: list[Path]) -> Upload:
+    """The selected solutions: each folder (a solution folder, a starter kit) as ``<name>/<file>``,
+    every file the judge would snapshot of it (:func:`harness.judge.solutions.snapshot_files`), and
+    each Solution JSON as its own file."""
     from harness.judge.solutions import snapshot_files
 
-    return Upload.of("solutions", {f"{folder.name}/{name}": data for folder in folders
-                                for name, data in snapshot_files(folder).items()})
+    files = {}
+    for path in map(Path, paths):
+        if path.is_file():
+            files[path.name] = path.read_bytes()
+        else:
+            files.update({f"{path.name}/{name}": data for name, data in snapshot_files(path).items()})
+    return Upload.of("solutions", files)
 
 
 def verify_upload(mount: str | Path, volume_path: str) -> None:

@@ -34,6 +34,33 @@ def test_run_local_pt_reference_on_cpu_passes(tmp_path):
     assert "2/2" in proc.stdout  # the one-row-per-solution summary
 
 
+def test_run_local_judges_a_solution_json_as_shipped(tmp_path):
+    """``--solutions`` a flashinfer-bench Solution JSON, unconverted (docs/interop.md, "Judging a contest
+    entry"): the README's two commands, on the CPU."""
+    from conftest import write_small_dataset
+
+    entry = REPO / "tests" / "fixtures" / "contest_entries" / "entries" / "python-value.json"
+    dataset = write_small_dataset(tmp_path / "dataset")
+    results = tmp_path / "results"
+    cmd = [sys.executable, "run_local.py", "--solutions", str(entry), "--device", "cpu", "-n", "2",
+           "--budget", "0.2", "--workloads", str(dataset), "--results", str(results), "--no-progress"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    traces = [json.loads(l) for l in next(results.glob("runs/*/traces.jsonl")).read_text().splitlines()]
+    assert [(t["solution"], t["evaluation"]["status"]) for t in traces] == [("python-value", "PASSED")] * 2
+    assert "2 passed, 0 failed" in proc.stdout
+
+
+def test_a_solution_json_that_cannot_be_read_is_named_and_exits_2(capsys, tmp_path):
+    from conftest import write_small_dataset
+
+    (tmp_path / "entry.json").write_text('{"name": "x", "definition": "gdn_decode_qk4_v8_d128_k_last"}')
+    status, err = _main(["--solutions", str(tmp_path / "entry.json"), "--device", "cpu", "--no-progress",
+                         "--workloads", str(write_small_dataset(tmp_path / "dataset")),
+                         "--results", str(tmp_path / "r")], capsys)
+    assert status == 2 and f"{tmp_path / 'entry.json'}: field 'author': Field required" in err
+
+
 def test_bad_arguments_exit_nonzero(tmp_path):
     proc = subprocess.run([sys.executable, "run_local.py", "--algo", "nope", "--device", "cpu", "--results",
                            str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -125,7 +152,8 @@ def _main(argv, capsys):
     (["--max-noise", "nan"], "--max-noise: nan must be >= 0"),
     (["--workload-timeout", "0"], "--workload-timeout: 0 must be > 0"),
     (["--tiers", "cupti,fast"], "unknown tier"),
-    (["--solutions", "/no/such/folder"], "--solutions /no/such/folder: no such folder"),
+    (["--solutions", "/no/such/folder"], "--solutions /no/such/folder: no such folder or file"),
+    (["--rules", "lenient"], "argument --rules: invalid choice: 'lenient'"),
     (["--workloads", "contest-v9"], "neither a workload set"),
 ])
 def test_a_bad_option_is_named_and_exits_2(argv, words, capsys, tmp_path):

@@ -11,9 +11,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from harness.errors import HarnessInputError
-
-#: The release the contest used; packed JSON is validated against its models.
-FIB_VERSION = "0.1.2"
+from harness.facts import FIB_VERSION  # noqa: F401  (re-exported: the release the contest used)
 
 
 def import_fib(module: str = "flashinfer_bench.data") -> ModuleType:

@@ -18,9 +18,10 @@ The judge's side (trusted):
   worker processes, their fork server, the files put back after each.
 
 Between the two: :mod:`~harness.judge.protocol` (every message that crosses), and what both
-sides load a solution with: :mod:`~harness.judge.solutions`, :mod:`~harness.judge.dps` (the
-positional entry it is called through, the one ``pack`` ships), :mod:`~harness.judge.build`
-(CUDA builds).
+sides load a solution with: :mod:`~harness.judge.solutions`, :mod:`~harness.judge.entries`
+(contest entries as shipped: a flashinfer-bench Solution JSON or a starter-kit folder, converted
+into a solution when the run starts), :mod:`~harness.judge.dps` (the positional entry it is called
+through, the one ``pack`` ships), :mod:`~harness.judge.build` (CUDA builds).
 
 The worker's side (untrusted: the solution may patch it): :mod:`~harness.judge.worker`, and the
 timers it runs, :mod:`~harness.judge.timing` and :mod:`~harness.judge.cupti_recorder` (the contest tier;
@@ -28,5 +29,5 @@ the judge also times the copy floor with them).
 """
 
 __all__ = ["run", "session", "references", "batched_reference", "check", "figures", "core", "core_tier", "floor",
-           "stream_copy", "isolation", "zygote", "vault", "protocol", "solutions", "dps", "build", "worker",
+           "stream_copy", "isolation", "zygote", "vault", "protocol", "solutions", "entries", "dps", "build", "worker",
            "timing", "cupti_recorder"]

@@ -71,6 +71,7 @@ __all__ = [
     "DEFAULT_TARGETS",
     "MIN_COMPUTE_CAPABILITY",
     "build_solution",
+    "build_torch_extension",
     "cache_key",
     "cache_root",
     "compile_only",
@@ -380,9 +381,10 @@ def local_headers(solution_dir: Path) -> list[str]:
     return sorted(p.name for p in Path(solution_dir).iterdir() if p.suffix in HEADER_SUFFIXES and p.is_file())
 
 
-def _source_texts(solution_dir: Path, sources: Sequence[str]) -> dict[str, str]:
-    """Texts of the listed sources plus every local header they may include."""
-    names = set(sources) | set(local_headers(solution_dir))
+def _source_texts(solution_dir: Path, sources: Sequence[str], headers: Sequence[str] | None = None) -> dict[str, str]:
+    """Texts of the listed sources plus every file they may include: ``headers`` (paths in the
+    folder), by default the local headers (:func:`local_headers`)."""
+    names = set(sources) | set(local_headers(solution_dir) if headers is None else headers)
     texts = {}
     for name in sorted(names):
         path = solution_dir / name
@@ -393,14 +395,17 @@ def _source_texts(solution_dir: Path, sources: Sequence[str]) -> dict[str, str]:
 
 
 def build_solution(solution_dir: str | os.PathLike, sources: Sequence[str] = ("kernel.cu",),
-                   targets: Sequence[tuple[str, str]] = DEFAULT_TARGETS, defines: Sequence[str] = ()) -> Path:
+                   targets: Sequence[tuple[str, str]] = DEFAULT_TARGETS, defines: Sequence[str] = (),
+                   headers: Sequence[str] | None = None) -> Path:
     """Build the solution's module unless the cache already holds it.
 
     Args:
         solution_dir: the solution folder; its name names the cache entry.
-        sources: ``.cu`` files in that folder, compiled into one module.
+        sources: ``.cu`` files in that folder (a contest entry's ``.cpp`` too), compiled into one module.
         targets: ``(virtual arch, real code)`` pairs.
         defines: preprocessor macros (``-D``; part of the cache key).
+        headers: the other files the sources may include (part of the cache key); default the
+            headers directly in the folder (:func:`local_headers`).
 
     Returns:
         Path of the cached ``<solution>.so``.
@@ -412,7 +417,7 @@ def build_solution(solution_dir: str | os.PathLike, sources: Sequence[str] = ("k
     name = solution_dir.name
     nvcc = find_nvcc()
     includes, lib_dir, ffi_version = tvm_ffi_paths()
-    texts = _source_texts(solution_dir, sources)
+    texts = _source_texts(solution_dir, sources, headers)
     flags = nvcc_flags(targets, defines)
     version = nvcc_version(nvcc)
     # The library directory is baked into the rpath, so it is part of the key too.
@@ -443,6 +448,81 @@ def build_solution(solution_dir: str | os.PathLike, sources: Sequence[str] = ("k
         record = {"command": cmd, "nvcc_version": version, "tvm_ffi": ffi_version,
                   "sources": sorted(texts), "key": key, "log": log}
         (entry / "build.json").write_text(json.dumps(record, indent=2))
+    return library
+
+
+def _torch_build_function():
+    """``torch.utils.cpp_extension``'s build of an extension that does not import it (the step
+    ``load`` takes before its import), with the keywords this torch accepts.
+
+    Raises:
+        CompileError: this torch has no such function.
+    """
+    import inspect
+
+    from torch.utils import cpp_extension  # noqa: PLC0415
+
+    build = getattr(cpp_extension, "_write_ninja_file_and_build_library", None)
+    if build is None:
+        raise CompileError("this torch's cpp_extension has no _write_ninja_file_and_build_library: a torch-binding "
+                           "entry cannot be built without importing it, which the judge never does")
+    accepted = set(inspect.signature(build).parameters)
+    return lambda **kwargs: build(**{k: v for k, v in kwargs.items() if k in accepted})
+
+
+def build_torch_extension(solution_dir: str | os.PathLike, sources: Sequence[str], name: str,
+                          with_cuda: bool = True) -> Path:
+    """Build a contest entry with ``binding = "torch"`` as flashinfer-bench's ``TorchBuilder`` does
+    (``torch.utils.cpp_extension`` with its default flags, the folder on the include path), without
+    importing the result: the judge runs none of an entry's code. Cached like
+    :func:`build_solution`, under ``<cache>/torch/<name>-<key>/<name>.so``.
+
+    Args:
+        solution_dir: the entry's sources, as its Solution lays them out.
+        sources: the files compiled (``.cu``, ``.cpp``, ...), relative to ``solution_dir``.
+        name: the extension's module name (its ``PyInit_`` symbol, ``TORCH_EXTENSION_NAME``).
+        with_cuda: compile ``.cu`` files with nvcc and link the CUDA libraries.
+
+    Raises:
+        CompileError: a CPU-only torch, no CUDA toolkit or ninja, or the build failed (its log).
+    """
+    import torch  # noqa: PLC0415
+    from torch.utils import cpp_extension  # noqa: PLC0415
+
+    if with_cuda and torch.version.cuda is None:
+        raise CompileError(f"torch {torch.__version__} is a CPU-only build: a CUDA entry with binding 'torch' "
+                           "links against torch's CUDA libraries and cannot be built here")
+    if with_cuda and cpp_extension.CUDA_HOME is None:
+        raise CompileError("torch finds no CUDA toolkit (set CUDA_HOME): a torch-binding CUDA entry cannot be built")
+    solution_dir = Path(solution_dir).resolve()
+    texts = {p.relative_to(solution_dir).as_posix(): p.read_text() for p in sorted(solution_dir.rglob("*"))
+             if p.is_file()}
+    toolchain = nvcc_version(find_nvcc()) if with_cuda else ""
+    flags = [f"torch={torch.__version__}", f"cuda={torch.version.cuda}", f"with_cuda={with_cuda}",
+             f"arch={os.environ.get('TORCH_CUDA_ARCH_LIST', '')}"]
+    entry = cache_root().parent / "torch" / f"{name}-{cache_key(texts, flags, toolchain)}"
+    library = entry / f"{name}.so"
+    if library.is_file():
+        return library
+    build = _torch_build_function()
+    entry.mkdir(parents=True, exist_ok=True)
+    with open(entry / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if library.is_file():
+            return library
+        work = Path(tempfile.mkdtemp(dir=entry, prefix="build-"))
+        try:
+            build(name=name, sources=[str(solution_dir / s) for s in sources], extra_cflags=None,
+                  extra_cuda_cflags=None, extra_sycl_cflags=None, extra_ldflags=None,
+                  extra_include_paths=[str(solution_dir)], build_directory=str(work), verbose=False,
+                  with_cuda=with_cuda, with_sycl=False, is_standalone=False)
+            os.replace(work / f"{name}.so", library)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:  # ninja's failure carries the log
+            raise CompileError(f"torch's extension build of {name} failed: {str(exc)[-4000:]}") from exc
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        (entry / "build.json").write_text(json.dumps({"name": name, "sources": list(sources), "flags": flags,
+                                                      "nvcc_version": toolchain}, indent=2))
     return library
 
 

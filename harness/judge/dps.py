@@ -15,7 +15,13 @@ what is judged is what is submitted, the judge calls every solution only through
   calls it: the generated entry loads the library the harness built from its ``sources`` and
   ``run`` *is* the exported function; the solution's Python entry is not used by the judge.
   (Packing ships the sources and ``<first source>::<ffi_function>``; the contest builds them.)
-  A CUDA solution without ``ffi_function`` has no contest form and is called like a Python one.
+  A CUDA solution without ``ffi_function`` has no contest form and is called like a Python one;
+* a contest entry (a flashinfer-bench Solution or starter-kit folder, :mod:`harness.judge.entries`)
+  is called as flashinfer-bench calls it: a destination-passing function *is* ``run`` (Python, or a
+  TVM-FFI library's exported function); a value-returning one is called with the inputs and its
+  results are copied into the destinations, the call and the copies inside ``run``, so inside the
+  timed call (flashinfer-bench's ``Runnable.call_destination_passing`` does the same); a
+  ``torch``-binding entry's function comes from the PyTorch extension the harness built.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from harness.judge.solutions import (SolutionLoadError, SolutionMeta, build_libr
 ENTRY_FILE = "dps_entry.py"
 #: Its module name inside the solution's package.
 ENTRY_MODULE = "dps_entry"
+#: Languages whose sources the harness compiles (a contest entry's ``cuda`` or ``cpp``; ours: ``cuda``).
+COMPILED_LANGUAGES = ("cuda", "cpp")
 
 
 def argument_order(definition: Definition) -> list[str]:
@@ -45,9 +53,17 @@ def calls_ffi_directly(meta: SolutionMeta) -> bool:
 
 def entry_source(meta: SolutionMeta, definition: Definition) -> str:
     """The text of :data:`ENTRY_FILE` for ``meta`` (see module doc)."""
+    if meta.calling != "dict":
+        return _contest_entry(meta, definition)
     if calls_ffi_directly(meta):
         return _ffi_entry(meta)
     return _dict_entry(meta, definition)
+
+
+def torch_extension_name(meta: SolutionMeta) -> str:
+    """The module name a ``torch``-binding entry's extension is built and imported under (its
+    ``PyInit_`` symbol: ``TORCH_EXTENSION_NAME`` at the build)."""
+    return f"{meta.package_name}_torch"
 
 
 def with_entry(meta: SolutionMeta, definition: Definition, files: dict[str, bytes]) -> dict[str, bytes]:
@@ -116,3 +132,105 @@ def _ffi_entry(meta: SolutionMeta) -> str:
         f"              {json.dumps(meta.ffi_function)})",
         "",
     ])
+
+
+def _loader_lines(meta: SolutionMeta) -> list[str]:
+    """Lines that bind ``_fn``, the contest entry's function (see :func:`_contest_entry`)."""
+    library = json.dumps(meta.library_name)
+    function = json.dumps(meta.function)
+    if meta.language in COMPILED_LANGUAGES and meta.binding == "torch":
+        return ["import importlib.machinery",
+                "import importlib.util",
+                "from pathlib import Path",
+                "",
+                "import torch  # noqa: F401  (the extension links against the libraries torch loads)",
+                "",
+                f"_LOADER = importlib.machinery.ExtensionFileLoader({json.dumps(torch_extension_name(meta))},",
+                f"                                                  str(Path(__file__).with_name({library})))",
+                "_MODULE = importlib.util.module_from_spec(importlib.util.spec_from_loader(_LOADER.name, _LOADER))",
+                "_LOADER.exec_module(_MODULE)",
+                f"_fn = getattr(_MODULE, {function})"]
+    if meta.language in COMPILED_LANGUAGES:
+        return ["from pathlib import Path",
+                "",
+                "import tvm_ffi",
+                "",
+                f"_fn = getattr(tvm_ffi.load_module(str(Path(__file__).with_name({library}))), {function})"]
+    return [f"from .{meta.entry_module} import {meta.function} as _fn"]
+
+
+#: The generated entry's own code for a contest entry (``@NAME@`` slots filled by
+#: :func:`_contest_entry`): the arity check is flashinfer-bench's build-time one (a function that
+#: cannot take the definition's arguments is refused when it is loaded: COMPILE_ERROR).
+_ARITY_CHECK = '''
+def _check_arity(fn, expected):
+    """Refuse a function that cannot take the definition's @COUNT@ arguments, as flashinfer-bench's
+    builder does; a signature Python cannot read is not checked."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return
+    fixed = sum(p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters)
+    variadic = any(p.kind == p.VAR_POSITIONAL for p in parameters)
+    if fixed > expected or (fixed != expected and not variadic):
+        raise TypeError(f"the @STYLE@ entry @FUNCTION@ takes {fixed} parameters; the definition gives it "
+                        f"{expected} (@NAMES@)")
+
+
+_check_arity(_fn, @COUNT@)
+'''
+
+#: A value-returning entry's ``run``: its results copied into the destinations, inside the call.
+_VALUE_RUN = '''
+
+def _store(results, destinations):
+    """Copy what the function returned into the destinations: a tuple with one tensor per output
+    (a single output may come bare), each of its destination's shape and dtype."""
+    results = results if isinstance(results, tuple) else (results,)
+    if len(results) != len(destinations):
+        raise ValueError(f"@FUNCTION@ returned {len(results)} values; the definition has @OUTPUT_COUNT@ "
+                         "outputs (@OUTPUTS@)")
+    for name, result, destination in zip(@OUTPUT_NAMES@, results, destinations):
+        if not hasattr(result, "shape") or tuple(result.shape) != tuple(destination.shape) \\
+                or result.dtype != destination.dtype:
+            got = (tuple(result.shape), result.dtype) if hasattr(result, "shape") else type(result).__name__
+            raise ValueError(f"@FUNCTION@ returned {got} as {name}; the definition's {name} is "
+                             f"{(tuple(destination.shape), destination.dtype)}")
+        destination.copy_(result)
+
+
+def run(@ARGUMENTS@):
+    _store(_fn(@INPUTS@), (@OUTPUTS@,))
+'''
+
+
+def _fill(template: str, slots: dict[str, str]) -> str:
+    """``template`` with every ``@KEY@`` replaced by ``slots[KEY]``."""
+    for key, value in slots.items():
+        template = template.replace(f"@{key}@", value)
+    return template
+
+
+def _contest_entry(meta: SolutionMeta, definition: Definition) -> str:
+    """A contest entry's positional entry: its function as ``run`` (destination-passing), or a
+    ``run`` that calls it with the inputs and copies what it returns into the destinations."""
+    inputs, outputs = list(definition.inputs), list(definition.outputs)
+    dps = meta.calling == "dps"
+    taken = inputs + outputs if dps else inputs
+    slots = {"FUNCTION": meta.function, "STYLE": "destination-passing" if dps else "value-returning",
+             "COUNT": str(len(taken)), "NAMES": ", ".join(taken), "OUTPUT_COUNT": str(len(outputs)),
+             "OUTPUTS": ", ".join(outputs), "OUTPUT_NAMES": repr(tuple(outputs)),
+             "ARGUMENTS": ", ".join(inputs + outputs), "INPUTS": ", ".join(inputs)}
+    lines = [
+        f'"""Positional destination-passing entry of the contest entry {meta.name}, generated by the',
+        f"harness: its {slots['STYLE']} function {meta.function} ({meta.entry or meta.sources[0]}), called",
+        'as flashinfer-bench calls it (harness/judge/dps.py)."""',
+        "",
+        "import inspect",
+        "",
+        *_loader_lines(meta),
+        "",
+        _fill(_ARITY_CHECK, slots),
+    ]
+    body = "run = _fn\n" if dps else _fill(_VALUE_RUN, slots)
+    return "\n".join(lines) + body

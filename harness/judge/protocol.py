@@ -174,7 +174,9 @@ class Checked(_Message):
     """Output bytes of one call (a correctness trial, or a sampled timed call), or what went wrong.
 
     ``problem`` is set when the call raised or broke the contract (destinations
-    replaced, re-strided or not returned; inputs modified): then no payloads follow.
+    replaced, re-strided or not returned): then no payloads follow. ``inputs_modified``
+    names the inputs a correctness trial's call changed; the parent judges that by the
+    run's rules (harness.facts.Rules).
     """
 
     kind: Literal["checked"] = "checked"
@@ -182,6 +184,7 @@ class Checked(_Message):
     call: int | None = None  # the timed call these outputs are from; None for a correctness trial
     problem: str | None = None
     problem_kind: Literal["exception", "contract", "shape", "dtype"] | None = None
+    inputs_modified: list[str] = Field(default_factory=list)
 
 
 class TierBegin(_Message):

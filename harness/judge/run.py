@@ -3,9 +3,12 @@
 This is the function both command-line shells (run_local.py, run_modal.py)
 call. In order:
 
-1. validate every solution folder (a malformed one becomes COMPILE_ERROR
-   traces, never the end of the run), snapshot its files and build the CUDA
-   ones, while the tensors of one of our sets are generated on first use;
+1. validate every solution folder, and read and convert every contest entry
+   (:mod:`harness.judge.entries`: a flashinfer-bench Solution JSON or a starter-kit
+   folder); a malformed one becomes COMPILE_ERROR traces, never the end of the
+   run, unless no entry could be read at all (bad input); snapshot its files and
+   build the compiled ones, while the tensors of one of our sets are generated on
+   first use;
 2. snapshot what later workers must not be able to change: the harness's
    sources (read first of all), the dataset's stored tensors (into
    :class:`~harness.judge.references.References`), and fingerprints of the
@@ -31,15 +34,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 from tqdm import tqdm
 
 from harness.data.dataset import Dataset, describe_dataset, make_tensors
 from harness.data.workloads import Workload
-from harness.facts import DEFAULT_TOLERANCE, REFERENCE_SOLUTION, Tier, Tolerance
-from harness.judge import dps
+from harness.errors import HarnessInputError
+from harness.facts import DEFAULT_TOLERANCE, REFERENCE_SOLUTION, Rules, Tier, Tolerance
+from harness.judge import entries
 from harness.judge.build import CompileError
 from harness.judge.check import Status
 from harness.judge.core import build_core
@@ -49,8 +53,7 @@ from harness.judge.isolation import (GPU_PRELOAD, Timeouts, Zygote, become_subre
 from harness.judge.references import References
 from harness.judge.vault import FileVault
 from harness.judge.session import RunContext, Variant, VariantJudge
-from harness.judge.solutions import (SolutionLoadError, SolutionMeta, build_library_file, discover, load_meta,
-                                     snapshot_files)
+from harness.judge.solutions import SolutionLoadError, SolutionMeta
 from harness.judge.timing import L2Flusher, TimingConfig
 from harness.paths import REPO_ROOT, RESULTS_DIR, SOLUTIONS_DIR
 from harness.records.annotate import annotate
@@ -63,13 +66,15 @@ HARNESS_DIR = Path(__file__).resolve().parents[1]
 
 @dataclass
 class RunConfig:
-    """What a run does: device, tiers, correctness trials, the fp32 tolerance and the timing settings."""
+    """What a run does: device, tiers, correctness trials, the fp32 tolerance, the timing settings
+    and the rules an input modified by a call is judged by (:class:`harness.facts.Rules`)."""
 
     device: str = "cpu"
     tiers: tuple[str, ...] = (Tier.WALLCLOCK,)
     trials: int = 3
     tolerance: Tolerance = field(default_factory=lambda: DEFAULT_TOLERANCE)
     timing: TimingConfig = field(default_factory=TimingConfig)
+    rules: str = Rules.DEFAULT
 
 
 @dataclass
@@ -86,71 +91,101 @@ class RunResult:
 
 @dataclass
 class Candidate:
-    """A selected solution folder: its validated variants, or why it cannot run."""
+    """A selected solution (folder or contest entry): its validated variants, or why it cannot run."""
 
-    folder: Path
+    folder: Path  # the solution folder, or the contest entry (a Solution JSON file, a starter-kit folder)
     variants: list[Variant] = field(default_factory=list)
     failure: tuple[Status, str] | None = None  # COMPILE_ERROR or SKIPPED, with the log
     files: dict[str, bytes] = field(default_factory=dict)
     library: bytes | None = None
     library_file: Path | None = None  # where the build cache holds ``library`` (the next run loads it from there)
+    unreadable: SolutionLoadError | None = None  # why a contest entry could not be read
 
 
-def select_solutions(algo: str, solutions_root: Path | None = None) -> list[Path]:
-    """Folders of the solutions named by ``algo`` (``all`` or a comma list), pt-reference first.
+class Selected(NamedTuple):
+    """A solution ``--algo`` selected: its name and where it is (folder, Solution JSON or kit)."""
+
+    name: str
+    path: Path
+
+
+def select_solutions(algo: str, solutions_root: Path | None = None, definition: str | None = None,
+                     notes: list[str] | None = None) -> list[Selected]:
+    """The solutions named by ``algo`` (``all`` or a comma list) under the solutions root (a folder
+    of solution folders, or contest entries: :func:`harness.judge.entries.discover_all`),
+    pt-reference first. Entries for a definition other than ``definition`` are left out, said in
+    ``notes``.
 
     Raises:
-        ValueError: a name that no folder under the solutions root has, or a missing root.
+        ValueError: a name that the solutions root does not hold, or a missing root.
+        HarnessInputError: the root holds nothing to judge, or two solutions of one name.
     """
     root = Path(solutions_root or SOLUTIONS_DIR)
-    if not root.is_dir():
+    if not root.exists():
         raise ValueError(f"solutions folder {root} does not exist")
-    found = discover(root)
+    discovery = entries.discover_all(root, definition)
+    found = discovery.found
     names = list(found) if algo == "all" else [a.strip() for a in algo.split(",") if a.strip()]
     unknown = [n for n in names if n not in found]
     if unknown:
         raise ValueError(f"unknown solution(s) {unknown}; available: {sorted(found)}")
     names.sort(key=lambda n: n != REFERENCE_SOLUTION)
-    return [found[n] for n in names]
+    if notes is not None:
+        notes += discovery.notes
+    return [Selected(n, found[n]) for n in names]
 
 
-def prepare(folder: Path, dataset: Dataset, config: RunConfig) -> Candidate:
-    """Validate, snapshot and (CUDA) build one solution; failures become the candidate's status."""
-    candidate = Candidate(folder)
+def prepare(selected: Selected, dataset: Dataset, config: RunConfig) -> Candidate:
+    """Validate (or read and convert), snapshot and build one solution; failures become the
+    candidate's status."""
+    candidate = Candidate(selected.path)
     try:
-        meta = load_meta(folder)
+        loaded = entries.load(selected.path, dataset.definition)
     except SolutionLoadError as exc:
         candidate.failure = (Status.COMPILE_ERROR, str(exc))
-        candidate.variants = [Variant(_placeholder(folder))]
+        candidate.variants = [Variant(_placeholder(selected))]
+        candidate.unreadable = exc if entries.is_entry(selected.path) else None
         return candidate
+    meta = loaded.meta
     candidate.variants = [Variant(meta, d) for d in sorted(meta.state_dtypes, key=lambda d: d != "float32")]
     candidate.failure = _skip(meta, dataset, config)
     if candidate.failure:
         return candidate
-    try:  # the judge calls the solution only through the positional entry that pack ships
-        candidate.files = dps.with_entry(meta, dataset.definition, snapshot_files(folder))
+    try:  # the judge calls the solution only through the positional entry (harness/judge/dps.py)
+        candidate.files = entries.files_of(loaded, dataset.definition)
     except SolutionLoadError as exc:
         candidate.failure = (Status.COMPILE_ERROR, str(exc))
         return candidate
     try:
-        candidate.library_file = build_library_file(meta)
+        candidate.library_file = entries.build(loaded)
         candidate.library = candidate.library_file.read_bytes() if candidate.library_file else None
     except CompileError as exc:
         candidate.failure = (Status.COMPILE_ERROR, str(exc)[-4000:])
     return candidate
 
 
-def prepare_all(folders: list[Path], dataset: Dataset, config: RunConfig) -> list[Candidate]:
-    """:func:`prepare` every folder, in order. The CUDA builds run side by side (each nvcc is a
-    process of its own, and nothing is timed yet), so a run waits for its longest build, not their sum."""
-    with ThreadPoolExecutor(max_workers=max(1, min(len(folders), os.cpu_count() or 1))) as pool:
-        return list(pool.map(lambda folder: prepare(folder, dataset, config), folders))
+def prepare_all(selected: list[Selected], dataset: Dataset, config: RunConfig) -> list[Candidate]:
+    """:func:`prepare` every solution, in order. The builds run side by side (each nvcc is a
+    process of its own, and nothing is timed yet), so a run waits for its longest build, not their sum.
+
+    Raises:
+        HarnessInputError: every selected solution is a contest entry and none could be read
+            (nothing at all can be judged: each one's file and field are named).
+    """
+    with ThreadPoolExecutor(max_workers=max(1, min(len(selected), os.cpu_count() or 1))) as pool:
+        candidates = list(pool.map(lambda one: prepare(one, dataset, config), selected))
+    if candidates and all(c.unreadable for c in candidates):
+        if len(candidates) == 1:
+            raise candidates[0].unreadable
+        raise HarnessInputError("--solutions", None, "no contest entry could be read:\n  " +
+                                "\n  ".join(str(c.unreadable) for c in candidates))
+    return candidates
 
 
-def _placeholder(folder: Path):
-    """A stand-in meta for a folder whose solution.toml could not be read (its traces carry the folder name)."""
-    name = folder.name[:64] if re.fullmatch(r"[A-Za-z0-9._-]+", folder.name) else "invalid-name"
-    return SolutionMeta(name, folder, "", "python", "", "", "", (), False, False, ("float32",))
+def _placeholder(selected: Selected):
+    """A stand-in meta for a solution that could not be read (its traces carry the name it was found under)."""
+    name = selected.name[:64] if re.fullmatch(r"[A-Za-z0-9._-]+", selected.name) else "invalid-name"
+    return SolutionMeta(name, selected.path, "", "python", "", "", "", (), False, False, ("float32",))
 
 
 def _skip(meta, dataset: Dataset, config: RunConfig) -> tuple[Status, str] | None:
@@ -230,8 +265,10 @@ def run_vault(dataset: Dataset, candidates: list[Candidate], results_dir: Path) 
     and this run's results folder, and the importable entries of the checkout's root."""
     compileall.compile_dir(HARNESS_DIR, quiet=1)
     libraries = [c.library_file for c in candidates if c.library_file is not None]
-    return FileVault(roots=[HARNESS_DIR, RESULTS_DIR, results_dir, *(c.folder for c in candidates)],
-                     files=[*dataset.read_files(), *libraries], shallow=[REPO_ROOT])
+    folders = [c.folder for c in candidates if c.folder.is_dir()]
+    single = [c.folder for c in candidates if c.folder.is_file()]  # Solution JSON files
+    return FileVault(roots=[HARNESS_DIR, RESULTS_DIR, results_dir, *folders],
+                     files=[*dataset.read_files(), *libraries, *single], shallow=[REPO_ROOT])
 
 
 def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: Path, *,
@@ -246,7 +283,8 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
     (what finished is written). Never raises for a solution's fault.
 
     Raises:
-        HarnessInputError: the dataset is malformed.
+        HarnessInputError: the dataset is malformed; the solutions root holds nothing to judge, or
+            only contest entries none of which can be read.
         ValueError: unknown solution name, or no such solutions folder.
         harness.judge.core.CoreError: the timing core cannot be built here (no C compiler or
             CPython headers).
@@ -258,14 +296,15 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
     harness_files = read_tree(HARNESS_DIR, "**/*.py")
     clock = Stopwatch()
     dataset = describe_dataset(dataset_spec)
-    folders = select_solutions(algo, solutions_root)
+    left_out: list[str] = []
+    selected = select_solutions(algo, solutions_root, dataset.definition.name, left_out)
     Zygote.prestart(GPU_PRELOAD if config.device.startswith("cuda") else ())  # imports beside the builds
     results_dir = Path(results_dir)
     run_dir = results_dir / "runs" / run_id(dataset.name, config.device)
-    result = RunResult(run_dir)
+    result = RunResult(run_dir, notes=left_out)
     core_library = build_core()  # before anything else is made: without it nothing can be timed
     with ThreadPoolExecutor(max_workers=1) as builder:  # the builds are nvcc processes: the tensors meanwhile
-        building = builder.submit(prepare_all, folders, dataset, config)
+        building = builder.submit(prepare_all, selected, dataset, config)
         make_tensors(dataset, show_progress=progress)
         result.timeline.append(clock.lap("tensors, while the builds run"))
         candidates = building.result()

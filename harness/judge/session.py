@@ -24,7 +24,7 @@ import torch
 from harness.data.dataset import Dataset
 from harness.data.definition import TORCH_DTYPES
 from harness.data.workloads import Workload
-from harness.facts import CONTEST_TIER, HEADLINE_TIERS, STATE_DTYPE_TOLERANCES, Tier, Tolerance
+from harness.facts import CONTEST_TIER, HEADLINE_TIERS, STATE_DTYPE_TOLERANCES, Rules, Tier, Tolerance
 from harness.judge import dps, figures
 from harness.judge import protocol as msg
 from harness.judge.check import CheckResult, Status, check_outputs
@@ -109,6 +109,8 @@ class VariantJudge:
         self.laid = None  # the workload being judged, as the core lays it out (core_tier.CoreWorkload)
         self.clock = ClockWarmth()  # when the running worker last kept the GPU busy (its core tiers' warm-up)
         self.awaiting_order = False  # the worker waits for the judge's next timing order of this workload
+        self.rules = str(Rules(getattr(ctx.config, "rules", Rules.DEFAULT)))
+        self.inputs_modified: list[str] = []  # inputs this workload's correctness trials changed (contest rules)
 
     # ------------------------------------------------------------------ traces
 
@@ -122,7 +124,8 @@ class VariantJudge:
                 max_absolute_error=max(e.max_abs for e in check.errors.values()),
                 extra=CorrectnessExtra(per_output=to_tensor_errors(check.errors), trials=self.ctx.config.trials,
                                        atol=self.tolerance.atol, rtol=self.tolerance.rtol,
-                                       state_dtype=self.variant.state_dtype, timed_calls_verified=self.verified))
+                                       state_dtype=self.variant.state_dtype, timed_calls_verified=self.verified,
+                                       rules=self.rules, inputs_modified=self.inputs_modified))
         evaluation = Evaluation(status=status, environment=self.ctx.environment,
                                 timestamp=now(), log=log, correctness=correctness,
                                 performance=performance if status == Status.PASSED else None)
@@ -229,6 +232,7 @@ class VariantJudge:
         worker.send(msg.Workload(workload=workload.as_json(), timed_trial_base=TIMED_TRIAL_BASE, core=command.hex(),
                                  tensors=[msg.tensor_header(n, t) for n, t in stored.items()]), stored.values())
         self.verified, self.pending, self.unbelievable, self.awaiting_order = 0, [], None, False
+        self.inputs_modified = []
         try:
             check = self.check_trials(worker, workload, deadline)
             tiers = self.time_tiers(worker, workload, deadline)
@@ -303,7 +307,24 @@ class VariantJudge:
             self.failed(checked)
         if checked.call is not None:
             raise msg.ProtocolError(f"outputs of timed call {checked.call} sent for {what}")
-        return self.checked_outputs(worker, workload, checked, what)
+        outputs = self.checked_outputs(worker, workload, checked, what)
+        unknown = sorted(set(checked.inputs_modified) - set(self.definition.inputs))
+        if unknown:
+            raise msg.ProtocolError(f"{what}: inputs {unknown[:4]} reported modified; the definition has no such input")
+        self.judge_inputs_modified(checked.inputs_modified, what)
+        return outputs
+
+    def judge_inputs_modified(self, names: list[str], what: str) -> None:
+        """Inputs a correctness trial's call changed: :class:`Rejected` under strict rules, recorded
+        (the trace's ``inputs_modified``) under the contest's (docs/judging.md, "The rules")."""
+        if not names:
+            return
+        if self.rules == Rules.STRICT:
+            raise Rejected(Status.RUNTIME_ERROR, (
+                f"{what}: contract violation: input {', '.join(names)} was modified by run (--rules strict: "
+                "inputs are read-only, and an in-place solution updates new_state, which its entry hands it as its "
+                "state; --rules contest accepts it, as the contest did)"))
+        self.inputs_modified = sorted(set(self.inputs_modified) | set(names))
 
     def checked_outputs(self, worker, workload: Workload, checked: msg.Checked, what: str) -> dict[str, torch.Tensor]:
         """The payloads of ``checked``, or :class:`Rejected` for the problem it reports."""
@@ -442,9 +463,12 @@ class VariantJudge:
                 break
             if message.index != calls:
                 raise msg.ProtocolError(f"timed call {message.index} reported, expected call {calls}")
-            worker.send(msg.Go(proceed=True))
-            asked.append(calls)
-            verified += 1
+            # its calls share one input set (the contest's loop): an entry that changes its inputs (contest
+            # rules) ends on inputs no reference was computed for, so its outputs cannot be checked
+            verify = not self.inputs_modified
+            worker.send(msg.Go(proceed=verify))
+            asked += [calls] if verify else []
+            verified += verify
             calls += 1
         wall_s = time.monotonic() - started
         self.verified += verified

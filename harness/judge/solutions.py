@@ -69,6 +69,18 @@ class SolutionMeta:
     #: the TVM-FFI function ``sources`` export with the definition's positional DPS
     #: signature (language "cuda"): the entry point of the packed submission
     ffi_function: str = ""
+    #: how the generated positional entry calls the solution (:mod:`harness.judge.dps`):
+    #: ``dict``, this project's ``run(inputs)``; for a contest entry (:mod:`harness.judge.entries`)
+    #: ``dps``, its function takes the inputs then the outputs, or ``value``, it takes the inputs
+    #: and returns the outputs (flashinfer-bench's ``destination_passing_style`` true / false)
+    calling: str = "dict"
+    #: a contest entry's function, the part after ``::`` of its entry point (``kernel.py::kernel``)
+    function: str = "run"
+    #: a compiled contest entry's binding: ``tvm-ffi`` (the library's exported function) or
+    #: ``torch`` (a PyTorch extension module; :func:`harness.judge.build.build_torch_extension`)
+    binding: str = "tvm-ffi"
+    #: where the solution came from: ``folder`` (``solution.toml``), ``solution-json``, ``starter-kit``
+    origin: str = "folder"
 
     @property
     def package_name(self) -> str:
@@ -190,7 +202,8 @@ def load_meta(directory: str | Path) -> SolutionMeta:
 
 def discover(root: str | Path = SOLUTIONS_DIR) -> dict[str, Path]:
     """Map folder name to folder for every ``root/*/solution.toml``, sorted by name.
-    Folders are not validated here: :func:`load_meta` does that, one at a time.
+    Folders are not validated here: :func:`load_meta` does that, one at a time. (A run selects
+    from contest entries too: :func:`harness.judge.entries.discover_all`.)
 
     Raises:
         HarnessInputError: ``root`` holds no solution folder (the message says what it expected,
@@ -216,10 +229,9 @@ def no_solution_problem(root: Path) -> str:
     if (root / "config.toml").is_file():
         foreign.insert(0, "config.toml")
     if foreign:
-        problem += (f"; it holds {', '.join(foreign[:4])}{', ...' if len(foreign) > 4 else ''}: judging "
-                    "flashinfer-bench Solution JSON or starter-kit folders (config.toml) directly is not "
-                    "supported yet: run_local.py judges this project's solution folders, from which python -m harness "
-                    "pack writes both")
+        problem += (f"; it holds {', '.join(foreign[:4])}{', ...' if len(foreign) > 4 else ''}: flashinfer-bench "
+                    "Solution JSON or starter-kit folders (config.toml), which run_local.py --solutions judges as "
+                    "they are (harness.judge.entries) but which are not this project's solution folders")
     return problem
 
 

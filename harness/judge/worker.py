@@ -13,11 +13,12 @@ calls after they were made, and checks every figure it receives. ``run`` is
 always the solution's positional DPS entry (harness/judge/dps.py), called with
 the definition's inputs and then its outputs, as the contest calls it.
 
-The contract checks made here (destinations not rebound or re-strided, inputs
-unchanged) only give honest solutions a clear message: the
-bytes the parent judges are read through the worker's own aliases of the
-destination storage, so a solution that defeats these checks still ships
-whatever its destinations hold.
+The contract checks made here (destinations not rebound or re-strided; which
+inputs a call changed, which the parent judges by the run's rules) only give
+honest solutions a clear message: the bytes the parent judges are read through
+the worker's own aliases of the destination storage, so a solution that defeats
+these checks still ships whatever its destinations hold, and every call gets
+inputs of its own, so a changed input cannot reach another call.
 """
 
 from __future__ import annotations
@@ -124,26 +125,26 @@ class Worker:
                 torch.cuda.synchronize()
         except Exception as exc:
             return self.channel.send(msg.Checked(outputs=[], problem=_failure_log(exc), problem_kind="exception"))
-        problem = self.contract_problem(dests, layout, args, saved)
+        problem = self.contract_problem(dests, layout)
         if problem:
             return self.channel.send(msg.Checked(outputs=[], problem=problem[1], problem_kind=problem[0]))
-        self.send_outputs(aliases)
+        self.send_outputs(aliases, modified=[name for name, before in saved.items()
+                                             if not _same_bytes(args[name], before)])
 
-    def contract_problem(self, dests, layout, args, saved) -> tuple[str, str] | None:
+    def contract_problem(self, dests, layout) -> tuple[str, str] | None:
         """``(kind, message)`` when the call broke the DPS contract (docs/solutions.md), else None."""
         for name, dest in dests.items():
             now = (dest.data_ptr(), tuple(dest.shape), dest.stride(), dest.dtype)
             if now != layout[name] or not dest.is_contiguous():
                 return "contract", f"{name}: the destination was rebound or re-strided ({now} != {layout[name]})"
-        for name, before in saved.items():
-            if not _same_bytes(args[name], before):
-                return "contract", (f"input {name} was modified by run (inputs are read-only: an in-place solution "
-                                    "updates new_state, which its entry hands it as its state)")
         return None
 
-    def send_outputs(self, aliases: dict[str, torch.Tensor], call: int | None = None) -> None:
-        """Output bytes of a correctness trial (``call`` None) or of timed call ``call``."""
-        self.channel.send(msg.Checked(outputs=[msg.tensor_header(n, t) for n, t in aliases.items()], call=call))
+    def send_outputs(self, aliases: dict[str, torch.Tensor], call: int | None = None,
+                     modified: list[str] = ()) -> None:
+        """Output bytes of a correctness trial (``call`` None; ``modified``: the inputs it changed)
+        or of timed call ``call``."""
+        self.channel.send(msg.Checked(outputs=[msg.tensor_header(n, t) for n, t in aliases.items()], call=call,
+                                      inputs_modified=list(modified)))
         for tensor in aliases.values():
             self.channel.send_tensor(tensor)
 

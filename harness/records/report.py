@@ -70,6 +70,8 @@ def trace_row(trace: Trace) -> dict:
         row[f"{name}_max_abs_err"] = err.max_abs
         row[f"{name}_max_rel_err"] = err.max_rel
         row[f"{name}_rel_l2_err"] = err.rel_l2
+    if extra and extra.inputs_modified:  # accepted under the contest's rules, shown wherever the row goes
+        row["inputs_modified"] = ",".join(extra.inputs_modified)
     if perf:
         _tier_columns(row, perf.tiers)
     row["log"] = ev.log.strip().splitlines()[-1][:200] if ev.log.strip() else ""
@@ -143,6 +145,14 @@ def _first_failure(rows: pd.DataFrame) -> str:
     return f"{counts}: {log.splitlines()[0] if log else ''}"
 
 
+def _inputs_modified(rows: pd.DataFrame) -> str:
+    """The inputs a solution's calls changed on any of ``rows`` (comma list, '' if none)."""
+    if "inputs_modified" not in rows:
+        return ""
+    names = {n for cell in rows["inputs_modified"] if isinstance(cell, str) for n in cell.split(",") if n}
+    return ",".join(sorted(names))
+
+
 def _device(row) -> str:
     """A row's device (``cuda:1``), '' where the run did not record one (runs before the field)."""
     device = row.get("device")
@@ -162,7 +172,8 @@ def solution_summary(frame: pd.DataFrame) -> pd.DataFrame:
     workloads of FlashInfer's latency over this one's, same state dtype and device: > 1 is faster),
     ``below_floor`` (workloads whose figure is under the copy floor: on a CPU, wall-clock noise; on a
     GPU, a kernel faster than the copies measured),
-    ``problem`` (status counts and the first failure's reason), ``skipped_only``.
+    ``problem`` (status counts and the first failure's reason), ``skipped_only``, ``inputs_modified``
+    (the inputs its calls changed on any workload, accepted by ``--rules contest``; '' if none).
     """
     rows = frame[~frame["solution"].astype(str).map(is_floor_label)]
     latency = {}  # (label, workload, device) -> µs of passed rows: ratios only within one GPU (--gpus)
@@ -193,6 +204,7 @@ def solution_summary(frame: pd.DataFrame) -> pd.DataFrame:
             "below_floor": int((floors < 1.0).sum()),
             "problem": _first_failure(mine),
             "skipped_only": set(mine["status"]) <= {"PASSED", "SKIPPED"},
+            "inputs_modified": _inputs_modified(mine),
         })
     return pd.DataFrame(out)
 
@@ -223,7 +235,10 @@ def print_summary(summary: pd.DataFrame, console=None) -> None:
         score = _fmt(r["score"], ".1f")
         if score and isinstance(r["score_tier"], str) and r["score_tier"] != tier:
             score += f" ({r['score_tier']})"  # read from another tier than the row's figures
+        problem = escape((r["problem"] or "")[:120])
+        if r.get("inputs_modified"):  # accepted (--rules contest), never silently
+            problem = (problem + "; " if problem else "") + \
+                f"[yellow]modifies its input {escape(r['inputs_modified'])} (accepted: --rules contest)[/yellow]"
         table.add_row(escape(r["solution"]), f"[{style}]{r['passed']}[/{style}]", tier, _fmt(r["median_us"], ".2f"),
-                      _fmt(r["geomean_us"], ".2f"), x_floor, score,
-                      _fmt(r["vs_flashinfer"], ".2f"), escape((r["problem"] or "")[:120]))
+                      _fmt(r["geomean_us"], ".2f"), x_floor, score, _fmt(r["vs_flashinfer"], ".2f"), problem)
     console.print(table)

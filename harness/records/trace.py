@@ -151,6 +151,12 @@ class CorrectnessExtra(Record):
     timed_calls_verified: int = 0
     """How many of the timed calls' outputs the judge checked against the
     reference (0: only the correctness trials were checked)."""
+    rules: str = "strict"
+    """The rules a call that changed its inputs was judged by (``contest`` or ``strict``,
+    ``harness.facts.Rules``; runs before the option were strict)."""
+    inputs_modified: list[str] = Field(default_factory=list)
+    """Inputs the solution's calls changed in the correctness trials, accepted under the
+    contest's rules (under strict rules such a call is RUNTIME_ERROR)."""
 
 
 class Correctness(Record):

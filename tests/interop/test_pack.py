@@ -93,19 +93,23 @@ def test_a_starter_kit_is_refused_inside_the_json_folder_or_a_datasets_solutions
     assert not (tmp_path / "out").exists() and not (dataset_solutions / "kits").exists()  # nothing written
 
 
-@pytest.mark.parametrize("what", ["solution-json", "starter-kits"])
-def test_run_local_on_packed_forms_exits_2_saying_what_it_expected(packed, what, tmp_path):
-    """A contestant points --solutions at what pack wrote: no traceback, exit 2, the folder named."""
+@pytest.mark.parametrize("what, status", [("solution-json", "PASSED"), ("starter-kits", "SKIPPED")])
+def test_run_local_judges_the_packed_forms_as_they_are(packed, what, status, tmp_path):
+    """A contestant points --solutions at what pack wrote: it is judged as shipped
+    (harness/judge/entries.py). pt-reference's JSON names target_hardware cpu and cuda and runs on
+    the CPU; its starter kit, like every kit, is packed for ["cuda"] by the kit's own script."""
     some = next(iter(packed.values()))
     dataset = some.json_path.parent.parent
     folder = some.json_path.parent if what == "solution-json" else some.kit_dir.parent
-    done = subprocess.run([sys.executable, "run_local.py", "--solutions", str(folder), "--device", "cpu",
-                           "--workloads", str(dataset), "--results", str(tmp_path), "--no-progress"],
+    done = subprocess.run([sys.executable, "run_local.py", "--solutions", str(folder), "--algo", "pt-reference",
+                           "--device", "cpu", "-n", "1", "--budget", "0.2", "--workloads", str(dataset),
+                           "--results", str(tmp_path), "--no-progress"],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
-    assert f"{folder}: holds no solution folder" in done.stderr and "<name>/solution.toml" in done.stderr
-    assert "directly is not supported yet" in done.stderr
-    assert not (tmp_path / "runs").exists()  # refused before a run folder is made
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    traces = [json.loads(line) for line in next(tmp_path.glob("runs/*/traces.jsonl")).read_text().splitlines()]
+    traces += [json.loads(line) for line in next(tmp_path.glob("runs/*/skipped.jsonl")).read_text().splitlines()
+               ] if next(tmp_path.glob("runs/*/skipped.jsonl"), None) else []
+    assert traces and {(t["solution"], t["evaluation"]["status"]) for t in traces} == {("pt-reference", status)}
 
 
 def test_the_generated_entry_takes_the_definitions_arguments_in_order(packed):

@@ -61,7 +61,9 @@ EXPECTED: dict[str, tuple] = {
     "restrided-view": ({RUNTIME, NUMERICAL}, ("destination",)),
     "returns-new-tensor": ({NUMERICAL}, ()),  # DPS: the destinations are read, what run returns is not
     "positional-differs": ({NUMERICAL}, ()),  # judged through the positional entry pack ships
-    "modifies-inputs": ({RUNTIME}, ("was modified by run",)),
+    # the run's rules are the default, the contest's: accepted and recorded (test below); under
+    # --rules strict it is RUNTIME_ERROR "was modified by run" (tests/judge/test_contest_entries.py)
+    "modifies-inputs": ({PASSED}, ()),
     "forge-events": ({RUNTIME}, ("protocol",)),
     "duplicate-frame": ({RUNTIME}, ("protocol",)),
     "garbage-stream": ({RUNTIME}, ()),
@@ -428,7 +430,8 @@ def test_honest_solutions_pass_everywhere_with_a_figure(attack_run):
 
 
 def test_no_attack_passes_with_a_figure(attack_run):
-    honest = {"honest", "zz-honest-last", "stdout-spam", "double-fork", "patch-timer"}
+    honest = {"honest", "zz-honest-last", "stdout-spam", "double-fork", "patch-timer",
+              "modifies-inputs"}  # allowed by the contest's rules, the run's: every call has inputs of its own
     cheats = [(_field(t, "solution"), _field(t, "workload", "uuid")) for t in attack_run.traces
               if _status(t) == PASSED and _field(t, "solution") not in honest]
     assert not cheats
@@ -440,6 +443,17 @@ def test_the_timed_call_attacks_pass_their_correctness_trials_and_are_caught_whi
     shown afterwards): an honest trial first shows the attack ran as meant, a timed call fails."""
     logs = [_field(t, "evaluation", "log") or "" for t in attack_run.traces if _field(t, "solution") == name]
     assert logs and all("timed call" in log and "trial" not in log.split("timed call")[0] for log in logs), logs
+
+
+def test_a_solution_that_modifies_its_inputs_is_recorded_under_the_contest_rules(attack_run):
+    """The default rules accept a call that changes its inputs, as the contest did, and say so
+    in the trace; every later call still got inputs of its own (it passes every timed call)."""
+    traces = [t for t in attack_run.traces if _field(t, "solution") == "modifies-inputs"]
+    assert traces and all(_status(t) == PASSED for t in traces)
+    for trace in traces:
+        extra = _field(trace, "evaluation", "correctness", "extra")
+        assert (_field(extra, "rules"), _field(extra, "inputs_modified")) == ("contest", ["q"])
+        assert _field(extra, "timed_calls_verified") > 0
 
 
 def _figure(traces, name: str, uuid: str, tier: str = "wallclock") -> float:

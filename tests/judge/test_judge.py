@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from harness.facts import DEFAULT_TOLERANCE
+from harness.facts import DEFAULT_TOLERANCE, Rules
 from harness.judge import protocol as msg
 from harness.judge.check import Status
 from harness.judge import vault as vault_module
@@ -49,6 +49,7 @@ def make_judge(floor_us=None, trials=3, min_iters=1):
     judge.ctx = SimpleNamespace(floors=floors, config=config)
     judge.variant = SimpleNamespace(state_dtype="float32")
     judge.bytes_moved = lambda workload: 1000
+    judge.rules, judge.inputs_modified = Rules.DEFAULT, []
     return judge
 
 
