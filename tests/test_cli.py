@@ -34,23 +34,6 @@ def test_run_local_pt_reference_on_cpu_passes(tmp_path):
     assert "2/2" in proc.stdout  # the one-row-per-solution summary
 
 
-def test_run_local_judges_a_solution_json_as_shipped(tmp_path):
-    """``--solutions`` a flashinfer-bench Solution JSON, unconverted (docs/interop.md, "Judging a contest
-    entry"): the README's two commands, on the CPU."""
-    from conftest import write_small_dataset
-
-    entry = REPO / "tests" / "fixtures" / "contest_entries" / "entries" / "python-value.json"
-    dataset = write_small_dataset(tmp_path / "dataset")
-    results = tmp_path / "results"
-    cmd = [sys.executable, "run_local.py", "--solutions", str(entry), "--device", "cpu", "-n", "2",
-           "--budget", "0.2", "--workloads", str(dataset), "--results", str(results), "--no-progress"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    traces = [json.loads(l) for l in next(results.glob("runs/*/traces.jsonl")).read_text().splitlines()]
-    assert [(t["solution"], t["evaluation"]["status"]) for t in traces] == [("python-value", "PASSED")] * 2
-    assert "2 passed, 0 failed" in proc.stdout
-
-
 def test_a_solution_json_that_cannot_be_read_is_named_and_exits_2(capsys, tmp_path):
     from conftest import write_small_dataset
 
@@ -101,7 +84,7 @@ def test_ctrl_c_writes_what_finished_kills_the_worker_and_exits_130(tmp_path, st
     while not any("hangs" in p.name for p in tmp_path.glob("gdn-judge-*/*")):  # the hanging worker started
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.2)
-    time.sleep(2)
+    time.sleep(0.5)  # into its hang, or still loading: either way the judge must stop and keep what finished
     proc.send_signal(getattr(signal, stop))
     try:
         out, err = proc.communicate(timeout=60)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -97,19 +98,29 @@ def test_a_starter_kit_is_refused_inside_the_json_folder_or_a_datasets_solutions
 def test_run_local_judges_the_packed_forms_as_they_are(packed, what, status, tmp_path):
     """A contestant points --solutions at what pack wrote: it is judged as shipped
     (harness/judge/entries.py). pt-reference's JSON names target_hardware cpu and cuda and runs on
-    the CPU; its starter kit, like every kit, is packed for ["cuda"] by the kit's own script."""
+    the CPU; its starter kit, like every kit, is packed for ["cuda"] by the kit's own script. Beside
+    the packed JSON, a contest entry as its author shipped it (a value-returning Solution JSON of
+    tests/fixtures/contest_entries) is judged in the same run: the README's "Judge a contest entry"."""
     some = next(iter(packed.values()))
     dataset = some.json_path.parent.parent
     folder = some.json_path.parent if what == "solution-json" else some.kit_dir.parent
-    done = subprocess.run([sys.executable, "run_local.py", "--solutions", str(folder), "--algo", "pt-reference",
+    expected = {("pt-reference", status)}
+    algo = "pt-reference"
+    if what == "solution-json":  # a copy of the folder, with the shipped entry beside the packed ones
+        folder = Path(shutil.copytree(folder, tmp_path / "solutions"))
+        shutil.copy(REPO / "tests" / "fixtures" / "contest_entries" / "entries" / "python-value.json", folder)
+        expected.add(("python-value", "PASSED"))
+        algo += ",python-value"
+    done = subprocess.run([sys.executable, "run_local.py", "--solutions", str(folder), "--algo", algo,
                            "--device", "cpu", "-n", "1", "--budget", "0.2", "--workloads", str(dataset),
-                           "--results", str(tmp_path), "--no-progress"],
+                           "--results", str(tmp_path / "r"), "--no-progress"],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
-    traces = [json.loads(line) for line in next(tmp_path.glob("runs/*/traces.jsonl")).read_text().splitlines()]
-    traces += [json.loads(line) for line in next(tmp_path.glob("runs/*/skipped.jsonl")).read_text().splitlines()
-               ] if next(tmp_path.glob("runs/*/skipped.jsonl"), None) else []
-    assert traces and {(t["solution"], t["evaluation"]["status"]) for t in traces} == {("pt-reference", status)}
+    runs = tmp_path / "r" / "runs"
+    traces = [json.loads(line) for line in next(runs.glob("*/traces.jsonl")).read_text().splitlines()]
+    traces += [json.loads(line) for line in next(runs.glob("*/skipped.jsonl")).read_text().splitlines()
+               ] if next(runs.glob("*/skipped.jsonl"), None) else []
+    assert traces and {(t["solution"], t["evaluation"]["status"]) for t in traces} == expected
 
 
 def test_the_generated_entry_takes_the_definitions_arguments_in_order(packed):
