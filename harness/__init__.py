@@ -13,8 +13,10 @@ Packages, in the order a run goes through them:
 - :mod:`harness.interop`: flashinfer-bench's formats: packed submissions, datasets.
 
 Modules beside them: ``cli`` (the run's command line), ``__main__`` (``python -m harness``),
-``facts`` (the names and numbers every part shares), ``errors``, ``paths``, ``fanout``
-(``--gpus``: one judge per GPU), ``volume`` (the Modal Volume).
+``facts`` (the names and numbers every part shares), ``errors``, ``paths``, ``fib_import``
+(flashinfer-bench imported on demand, for the judge's contest entries and the interop commands),
+``fanout`` (``--gpus``: one judge per GPU), ``volume`` (the Modal Volume).
 """
 
-__all__ = ["data", "judge", "records", "interop", "cli", "facts", "errors", "paths", "fanout", "volume"]
+__all__ = ["data", "judge", "records", "interop", "cli", "facts", "errors", "paths", "fib_import", "fanout",
+           "volume"]

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from harness.data.definition import Definition
 from harness.errors import HarnessInputError
-from harness.interop.fib import import_fib
+from harness.fib_import import import_fib
 from harness.judge import dps
 from harness.judge.build import local_headers
 from harness.judge.solutions import SolutionMeta, snapshot_files

@@ -53,7 +53,8 @@ from pathlib import Path, PurePosixPath
 
 from harness.data.definition import Definition
 from harness.errors import HarnessInputError
-from harness.facts import FIB_VERSION, MAX_NAME_LENGTH, RESERVED_NAMES
+from harness.facts import MAX_NAME_LENGTH, RESERVED_NAMES
+from harness.fib_import import import_fib
 from harness.judge import dps
 from harness.judge.solutions import (SolutionLoadError, SolutionMeta, build_library_file, load_meta,
                                      no_solution_problem, snapshot_files)
@@ -93,6 +94,9 @@ class Discovery:
 
     found: dict[str, Path] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # entries left out (another definition), one line each
+
+#: What a contest entry needs flashinfer-bench for, said where it is missing.
+READING = "reading a contest entry"
 
 
 def discover_all(root: str | Path, definition: str | None = None) -> Discovery:
@@ -210,18 +214,6 @@ def load(path: Path, definition: Definition) -> Loaded:
     return convert(solution, path, "solution-json" if path.is_file() else "starter-kit", definition)
 
 
-def _fib(module: str):
-    """A flashinfer-bench module; an entry cannot be read without it."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise HarnessInputError("flashinfer-bench", None, (
-            f"cannot import {module} ({exc}): reading a contest entry needs the contest's package, "
-            f"pip install 'flashinfer-bench=={FIB_VERSION}' (pip install -e '.[interop]')")) from exc
-
-
 def _validation_error(path: Path, exc: Exception, prefix: str = "") -> SolutionLoadError:
     """A pydantic ValidationError (or a plain ValueError) as a SolutionLoadError naming the field
     (``prefix`` + the model's field path; a model-level complaint about the entry point or the
@@ -248,7 +240,7 @@ def read_solution_json(path: Path):
     Raises:
         SolutionLoadError: not JSON, or not a valid Solution (the field named).
     """
-    models = _fib("flashinfer_bench.data")
+    models = import_fib("flashinfer_bench.data", READING)
     try:
         text = path.read_text()
         json.loads(text)
@@ -274,8 +266,8 @@ def read_starter_kit(kit: Path):
         SolutionLoadError: unreadable ``config.toml``, a missing or malformed field, no
             ``solution/<language>/`` folder or nothing in it to pack.
     """
-    models = _fib("flashinfer_bench.data")
-    handler = _fib("flashinfer_bench.agents.solution_handler")
+    models = import_fib("flashinfer_bench.data", READING)
+    handler = import_fib("flashinfer_bench.agents.solution_handler", READING)
     config_path = kit / KIT_FILE
     try:
         config = tomllib.loads(config_path.read_text())

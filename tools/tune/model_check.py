@@ -49,6 +49,7 @@ from harness.judge.solutions import load_meta, load_solution
 from harness.paths import REPO_ROOT, SOLUTIONS_DIR
 from harness.records.store import read_stored, stored_file
 from tools.tune import ADAPTERS
+from tools.tune.cli import batches
 from tools.tune.measure import lookup_launch_config
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -400,17 +401,6 @@ def _bandwidth(text: str) -> float:
                                          f"{', '.join(PRESETS)}") from None
 
 
-def _batches(text: str) -> list[int]:
-    """Batch sizes, comma-separated positive integers."""
-    try:
-        batches = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of batch sizes") from None
-    if not batches or min(batches) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of batch sizes >= 1")
-    return batches
-
-
 def parser() -> argparse.ArgumentParser:
     """The command line (see the module doc)."""
     p = argparse.ArgumentParser(prog="python -m tools.tune.model_check", description=__doc__.split("\n\n")[0])
@@ -421,7 +411,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--predict", type=_bandwidth, default=None, metavar="BYTES_PER_S|GPU",
                    help="print the model's configs for a GPU without a table of this peak bandwidth "
                         f"(bytes/s, or one of: {', '.join(PRESETS)})")
-    p.add_argument("--batches", type=_batches, default=None, metavar="B,B,...",
+    p.add_argument("--batches", type=batches, default=None, metavar="B,B,...",
                    help="with --predict: per batch size, the config, bytes, floor and predicted µs")
     return p
 
