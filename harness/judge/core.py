@@ -35,8 +35,8 @@ Layouts (little-endian; every command and result ends with its HMAC-SHA256 under
 from __future__ import annotations
 
 import hashlib
-import math
 import hmac
+import math
 import os
 import secrets
 import struct
@@ -278,16 +278,14 @@ class CoreLink:
 
     def check_words(self, seq: int, capture: np.ndarray, words: np.ndarray) -> list[int]:
         """Calls (in the chunk) whose captured bytes differ from the words the core signed."""
-        bad = []
-        for k in range(capture.shape[0]):
-            as_words = capture[k, : capture.shape[1] // 8 * 8].view("<u8")
-            if not len(as_words):
-                continue
-            bits = _stream([self.seed(3, seq, k, 0, 0)], WORDS_PER_CALL)[0].numpy().view(np.uint64)
-            positions = bits % np.uint64(len(as_words))
-            if not np.array_equal(as_words[positions.astype(np.int64)], words[k]):
-                bad.append(k)
-        return bad
+        n_words = capture.shape[1] // 8
+        if not n_words:
+            return []
+        seeds = [self.seed(3, seq, k, 0, 0) for k in range(capture.shape[0])]
+        bits = _stream(seeds, WORDS_PER_CALL).numpy().view(np.uint64)  # every call's positions at once
+        positions = (bits % np.uint64(n_words)).astype(np.int64)
+        seen = np.take_along_axis(capture[:, : n_words * 8].view("<u8"), positions, axis=1)
+        return [k for k in range(capture.shape[0]) if not np.array_equal(seen[k], words[k])]
 
     def close(self) -> None:
         self.area.close()
