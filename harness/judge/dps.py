@@ -124,14 +124,20 @@ def _ffi_entry(meta: SolutionMeta) -> str:
         f"function {meta.ffi_function} that {meta.sources[0]} exports, loaded from the library the harness",
         'built as the contest\'s TVM-FFI builder loads it (the solution\'s Python entry is not used)."""',
         "",
-        "from pathlib import Path",
-        "",
-        "import tvm_ffi",
-        "",
-        f"run = getattr(tvm_ffi.load_module(str(Path(__file__).with_name({json.dumps(meta.library_name)}))),",
-        f"              {json.dumps(meta.ffi_function)})",
+        *_tvm_ffi_lines(meta.library_name, meta.ffi_function, "run"),
         "",
     ])
+
+
+def _tvm_ffi_lines(library_name: str, function: str, bound_as: str) -> list[str]:
+    """Lines that bind ``bound_as`` to ``function`` of the TVM-FFI library the harness built beside
+    the entry, loaded as the contest's TVM-FFI builder loads it."""
+    return ["from pathlib import Path",
+            "",
+            "import tvm_ffi",
+            "",
+            f"{bound_as} = getattr(tvm_ffi.load_module(str(Path(__file__).with_name({json.dumps(library_name)}))),",
+            f"{' ' * (len(bound_as) + 11)}{json.dumps(function)})"]
 
 
 def _loader_lines(meta: SolutionMeta) -> list[str]:
@@ -151,11 +157,7 @@ def _loader_lines(meta: SolutionMeta) -> list[str]:
                 "_LOADER.exec_module(_MODULE)",
                 f"_fn = getattr(_MODULE, {function})"]
     if meta.language in COMPILED_LANGUAGES:
-        return ["from pathlib import Path",
-                "",
-                "import tvm_ffi",
-                "",
-                f"_fn = getattr(tvm_ffi.load_module(str(Path(__file__).with_name({library}))), {function})"]
+        return _tvm_ffi_lines(meta.library_name, meta.function, "_fn")
     return [f"from .{meta.entry_module} import {meta.function} as _fn"]
 
 
