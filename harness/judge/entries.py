@@ -53,10 +53,9 @@ from pathlib import Path, PurePosixPath
 
 from harness.data.definition import Definition
 from harness.errors import HarnessInputError
-from harness.facts import MAX_NAME_LENGTH, RESERVED_NAMES
 from harness.fib_import import import_fib
 from harness.judge import dps
-from harness.judge.solutions import (SolutionLoadError, SolutionMeta, build_library_file, load_meta,
+from harness.judge.solutions import (SolutionLoadError, SolutionMeta, build_library_file, check_name, load_meta,
                                      no_solution_problem, snapshot_files)
 
 #: The folder of a solution's private copy that holds a contest entry's own files.
@@ -330,7 +329,7 @@ def convert(solution, path: Path, origin: str, definition: Definition) -> Loaded
     if solution.definition != definition.name:
         raise SolutionLoadError(where, f"{prefix}definition", f"is {solution.definition!r}; this run judges "
                                 f"{definition.name!r}")
-    _check_name(solution.name, where, f"{prefix}name")
+    check_name(solution.name, where, f"{prefix}name", ENTRY_NAME, "letters")
     spec, language = solution.spec, solution.spec.language.value
     entry_file, function = str(solution.get_entry_path().as_posix()), solution.get_entry_symbol()
     if not function.isidentifier():
@@ -355,17 +354,6 @@ def convert(solution, path: Path, origin: str, definition: Definition) -> Loaded
         binding=spec.binding.value if spec.binding is not None else "tvm-ffi", origin=origin)
     files = {f"{SUBMISSION_DIR}/{p}": text.encode() for p, text in sources.items()}
     return Loaded(meta, dps.with_entry(meta, definition, files))
-
-
-def _check_name(name: str, where: Path, field_name: str) -> None:
-    """The name becomes a trace label, a package name and file names: :data:`ENTRY_NAME`, at most
-    :data:`~harness.facts.MAX_NAME_LENGTH` characters, not reserved."""
-    if len(name) > MAX_NAME_LENGTH:
-        raise SolutionLoadError(where, field_name, f"is {len(name)} characters long; at most {MAX_NAME_LENGTH}")
-    if not ENTRY_NAME.match(name):
-        raise SolutionLoadError(where, field_name, f"{name!r} must be letters, digits, '.', '_', '-'")
-    if name in RESERVED_NAMES:
-        raise SolutionLoadError(where, field_name, f"{name!r} is reserved by the harness")
 
 
 def _packages(language: str, spec) -> tuple[str, ...]:

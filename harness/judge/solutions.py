@@ -133,12 +133,23 @@ def _inside(relative: str, directory: Path, path: Path, field: str) -> str:
 def _validate_name(name: str, directory: Path, path: Path) -> None:
     if name != directory.name:
         raise SolutionLoadError(path, "solution.name", f"is {name!r} but the folder is {directory.name!r}")
+    check_name(name, path, "solution.name", NAME_PATTERN, "lower-case letters")
+
+
+def check_name(name: str, path: Path, field: str, pattern: re.Pattern, letters: str) -> None:
+    """A solution's name, which becomes a trace label, a package name and file names: at most
+    :data:`~harness.facts.MAX_NAME_LENGTH` characters, ``pattern`` (``letters``, digits, '.',
+    '_', '-'), not reserved.
+
+    Raises:
+        SolutionLoadError: naming ``path`` and ``field``.
+    """
     if len(name) > MAX_NAME_LENGTH:
-        raise SolutionLoadError(path, "solution.name", f"is {len(name)} characters long; at most {MAX_NAME_LENGTH}")
-    if not NAME_PATTERN.match(name):
-        raise SolutionLoadError(path, "solution.name", f"{name!r} must be lower-case letters, digits, '.', '_', '-'")
+        raise SolutionLoadError(path, field, f"is {len(name)} characters long; at most {MAX_NAME_LENGTH}")
+    if not pattern.match(name):
+        raise SolutionLoadError(path, field, f"{name!r} must be {letters}, digits, '.', '_', '-'")
     if name in RESERVED_NAMES:
-        raise SolutionLoadError(path, "solution.name", f"{name!r} is reserved by the harness")
+        raise SolutionLoadError(path, field, f"{name!r} is reserved by the harness")
 
 
 def _read_toml(path: Path) -> dict:
