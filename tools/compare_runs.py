@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Two runs side by side: per (solution, batch size) and tier, the figure before
 and after, and per tier the spread of after / before. For "the numbers do not
-move" checks (a judge change, a timing change) on the same GPU.
+move" checks (a judge change, a timing change, the same solution on another GPU of the host).
 
     python tools/compare_runs.py BEFORE_TRACES.jsonl AFTER_TRACES.jsonl [--tiers cupti,events,sync] [--per solution]
 
 ``--per solution`` compares each solution's median over its workloads instead (a set like
 contest-v1, whose 20 workloads all have B = 1, has one row per solution then).
+``--per workload`` pairs the two runs' figures of the same solution and workload and prints, per
+solution, the spread of after / before over its workloads and the devices each run judged it on
+(two runs of one set: a ``--gpus all`` run beside a one-GPU run, issue #31).
 
 Reads the traces (``.jsonl`` or ``.jsonl.gz``) as plain JSON (a run made by an older harness need not
 validate under today's trace model) and prints a markdown table; a figure one
@@ -20,17 +23,35 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from collections import defaultdict
 from pathlib import Path
 
 from harness.records.best_floor import best_floors
 from harness.records.store import read_stored
 from harness.records.trace import FloorMeasurement
 
+PER = ("batch", "solution", "workload")
 
-def figures(traces: Path, per_solution: bool = False) -> dict[tuple[str, int | str], dict[str, float]]:
-    """``{(solution label, batch size): {tier: figure µs}}`` of the PASSED traces (and floors) of one run;
-    with ``per_solution`` ``{(solution label, "all"): {tier: median µs over its workloads}}``."""
+
+class Figures(dict):
+    """``{(solution label, batch size | "all" | workload uuid): {tier: figure µs}}`` of one run, and in
+    ``devices`` the devices each solution label (or floor label) was judged on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.devices: dict[str, set[str]] = defaultdict(set)
+
+
+def figures(traces: Path, per: str = "batch") -> Figures:
+    """The PASSED traces' figures (and the floors') of one run, keyed by :data:`PER` ``per``: per batch
+    size the last workload's figure of that size, per solution the median over its workloads, per
+    workload each workload's own.
+
+    Raises:
+        FileNotFoundError: neither ``traces`` nor its ``.gz`` exists.
+    """
     every: dict[tuple[str, int | str], dict[str, list[float]]] = {}
+    found = Figures()
     data = read_stored(traces)  # traces.jsonl, or its .gz
     if data is None:
         raise FileNotFoundError(f"{traces}: no such file (nor {traces.name}.gz)")
@@ -38,24 +59,32 @@ def figures(traces: Path, per_solution: bool = False) -> dict[tuple[str, int | s
         trace = json.loads(line) if line.strip() else None
         performance = trace and (trace["evaluation"].get("performance") or {})
         if performance:
-            key = (trace["solution"], "all" if per_solution else trace["workload"]["axes"]["batch_size"])
+            key = (trace["solution"], _second_key(per, trace["workload"].get("axes", {}).get("batch_size"),
+                                                  trace["workload"].get("uuid")))
+            found.devices[trace["solution"]].add(trace["evaluation"].get("environment", {}).get("device") or "?")
             for tier, figure in performance.get("tiers", {}).items():
                 if figure.get("available"):
                     every.setdefault(key, {}).setdefault(tier, []).append(figure["value_us"])
     # per batch size the last workload's figure, as before; per solution the median
-    found = {key: {t: (statistics.median(v) if per_solution else v[-1]) for t, v in tiers.items()}
-             for key, tiers in every.items()}
+    found.update({key: {t: (statistics.median(v) if per == "solution" else v[-1]) for t, v in tiers.items()}
+                  for key, tiers in every.items()})
     # the run folder's floors.jsonl, or X_floors.jsonl beside an X_traces.jsonl (a file named neither
     # way has no floors: never the traces file itself)
     floors = traces.with_name(traces.name.replace("traces.jsonl", "floors.jsonl"))
-    floor_data = read_stored(floors) if floors != traces and not per_solution else None
+    floor_data = read_stored(floors) if floors != traces and per != "solution" else None
     if floor_data is not None:  # written by today's store, so its lines validate (per batch size only)
         measured = [FloorMeasurement.model_validate_json(line) for line in floor_data.decode().splitlines()
                     if line.strip()]
         for floor in best_floors(measured):  # per tier the fastest of the copies measured
-            found.setdefault((floor.label, floor.batch_size), {
+            found.devices[floor.label].add(floor.environment.device if floor.environment else "?")
+            found.setdefault((floor.label, _second_key(per, floor.batch_size, floor.workload)), {
                 t: f.value_us for t, f in floor.tiers.items() if f.available})
     return found
+
+
+def _second_key(per: str, batch_size: int | None, workload: str | None) -> int | str | None:
+    """The second half of a :func:`figures` key."""
+    return {"batch": batch_size, "solution": "all", "workload": workload}[per]
 
 
 def compare(before: dict, after: dict, tiers: list[str]) -> tuple[list[str], dict[str, list[float]]]:
@@ -79,13 +108,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("before", type=Path, help="traces.jsonl of the first run")
     parser.add_argument("after", type=Path, help="traces.jsonl of the second run")
     parser.add_argument("--tiers", default="cupti,events,sync", help="comma-separated tiers (default: %(default)s)")
-    parser.add_argument("--per", choices=("batch", "solution"), default="batch",
-                        help="a row per (solution, batch size), or per solution: the median over its workloads "
-                             "(default: %(default)s)")
+    parser.add_argument("--per", choices=PER, default="batch",
+                        help="a row per (solution, batch size); per solution: the median over its workloads; "
+                             "per workload: the spread over workloads per solution (default: %(default)s)")
     args = parser.parse_args(argv)
     tiers = args.tiers.split(",")
-    per_solution = args.per == "solution"
-    rows, ratios = compare(figures(args.before, per_solution), figures(args.after, per_solution), tiers)
+    before, after = figures(args.before, args.per), figures(args.after, args.per)
+    if args.per == "workload":
+        print(per_solution_spread(before, after, tiers))
+        return 0
+    rows, ratios = compare(before, after, tiers)
     print("| solution | B | " + " | ".join(f"{t} µs before → after" for t in tiers) + " |")
     print("|---|---|" + "---|" * len(tiers))
     print("\n".join(rows))
@@ -94,6 +126,24 @@ def main(argv: list[str] | None = None) -> int:
         if values:
             print(f"| {tier} | {len(values)} | {statistics.median(values):.4f} | {min(values):.3f} | {max(values):.3f} |")
     return 0
+
+
+def per_solution_spread(before: Figures, after: Figures, tiers: list[str]) -> str:
+    """Markdown: per solution label and tier, the after / before ratios of its workloads that both runs
+    timed (count, median, min, max) and the devices each run judged it on."""
+    ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for key in set(before) & set(after):
+        for tier in tiers:
+            old, new = before[key].get(tier), after[key].get(tier)
+            if old and new:
+                ratios[(key[0], tier)].append(new / old)
+    lines = ["| solution | devices before → after | tier | workloads | median after/before | min | max |",
+             "|---|---|---|---|---|---|---|"]
+    for (label, tier), values in sorted(ratios.items()):
+        devices = f"{','.join(sorted(before.devices[label]))} → {','.join(sorted(after.devices[label]))}"
+        lines.append(f"| {label} | {devices} | {tier} | {len(values)} | {statistics.median(values):.4f} "
+                     f"| {min(values):.3f} | {max(values):.3f} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -30,3 +30,20 @@ def test_a_traces_file_named_otherwise_is_not_read_as_its_own_floors(tmp_path, c
     renamed = before.rename(tmp_path / "before" / "old-run.jsonl")
     assert main([str(renamed), str(after), "--tiers", "cupti"]) == 0
     assert "| a | 1 | 2.00 → 3.00 (+50.0%) |" in capsys.readouterr().out
+
+
+def test_per_workload_pairs_the_same_workload_and_names_the_devices(tmp_path, capsys):
+    def run(name, figures):  # [(solution, workload uuid, device, cupti µs)]
+        lines = [{"solution": s, "workload": {"uuid": w, "axes": {"batch_size": 1}},
+                  "evaluation": {"environment": {"device": d},
+                                 "performance": {"tiers": {"cupti": {"available": True, "value_us": v}}}}}
+                 for s, w, d, v in figures]
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "traces.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+        return str(tmp_path / name / "traces.jsonl")
+
+    one = run("one", [("a", "w1", "cuda:0", 2.0), ("a", "w2", "cuda:0", 4.0), ("a", "w3", "cuda:0", 5.0)])
+    two = run("two", [("a", "w1", "cuda:1", 2.2), ("a", "w2", "cuda:1", 3.6), ("a", "w4", "cuda:1", 9.0)])
+    assert main([one, two, "--tiers", "cupti", "--per", "workload"]) == 0
+    # w1 and w2 are in both (1.1 and 0.9); w3 and w4 in one run only
+    assert "| a | cuda:0 → cuda:1 | cupti | 2 | 1.0000 | 0.900 | 1.100 |" in capsys.readouterr().out
