@@ -20,6 +20,9 @@ REFERENCE_SOLUTION = "pt-reference"
 #: FlashInfer's own fp32-state kernel: the "vs FlashInfer" column, and the final contest's score
 #: baseline (its ``baseline`` author's solution; docs/interop.md, "The contest's score").
 FLASHINFER_SOLUTION = "fi-baseline"
+#: FlashInfer's kernel in the form the contest's official baseline shipped it (value-returning, the
+#: state updated in place; ``baselines/``): the final-rules score's default baseline where a run holds it.
+CONTEST_BASELINE_SOLUTION = "fi-baseline-wrapper"
 #: FlashInfer's own kernel per state dtype: what a solution run with that state dtype is compared with.
 FLASHINFER_SOLUTIONS = {"float32": FLASHINFER_SOLUTION, "bfloat16": "fi-bf16state"}
 #: Label of the copy floor (the physical limit) in tables and CSV files. Not a solution.

@@ -14,6 +14,13 @@
 #   v2-one-start  v2-one in a session of its own (setsid), so it outlives this command: for a run
 #                 longer than one command may be; V2_LIMIT_S=1500 unless set
 #   v2-one-wait   wait (up to WAIT_S, 570 s by default) for v2-one-start's run, then pack it here
+#   start:STEP    any step in a session of its own (setsid), outliving this command; wait:STEP packs it here
+#   entries-gpu   the GPU tests of contest entries and the contest tier (CUDA builds, torch binding, CUPTI counts)
+#   v2-contest    issue #32 item 5: the own solutions, fi-baseline, pt-reference and baselines/'s wrapper on
+#                 contest-v2 under cupti,contest, then `python -m harness score` of that run (both rules)
+#   pack-trip     the four own solutions packed to Solution JSONs, judged from them and from their folders
+#                 on contest-v1 (cupti), the two runs compared per workload (issue #32 item 4)
+#   ncu-v4        Nsight Compute of cuda-v4, fla-recurrent and the streaming copy at B = 1 (issue #33; clocks left alone)
 # Each step stops itself with Ctrl-C (the judge writes what finished) before the command's limit.
 set -uo pipefail
 OUT=${1:?usage: gpu_judge_check.sh OUT STEP...}
@@ -21,6 +28,7 @@ shift
 export PYTHONUNBUFFERED=1
 GROUP_A=fla-recurrent,fla-upstream,fla-upstream-kernel,cuda-v1
 GROUP_B=cuda-v4,cutedsl-bf16,fi-baseline,fi-bf16state
+OWN=cuda-v1,cuda-v4,fla-recurrent,cutedsl-bf16
 COMMIT=${GDN_BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$OUT"
 pack() { tar czf "$OUT/$1.tgz" -C "$2" . && echo "packed $OUT/$1.tgz"; }
@@ -59,6 +67,50 @@ for step in "$@"; do
                  tail -30 /tmp/gdn-bg.log
                  if [ -f /tmp/gdn-bg/v2-one.tgz ]; then cp /tmp/gdn-bg/v2-one.tgz "$OUT/"; echo "packed $OUT/v2-one.tgz"
                  else echo "v2-one still running after ${waited} s: call v2-one-wait again"; fi ;;
+    start:*)     inner=${step#start:}; mkdir -p "/tmp/gdn-bg-$inner"
+                 GDN_BENCH_COMMIT=$COMMIT setsid bash "$0" "/tmp/gdn-bg-$inner" "$inner" \
+                   > "/tmp/gdn-bg-$inner.log" 2>&1 < /dev/null &
+                 echo "started $inner in its own session (pid $!); log /tmp/gdn-bg-$inner.log" ;;
+    wait:*)      inner=${step#wait:}; waited=0
+                 while [ ! -f "/tmp/gdn-bg-$inner/$inner.tgz" ] && [ "$waited" -lt "${WAIT_S:-570}" ]; do
+                   sleep 10; waited=$((waited + 10)); done
+                 tail -40 "/tmp/gdn-bg-$inner.log"
+                 if [ -f "/tmp/gdn-bg-$inner/$inner.tgz" ]; then cp "/tmp/gdn-bg-$inner/$inner.tgz" "$OUT/"
+                   echo "packed $OUT/$inner.tgz"
+                 else echo "$inner still running after ${waited} s: call wait:$inner again"; fi ;;
+    entries-gpu) mkdir -p /tmp/gdn-check-$step
+                 timeout -s INT 540 python -m pytest -q -p no:cacheprovider tests/judge/test_contest_entries.py \
+                   tests/judge/test_contest_tier.py tests/interop/test_baselines.py > /tmp/gdn-check-$step/console.log 2>&1
+                 echo "rc=$?" >> /tmp/gdn-check-$step/console.log; tail -15 /tmp/gdn-check-$step/console.log
+                 pack "$step" /tmp/gdn-check-$step ;;
+    v2-contest)  sel=/tmp/gdn-sel-$step; work=/tmp/gdn-check-$step; rm -rf "$sel"; mkdir -p "$sel" "$work"
+                 for name in ${OWN//,/ } fi-baseline pt-reference; do cp -r "solutions/$name" "$sel/"; done
+                 cp baselines/fi-baseline-wrapper.json "$sel/"
+                 ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT "${V2_LIMIT_S:-1500}" python run_local.py --results "$work" \
+                   --no-progress --solutions "$sel" --algo all --workloads contest-v2 --tiers cupti,contest ) \
+                   > "$work/console.log" 2>&1
+                 for rule in final reference; do python -m harness score --results "$work" --rule "$rule" \
+                   > "$work/score-$rule.txt" 2>&1; done
+                 tail -30 "$work/console.log"; cat "$work/score-final.txt"; pack "$step" "$work" ;;
+    pack-trip)   work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work/packed"
+                 for name in ${OWN//,/ }; do python -m harness pack "$name" --out "$work/packed" > /dev/null || echo "pack $name failed"; done
+                 ( GDN_BENCH_COMMIT=$COMMIT python run_local.py --results "$work/folders" --no-progress --algo "$OWN" \
+                     --workloads contest-v1 --tiers cupti
+                   GDN_BENCH_COMMIT=$COMMIT python run_local.py --results "$work/json" --no-progress \
+                     --solutions "$work/packed" --algo all --workloads contest-v1 --tiers cupti ) > "$work/console.log" 2>&1
+                 python -m tools.compare_runs "$work"/folders/runs/*/traces.jsonl "$work"/json/runs/*/traces.jsonl \
+                   --per workload --tiers cupti | tee "$work/compare.md"
+                 grep -h "solution x workload" "$work/console.log"; pack "$step" "$work" ;;
+    ncu-v4)      work=/tmp/gdn-check-$step; mkdir -p "$work"
+                 for subject in cuda-v4 fla-recurrent stream-copy; do
+                   kernel=$(python -c "from tools.ncu_driver import KERNELS; print(KERNELS['$subject'])")
+                   timeout -s INT 240 ncu --clock-control none --set full -k "regex:$kernel" --launch-skip 3 \
+                     --launch-count 3 -o "$work/$subject-b1" -f python -m tools.ncu_driver "$subject" 1 \
+                     > "$work/$subject.log" 2>&1; echo "$subject rc=$?" >> "$work/$subject.log"
+                   ncu --import "$work/$subject-b1.ncu-rep" --page details --csv > "$work/$subject-details.csv" 2>&1
+                   tail -2 "$work/$subject.log"
+                 done
+                 pack "$step" "$work" ;;
     parity)      GDN_BENCH_COMMIT=$COMMIT timeout -s INT 540 python -m tools.tier_parity --out /tmp/gdn-check-parity \
                    > /tmp/gdn-check-parity.log 2>&1; mkdir -p /tmp/gdn-check-parity
                  cp /tmp/gdn-check-parity.log /tmp/gdn-check-parity/console.log; tail -45 /tmp/gdn-check-parity.log

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from harness.errors import HarnessInputError
-from harness.facts import FLASHINFER_SOLUTION, REFERENCE_SOLUTION
+from harness.facts import CONTEST_BASELINE_SOLUTION, FLASHINFER_SOLUTION, REFERENCE_SOLUTION
 from harness.paths import RESULTS_DIR, SOLUTIONS_DIR
 
 
@@ -44,8 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
                             f"starter kit's first, mean of {REFERENCE_SOLUTION} µs / the solution's "
                             "(docs/interop.md)")
     score.add_argument("--baseline", default=None, metavar="NAME",
-                       help=f"--rule final only: the baseline's solution label (default: {FLASHINFER_SOLUTION}, "
-                            "FlashInfer's own kernel, the contest's baseline)")
+                       help=f"--rule final only: the baseline's solution label (default: {CONTEST_BASELINE_SOLUTION}, "
+                            "the contest's baseline as shipped, judged from baselines/, where the runs hold it; "
+                            f"else {FLASHINFER_SOLUTION})")
     score.add_argument("--tier", default=None, help="timing tier (default: contest where the runs hold it, "
                                                     "else their headline tier)")
     return parser
@@ -76,7 +77,9 @@ def score_final(args, runs, workloads: dict[str, int]) -> int:
     """``score --rule final``: the table, and a note for each GPU without the baseline."""
     from harness.records.score import final_scores, gpus_without, print_final_scores
 
-    baseline = args.baseline or FLASHINFER_SOLUTION
+    from harness.records.score import default_baseline
+
+    baseline = args.baseline or default_baseline(runs, args.set)
     scores = final_scores(runs, args.set, workloads, baseline, args.tier, where=args.results / "runs")
     if not scores:
         raise HarnessInputError(args.results / "runs", None, f"no solution of a {args.set} run compares with "

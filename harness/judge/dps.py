@@ -18,10 +18,12 @@ what is judged is what is submitted, the judge calls every solution only through
   A CUDA solution without ``ffi_function`` has no contest form and is called like a Python one;
 * a contest entry (a flashinfer-bench Solution or starter-kit folder, :mod:`harness.judge.entries`)
   is called as flashinfer-bench calls it: a destination-passing function *is* ``run`` (Python, or a
-  TVM-FFI library's exported function); a value-returning one is called with the inputs and its
-  results are copied into the destinations, the call and the copies inside ``run``, so inside the
-  timed call (flashinfer-bench's ``Runnable.call_destination_passing`` does the same); a
-  ``torch``-binding entry's function comes from the PyTorch extension the harness built.
+  TVM-FFI library's exported function); a value-returning one is timed as flashinfer-bench's
+  evaluator times it, the function on the inputs and no copy: ``run`` returns its results' data
+  pointers and the timing core copies them into the destinations after its timer has stopped
+  (``HANDS_OVER``; ``contest_call`` and ``deliver`` serve the contest tier and the worker's
+  untimed calls, :data:`ENTRY_DEFAULTS`); a ``torch``-binding entry's function comes from the
+  PyTorch extension the harness built.
 """
 
 from __future__ import annotations
@@ -81,7 +83,8 @@ def with_entry(meta: SolutionMeta, definition: Definition, files: dict[str, byte
 def load_entry(meta: SolutionMeta, definition: Definition, workdir: Path):
     """The entry's ``run`` in this process, from a copy of the solution (CUDA: with the harness's
     build) written into ``workdir``: what the judge's worker calls, for tools and tests that call
-    it directly. Exceptions from the solution's code propagate.
+    it directly (a value-returning contest entry's ``run`` leaves its results to its module's
+    ``deliver``). Exceptions from the solution's code propagate.
 
     Raises:
         SolutionLoadError: see :func:`with_entry`.
@@ -182,28 +185,67 @@ def _check_arity(fn, expected):
 _check_arity(_fn, @COUNT@)
 '''
 
-#: A value-returning entry's ``run``: its results copied into the destinations, inside the call.
+#: A value-returning entry's ``run``: the function on the inputs and nothing else timed, as
+#: flashinfer-bench times it; its results reach the destinations after the timer (:data:`HANDS_OVER`).
 _VALUE_RUN = '''
 
-def _store(results, destinations):
-    """Copy what the function returned into the destinations: a tuple with one tensor per output
-    (a single output may come bare), each of its destination's shape and dtype."""
+#: What the last call returned and the destinations it was given, held until the next call so that
+#: the memory the timing core copies from stays allocated until it has copied it.
+_last = []
+
+
+def _checked(results, destinations):
+    """What the function returned, one tensor per output (a single output may come bare), each of
+    its destination's shape and dtype; moved to the destination's device and made contiguous where
+    it is not (inside the call: flashinfer-bench would not pay that, no such entry is known)."""
     results = results if isinstance(results, tuple) else (results,)
     if len(results) != len(destinations):
         raise ValueError(f"@FUNCTION@ returned {len(results)} values; the definition has @OUTPUT_COUNT@ "
                          "outputs (@OUTPUTS@)")
+    checked = []
     for name, result, destination in zip(@OUTPUT_NAMES@, results, destinations):
         if not hasattr(result, "shape") or tuple(result.shape) != tuple(destination.shape) \\
                 or result.dtype != destination.dtype:
             got = (tuple(result.shape), result.dtype) if hasattr(result, "shape") else type(result).__name__
             raise ValueError(f"@FUNCTION@ returned {got} as {name}; the definition's {name} is "
                              f"{(tuple(destination.shape), destination.dtype)}")
-        destination.copy_(result)
+        checked.append(result.to(destination.device).contiguous())
+    return tuple(checked)
 
 
 def run(@ARGUMENTS@):
-    _store(_fn(@INPUTS@), (@OUTPUTS@,))
+    """The timed call: the function on the inputs, no copy. Returns each result's data pointer (0
+    where the result is its destination): the timing core copies them into the destinations once
+    its timer has stopped; :func:`deliver` does it for the worker's own calls."""
+    destinations = (@OUTPUTS@,)
+    results = _checked(_fn(@INPUTS@), destinations)
+    _last[:] = [results, destinations]
+    return tuple(0 if r.data_ptr() == d.data_ptr() else r.data_ptr() for r, d in zip(results, destinations))
+
+
+def contest_call(@ARGUMENTS@):
+    """flashinfer-bench's timed call of a value-returning entry: the function on the inputs alone,
+    its results held (unchecked, uncopied) for :func:`deliver`."""
+    _last[:] = [_fn(@INPUTS@), (@OUTPUTS@,)]
+
+
+def deliver():
+    """Copy what the last call returned into its destinations, outside any timer."""
+    if _last:
+        results, destinations = _checked(*_last), _last[1]
+        for result, destination in zip(results, destinations):
+            if result.data_ptr() != destination.data_ptr():
+                destination.copy_(result)
+
+
+HANDS_OVER = True
 '''
+
+#: The names the worker reads from every generated entry beside ``run``, and what they are where an
+#: entry does not define them (a destination-passing one): the function flashinfer-bench's timer
+#: calls (``contest_call``), the step that puts a call's results in its destinations after the
+#: timer (``deliver``), and whether ``run`` returns data pointers for the timing core to copy.
+ENTRY_DEFAULTS = {"contest_call": None, "deliver": None, "HANDS_OVER": False}
 
 
 def _fill(template: str, slots: dict[str, str]) -> str:

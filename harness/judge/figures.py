@@ -21,7 +21,7 @@ from harness.data.workloads import Workload
 from harness.facts import CONTEST_TIER, Tier
 from harness.judge.check import CheckResult, Status
 from harness.judge.floor import floor_margin, physical_limit_us
-from harness.judge.timing import contest_samples, contest_value
+from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, TimingConfig, contest_samples, contest_value
 from harness.records.trace import FloorMeasurement, TierFigure
 
 #: An event pair brackets the kernels of a call, so the events and sync figures cannot be shorter
@@ -43,29 +43,54 @@ def _reject(log: str) -> Rejected:
 
 def expected_samples(tier: str, calls: int) -> int:
     """Samples a tier must report for the ``calls`` timed calls the judge saw: one each, or for the
-    contest tier its timer's calls on one input set, reported as one call (-1: no count is right)."""
+    contest tier its timer's calls on one input set at the contest's settings, reported as one call
+    (-1: no count is right; a slow solution's contest tier may report fewer, :func:`check_contest_cut`)."""
     if tier != CONTEST_TIER:
         return calls
     return contest_samples(calls) if calls == 1 else -1
 
 
-def check_samples(tier: str, samples: list[float], calls: int, least_calls: int, wall_s: float) -> None:
+def check_samples(tier: str, samples: list[float], calls: int, wall_s: float, config: TimingConfig) -> None:
     """The raw samples (µs) of a tier against what the judge saw.
 
     Raises:
-        Rejected: fewer calls than ``least_calls``, a sample count other than
-            :func:`expected_samples`, a non-finite or non-positive sample, or samples that add up
-            to more than ``wall_s`` (s), the judge's own clock for the whole tier.
+        Rejected: fewer calls than ``config.min_iters`` (any tier but the contest's, which reports
+            one), a sample count other than :func:`expected_samples` (or a contest tier's cut that
+            :func:`check_contest_cut` refuses), a non-finite or non-positive sample, or samples that
+            add up to more than ``wall_s`` (s), the judge's own clock for the whole tier.
     """
+    least_calls = 0 if tier == CONTEST_TIER else max(1, config.min_iters)
     if calls < least_calls:
         raise _reject(f"{tier} tier made {calls} timed calls, fewer than the {least_calls} every tier makes")
-    if len(samples) != expected_samples(tier, calls) or not samples:
+    if tier == CONTEST_TIER and calls == 1 and samples and len(samples) != expected_samples(tier, calls):
+        check_contest_cut(len(samples), wall_s, config)
+    elif len(samples) != expected_samples(tier, calls) or not samples:
         raise _reject(f"{tier} tier reported {len(samples)} samples for the {calls} timed calls the judge saw")
     if not all(math.isfinite(s) and s > 0 for s in samples):
         raise _reject(f"{tier} tier has non-positive or non-finite samples")
     if sum(samples) * 1e-6 > wall_s:
         raise _reject(f"{tier} tier's {calls} calls add up to {sum(samples):.1f} µs, more than the "
                       f"{wall_s * 1e6:.1f} µs the judge's wall clock saw for the whole tier")
+
+
+def check_contest_cut(count: int, wall_s: float, config: TimingConfig) -> None:
+    """A contest tier that reported ``count`` samples, fewer than the contest's settings make: allowed
+    only as the slow-solution rule makes it (:func:`~harness.judge.timing.contest.contest_settings`):
+    :data:`CONTEST_TRIALS` equal trials of at least ``config.min_iters`` calls, from a tier that took
+    at least half its budget by the judge's own clock (``wall_s``; an honest cut tier takes more than
+    the budget, FlashInfer's estimate calls included).
+
+    Raises:
+        Rejected: any other count.
+    """
+    per_trial, rest = divmod(count, CONTEST_TRIALS)
+    full = CONTEST_SETTINGS["repeat_iters"]
+    if rest or not config.min_iters <= per_trial < full:
+        raise _reject(f"contest tier reported {count} samples: {CONTEST_TRIALS} trials of {full} calls, or of "
+                      f"{config.min_iters} to {full - 1} for a slow solution, expected")
+    if wall_s < 0.5 * config.budget_s:
+        raise _reject(f"contest tier cut to {per_trial} calls a trial in {wall_s:.3f} s: only a tier slower than "
+                      f"its {config.budget_s} s budget is cut")
 
 
 def tier_value(tier: str, samples: list[float], trials: int) -> float | None:

@@ -489,7 +489,7 @@ class VariantJudge:
         """The figure of a tier from its raw samples, or :class:`Rejected` when it cannot be true
         (:mod:`harness.judge.figures`)."""
         samples, timing = end.samples_us, self.ctx.config.timing
-        figures.check_samples(tier, samples, calls, 0 if tier == CONTEST_TIER else max(1, timing.min_iters), wall_s)
+        figures.check_samples(tier, samples, calls, wall_s, timing)
         stats = summarize(tier, samples, value_us=figures.tier_value(tier, samples, timing.trials))
         figures.check_floor(tier, stats.value_us, self.ctx.floors.get((workload.uuid, self.variant.state_dtype), []))
         host = end.host_call_us  # the worker's own diagnostic: kept only where it could be true
@@ -499,6 +499,8 @@ class VariantJudge:
                      after_return_us=end.after_return_us)
         if tier in STOP_RULE_TIERS:  # the judge's own account of why the tier stopped where it did
             extra.update(stop=stop_reason(samples, timing), noise=median_noise(samples))
+        elif tier == CONTEST_TIER:  # all the contest's calls, or fewer by the slow-solution rule
+            extra.update(stop="iters" if len(samples) == figures.expected_samples(tier, calls) else "budget")
         stats.extra["trials"] = {Tier.SYNC: timing.trials, CONTEST_TIER: CONTEST_TRIALS}.get(tier)
         return tier_figure(tier, stats, self.bytes_moved(workload), timer=describe_timer(tier, timing, tier in CORE_TIERS),
                            **extra)

@@ -28,7 +28,8 @@ import contextlib
 import os
 import sys
 import traceback
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import torch
 
@@ -47,6 +48,26 @@ from harness.judge.timing import L2Flusher, TierUnavailable, TimingConfig, measu
 #: figures on the H100, results/judge-check/20261123-H100-session2). The ring
 #: holds at most this many bytes of destinations, and 1 to RING_MAX_SETS sets.
 RING_BYTES, RING_MAX_SETS = 1 << 30, 8
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the worker calls of a solution's generated entry (harness/judge/dps.py):
+    ``run`` (positional DPS; the timed call), ``contest_call`` (what flashinfer-bench's timer calls,
+    with the same arguments), ``deliver`` (puts the last call's results in its destinations, after
+    any timer; None for a destination-passing entry) and ``hands_over`` (``run`` returns data
+    pointers for the timing core to copy: a value-returning entry)."""
+
+    run: Callable
+    contest_call: Callable
+    deliver: Callable | None = None
+    hands_over: bool = False
+
+    def checked_call(self, args: dict) -> None:
+        """One call whose outputs are looked at: ``run`` on the arguments, then ``deliver``."""
+        self.run(*args.values())  # as the contest calls it; what it returns is not looked at
+        if self.deliver is not None:
+            self.deliver()
 
 
 def destinations(definition, axes: dict, state_dtype: str, device) -> dict[str, torch.Tensor]:
@@ -82,8 +103,8 @@ def cuda_context_broken(device: str) -> bool:
 class Worker:
     """Runs one solution on the workloads the parent sends (see :mod:`harness.judge.protocol`)."""
 
-    def __init__(self, channel: msg.Channel, job: msg.Solution, run_fn, core):
-        self.channel, self.job, self.run_fn, self.core = channel, job, run_fn, core
+    def __init__(self, channel: msg.Channel, job: msg.Solution, entry: Entry, core):
+        self.channel, self.job, self.entry, self.core = channel, job, entry, core
         self.definition = parse_definition(job.definition, "definition sent by the judge")
         self.state_dtype = TORCH_DTYPES[job.state_dtype]
         self.device = job.device
@@ -120,7 +141,7 @@ class Worker:
         args = self.arguments(inputs, dests)
         saved = {name: t.clone() for name, t in args.items() if isinstance(t, torch.Tensor) and name not in dests}
         try:
-            self.run_fn(*args.values())  # as the contest calls it; what it returns is not looked at
+            self.entry.checked_call(args)
             if self.device.startswith("cuda"):
                 torch.cuda.synchronize()
         except Exception as exc:
@@ -209,10 +230,15 @@ class Worker:
             return self.arguments(inputs, ring.poisoned(index))
 
 
+        def after(index: int) -> None:  # a value-returning entry's results into the call's destinations first
+            if self.entry.deliver is not None:
+                self.entry.deliver()
+            ring.called(index)
+
+        timed = self.entry.contest_call if tier == Tier.CONTEST else self.entry.run
         self.channel.send(msg.TierBegin(tier=tier))
         try:
-            result = measure(tier, self.run_fn, setup, self.flush, self.device, self.timing, ring.called,
-                             positional=True)
+            result = measure(tier, timed, setup, self.flush, self.device, self.timing, after, positional=True)
         except Exception:
             with contextlib.suppress(Exception):  # answer what the judge asked before saying the tier failed
                 ring.drain()
@@ -320,15 +346,17 @@ def arm_core(device: str, key_fd: int, area_fd: int):
     return _gdn_core
 
 
-def load(job: msg.Solution):
+def load(job: msg.Solution) -> tuple[Entry | None, msg.LoadFailed | None]:
     """Import the solution's positional DPS entry (harness/judge/dps.py), which imports the
-    solution; ``(run, None)`` or ``(None, LoadFailed)``."""
+    solution; ``(Entry, None)`` or ``(None, LoadFailed)``."""
     try:
         module = import_package(job.package_name, job.entry_module, job.package_dir)
         run_fn = getattr(module, "run", None)
         if not callable(run_fn):
             raise AttributeError(f"the entry module {job.entry_module} defines no callable run")
-        return run_fn, None
+        found = {name: getattr(module, name, default) for name, default in dps.ENTRY_DEFAULTS.items()}
+        return Entry(run=run_fn, contest_call=found["contest_call"] or run_fn, deliver=found["deliver"],
+                     hands_over=bool(found["HANDS_OVER"])), None
     except Exception as exc:
         from harness.errors import SolutionUnsupported
 
@@ -348,12 +376,12 @@ def main(argv: list[str] | None = None) -> int:
     channel = msg.Channel.worker_side(args.read_fd, args.write_fd, args.recv_area_fd, args.send_area_fd)
     job = channel.recv(msg.Solution)
     core = arm_core(job.device, args.core_key_fd, args.core_area_fd)  # before any code of the solution runs
-    run_fn, failure = load(job)
+    entry, failure = load(job)
     if failure is not None:
         channel.send(failure)
         return 0
-    core.load(run_fn)
-    worker = Worker(channel, job, run_fn, core)
+    core.load(entry.run, entry.hands_over)
+    worker = Worker(channel, job, entry, core)
     channel.send(msg.Ready())
     while True:
         message = channel.recv(msg.Workload, msg.Stop)

@@ -5,8 +5,9 @@ Two rules, never mixed: every result and every table names its rule.
 **final** (the default, :func:`final_scores`): what the final contest computed,
 flashinfer-bench's ``TraceSet.get_solution_score`` (``flashinfer_bench/data/trace_set.py``
 on its main branch, read at 40e6ca7; docs/interop.md, "The contest's score"). Per solution
-label and GPU, against one baseline label (``fi-baseline`` by default, FlashInfer's own
-kernel, the solution the contest's ``baseline`` author holds for this definition):
+label and GPU, against one baseline label (by default ``fi-baseline-wrapper``, FlashInfer's own
+kernel in the form the contest's ``baseline`` author shipped it, where the runs hold it, else
+``fi-baseline``: :func:`default_baseline`):
 
 * each side's figure on a workload is its lowest PASSED latency (µs) there;
 * a workload counts where the baseline has a figure and the solution has a trace; the
@@ -44,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import HarnessInputError
-from harness.facts import CONTEST_TIER, FLASHINFER_SOLUTION, REFERENCE_SOLUTION
+from harness.facts import CONTEST_BASELINE_SOLUTION, CONTEST_TIER, FLASHINFER_SOLUTION, REFERENCE_SOLUTION
 from harness.records.report import escape
 from harness.records.store import StoredRun
 from harness.records.trace import EvaluationStatus, Trace
@@ -184,6 +185,16 @@ def final_scores(runs: list[StoredRun], set_name: str, workloads: dict[str, int]
     scores = [s for hardware, gpu_runs in by_gpu.items()
               for s in _gpu_scores(hardware, gpu_runs, baseline, tier, workloads)]
     return sorted(scores, key=lambda s: (s.hardware, -s.score, s.solution))
+
+
+def default_baseline(runs: list[StoredRun], set_name: str) -> str:
+    """The final rule's baseline when none is named: the contest's baseline in its shipped form
+    (:data:`~harness.facts.CONTEST_BASELINE_SOLUTION`, judged from ``baselines/``) where a run of
+    ``set_name`` holds it, else ``fi-baseline`` (the same kernel in our destination-passing form,
+    which pays a state copy the contest's baseline did not: docs/interop.md)."""
+    held = {t.solution for run in runs if run.meta.get("workloads") == set_name
+            for traces in _ran(run).values() for t in traces}
+    return CONTEST_BASELINE_SOLUTION if CONTEST_BASELINE_SOLUTION in held else FLASHINFER_SOLUTION
 
 
 def gpus_without(runs: list[StoredRun], set_name: str, baseline: str = FLASHINFER_SOLUTION) -> list[str]:

@@ -147,10 +147,15 @@ def test_each_entry_becomes_a_solution_with_its_sources_under_submission(our_def
     assert meta.binding == ("torch" if name == "cuda-torch" else "tvm-ffi")
 
 
-def _load_run(our_definition, name: str, tmp_path: Path):
+def _load_entry(our_definition, name: str, tmp_path: Path):
+    """The generated entry module of fixture entry ``name``."""
     loaded = entries.load(ENTRIES / f"{name}.json", our_definition)
     package = materialize(loaded.meta, loaded.files, tmp_path)
-    return import_package(loaded.meta.package_name, dps.ENTRY_MODULE, package).run
+    return import_package(loaded.meta.package_name, dps.ENTRY_MODULE, package)
+
+
+def _load_run(our_definition, name: str, tmp_path: Path):
+    return _load_entry(our_definition, name, tmp_path).run
 
 
 def _arguments(batch: int = 2):
@@ -166,14 +171,27 @@ def _arguments(batch: int = 2):
 def test_the_positional_entry_fills_the_destinations_as_the_reference_would(our_definition, tmp_path, name):
     from harness.judge.batched_reference import gdn_decode
 
-    run = _load_run(our_definition, name, tmp_path)
+    entry = _load_entry(our_definition, name, tmp_path)
     args = _arguments()
     names = list(our_definition.inputs)  # one call: a leading call axis of 1 on every tensor input
     expected = gdn_decode({n: a.clone()[None] for n, a in zip(names, args) if isinstance(a, torch.Tensor)}, args[8])
     expected = [e[0] for e in expected]
-    run(*args)
+    returned = entry.run(*args)
+    if getattr(entry, "HANDS_OVER", False):  # value-returning: the timed call copies nothing ...
+        assert args[9].isnan().all() and args[10].isnan().all()
+        assert isinstance(returned, tuple) and all(type(p) is int and p for p in returned)  # ... it hands over pointers
+        entry.deliver()  # the copy the core makes after its timer, made here by the worker's own step
     torch.testing.assert_close(args[9].float(), expected[0].float(), atol=1e-2, rtol=1e-2)
     torch.testing.assert_close(args[10], expected[1], atol=1e-2, rtol=1e-2)
+
+
+def test_a_value_returning_entry_s_contest_call_is_the_bare_function_on_the_inputs(our_definition, tmp_path):
+    """flashinfer-bench times a value-returning entry as ``fn(*inputs)``: no destinations written."""
+    entry = _load_entry(our_definition, "python-value", tmp_path)
+    args = _arguments()
+    assert entry.contest_call(*args) is None and args[9].isnan().all() and args[10].isnan().all()
+    entry.deliver()
+    assert not args[9].isnan().any() and not args[10].isnan().any()
 
 
 def test_a_value_returning_result_of_another_shape_or_dtype_is_refused_by_name(our_definition, tmp_path):
@@ -415,3 +433,19 @@ def test_the_cuda_entries_pass_on_a_gpu(small, tmp_path):
                            tmp_path, solutions_root=ENTRIES, progress=False)
     assert {(t.solution, t.evaluation.status.value) for t in result.traces} == \
         {(name, "PASSED") for name in CUDA + ["python-inplace"]}, [t.evaluation.log[-500:] for t in result.traces]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUPTI counts kernels on a CUDA GPU")
+def test_a_value_returning_entry_is_timed_without_a_copy_into_the_destinations(small, tmp_path):
+    """The same math as a destination-passing entry, whose own two copy_ calls (output, new_state)
+    it does not make: CUPTI counts two kernels fewer a call (the timing core's copy of the results,
+    after its timer and on its own stream, is not counted), as flashinfer-bench times it."""
+    result = run_benchmark("python-dps,python-value", str(small),
+                           RunConfig(device="cuda", tiers=("cupti",), trials=2,
+                                     timing=TimingConfig(warmup=2, iters=20, budget_s=0.5)),
+                           tmp_path, solutions_root=ENTRIES, progress=False)
+    assert {t.evaluation.status.value for t in result.traces} == {"PASSED"}
+    per_call = {}
+    for trace in result.traces:
+        per_call.setdefault(trace.solution, set()).add(trace.evaluation.performance.tiers["cupti"].kernels_per_call)
+    assert per_call["python-value"] == {k - 2 for k in per_call["python-dps"]}, per_call

@@ -65,14 +65,35 @@ def test_the_contest_timer_gets_the_same_positional_inputs_and_the_contest_setti
     stats = bench_contest(lambda args: entry(*args.values()), lambda index=None: inputs, lambda: None,
                           TimingConfig(), after.append, entry=entry)
     assert timer.kwargs == [CONTEST_SETTINGS] * CONTEST_TRIALS  # 10 dry runs, 50 timed, cold L2, no graph
-    assert len(seen) == 1 + CONTEST_TRIALS * (10 + PER_TRIAL)  # the clock warm-up's call, then the timer's
+    assert len(seen) == 2 + CONTEST_TRIALS * (10 + PER_TRIAL)  # the clock warm-up's and estimate's calls, the timer's
     assert all(values == tuple(inputs.values()) for values in seen)  # same objects, in order, as FlashInfer passes them
     seen.clear()  # a dict-taking fn gets the dict back, in every call
     bench_contest(lambda args: seen.append(args), lambda index=None: inputs, lambda: None, TimingConfig())
-    assert len(seen) == 1 + CONTEST_TRIALS * (10 + PER_TRIAL) and all(args == inputs for args in seen)
+    assert len(seen) == 2 + CONTEST_TRIALS * (10 + PER_TRIAL) and all(args == inputs for args in seen)
     assert after == [0]  # reported once, after all the calls: the judge reads what they left
     assert stats.iters == CONTEST_TRIALS * PER_TRIAL and stats.extra["trials"] == CONTEST_TRIALS
     assert stats.value_us == pytest.approx(3.0)  # mean of the trials' medians, in µs
+    assert stats.extra["stop"] == "iters"
+
+
+@pytest.mark.parametrize("call_s, dry, repeat", [
+    (0.0004, 10, PER_TRIAL),  # pt-compiled's slowest call: 3 x 66 calls fit 0.3 s, the contest's settings
+    (0.003, 1, 26),  # the reference loop at B = 1: 0.3 s / (3 x 3 ms) = 33 calls a trial, 6 + 1 of them not timed
+    (0.12, 1, 5),  # at B = 64: never fewer than min_iters
+])
+def test_a_slow_solution_gets_fewer_contest_calls_by_the_budget(call_s, dry, repeat):
+    settings = contest.contest_settings(call_s, TimingConfig(budget_s=0.3, min_iters=5))
+    assert settings == {**CONTEST_SETTINGS, "dry_run_iters": dry, "repeat_iters": repeat}
+
+
+def test_the_contest_tier_of_a_slow_solution_is_cut_and_says_so(monkeypatch, no_gpu_needed):
+    timer = FakeTimer([0.1] * CONTEST_TRIALS * 5)
+    monkeypatch.setattr(contest, "flashinfer_timer", lambda: (timer, None))
+    monkeypatch.setattr(gpu_state, "warm_then_estimate", lambda fn, setup, flush, config, warmup: 0.12)
+    stats = bench_contest(lambda args: None, lambda index=None: {}, lambda: None, TimingConfig(min_iters=5))
+    assert timer.kwargs == [{**CONTEST_SETTINGS, "dry_run_iters": 1, "repeat_iters": 5}] * CONTEST_TRIALS
+    assert stats.iters == CONTEST_TRIALS * 5 and stats.extra["stop"] == "budget"
+    assert "budget" in timing.describe_timer("contest", TimingConfig(), by_core=False)
 
 
 def test_a_fallback_to_cuda_events_is_never_labelled_contest(monkeypatch, no_gpu_needed):
@@ -114,8 +135,8 @@ def contest_judge(inplace=False):
     return judge
 
 
-def contest_end(value_us=0.001):
-    return msg.TierEnd(tier="contest", available=True, samples_us=[value_us] * CONTEST_TRIALS * PER_TRIAL)
+def contest_end(value_us=0.001, per_trial=PER_TRIAL):
+    return msg.TierEnd(tier="contest", available=True, samples_us=[value_us] * CONTEST_TRIALS * per_trial)
 
 
 def test_the_judge_checks_the_outputs_the_contest_calls_left():
@@ -124,6 +145,7 @@ def test_the_judge_checks_the_outputs_the_contest_calls_left():
     figure = judge.time_tier(worker, WORKLOAD, "contest", 1, deadline=time.monotonic() + 5)
     assert worker.sent[0] == msg.Go(proceed=True)  # always verified, whatever min_iters says
     assert figure.available and figure.value_us == pytest.approx(0.001) and figure.trials == CONTEST_TRIALS
+    assert figure.stop == "iters"
     assert [what for _, (_, what), _ in judge.pending] == ["contest tier, timed call 0 (verified after it ran)"]
 
 
@@ -150,3 +172,29 @@ def test_a_contest_figure_under_the_cupti_figure_is_rejected(contest_us, rejecte
 def test_asking_for_the_contest_tier_brings_cupti():
     assert parse_tiers("contest", "cuda") == ("cupti", "contest")
     assert parse_tiers("events,contest,cupti", "cuda") == ("events", "contest", "cupti")
+
+
+@pytest.mark.parametrize("per_trial, wall_s, accepted", [
+    (5, 0.31, True),  # a slow solution's cut, the tier as long as its budget
+    (5, 0.1, False),  # the same count from a tier that took a third of it: no slow solution
+    (4, 0.31, False),  # fewer than min_iters
+])
+def test_the_judge_takes_a_contest_cut_only_from_a_slow_tier(per_trial, wall_s, accepted):
+    from harness.judge import figures
+
+    config = TimingConfig(budget_s=0.3, min_iters=5)
+    samples = [5_000.0] * CONTEST_TRIALS * per_trial  # µs: 5 ms spans, 75 ms in all, fit either wall clock
+    if accepted:
+        figures.check_samples("contest", samples, 1, wall_s, config)
+    else:
+        with pytest.raises(Rejected, match="contest tier"):
+            figures.check_samples("contest", samples, 1, wall_s, config)
+    with pytest.raises(Rejected, match="samples"):  # trials of unequal length
+        figures.check_samples("contest", samples + [1.0], 1, 10.0, config)
+
+
+def test_a_contest_tier_cut_in_a_fast_judge_run_is_rejected():
+    figure = contest_judge().time_tier(ScriptedWorker(msg.Called(index=0), msg.Checked(outputs=[], call=0),
+                                                      contest_end(per_trial=5)),
+                                       WORKLOAD, "contest", 1, deadline=time.monotonic() + 5)
+    assert not figure.available and "only a tier slower" in figure.reason

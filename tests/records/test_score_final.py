@@ -151,3 +151,14 @@ def test_the_command_names_its_rule_and_baseline(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         main(["score", "--results", str(tmp_path), "--rule", "reference", "--baseline", BASE])
     assert stop.value.code == 2 and "--baseline applies to --rule final only" in capsys.readouterr().err
+
+
+def test_the_default_baseline_is_the_contest_s_shipped_form_where_a_run_holds_it():
+    from harness.facts import CONTEST_BASELINE_SOLUTION as WRAPPER
+    from harness.records.score import default_baseline
+
+    ours = run("20260101T000000Z_a", [cupti(BASE, w, 100.0) for w in WORKLOADS])
+    assert default_baseline([ours], "contest-v2") == BASE  # no wrapper judged: our DPS form
+    shipped = run("20260102T000000Z_b", [cupti(WRAPPER, w, 80.0) for w in WORKLOADS])
+    assert default_baseline([ours, shipped], "contest-v2") == WRAPPER
+    assert default_baseline([ours, shipped], "contest-v1") == BASE  # another set's runs do not count

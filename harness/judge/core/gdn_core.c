@@ -302,6 +302,8 @@ static struct {
     CUevent ready, ran;               /* the core's stream and the solution's (stream 0) wait on each other */
     CUevent start[MAX_EVENTS], end[MAX_EVENTS];
     PyObject *from_dlpack, *run;
+    int hands_over;                   /* run returns its results' data pointers for the core to copy */
+    uint64_t returned[MAX_TENSORS];   /* ... those of the last call (0: the result is its destination) */
     /* the workload */
     int loaded, n_in, n_out, scale_kind, n_sets;  /* scale_kind: SCALE_NONE, SCALE_GIVEN, SCALE_LEFT_OUT */
     uint64_t nonce;
@@ -722,6 +724,8 @@ static int prepare_call(uint32_t tier, uint64_t call, size_t k, int set) {
 /* run(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state): the positional DPS entry
  * (harness/judge/dps.py), called as the contest calls it: the tensor inputs in definition order,
  * the scalar (the definition's last input) where the definition has one, then the destinations. */
+static int take_pointers(PyObject *returned);
+
 static int call_run(int set) {
     int n = S.n_in + (S.scale_kind != SCALE_NONE) + S.n_out, at = 0;
     PyObject *arguments = PyTuple_New(n);
@@ -743,7 +747,47 @@ static int call_run(int set) {
     PyObject *returned = PyObject_Call(S.run, arguments, NULL);
     Py_DECREF(arguments);
     if (!returned) return -1;
+    int taken = take_pointers(returned);
     Py_DECREF(returned);
+    return taken;
+}
+
+/* A value-returning entry's run (harness/judge/dps.py) returns one data pointer per output, as exact
+ * ints: read without running any Python. Any other entry's return value is not looked at. */
+static int take_pointers(PyObject *returned) {
+    if (!S.hands_over) return 0;
+    if (!PyTuple_CheckExact(returned) || PyTuple_GET_SIZE(returned) != S.n_out) {
+        PyErr_Format(PyExc_TypeError, "timing core: a value-returning entry's run returns %d data pointers", S.n_out);
+        return -1;
+    }
+    for (int i = 0; i < S.n_out; i++) {
+        PyObject *pointer = PyTuple_GET_ITEM(returned, i);
+        if (!PyLong_CheckExact(pointer)) {
+            PyErr_SetString(PyExc_TypeError, "timing core: a data pointer that is not an int");
+            return -1;
+        }
+        S.returned[i] = PyLong_AsUnsignedLongLong(pointer);
+        if (PyErr_Occurred()) return -1;
+    }
+    return 0;
+}
+
+/* A value-returning call's results into its destinations (set `set`), once its timer has stopped: on
+ * the core's stream (which CUPTI's sum leaves out, after the end event), after everything the
+ * solution's stream was given; no Python runs. flashinfer-bench times a value-returning call without
+ * any copy (docs/interop.md). */
+static int deliver(int set) {
+    if (!S.hands_over) return 0;
+    if (S.gpu) {
+        CU(cu.eventRecord(S.ran, 0), "cuEventRecord");
+        CU(cu.streamWaitEvent(S.stream, S.ran, 0), "cuStreamWaitEvent");
+    }
+    for (int i = 0; i < S.n_out; i++) {
+        Slot *o = &S.out[i];
+        if (!S.returned[i]) continue;
+        if (S.gpu) CU(cu.memcpyDtoDAsync(o->dev[set], (CUdeviceptr)S.returned[i], o->nbytes, S.stream), "cuMemcpyDtoDAsync (result)");
+        else memcpy(o->host, (const void *)(uintptr_t)S.returned[i], o->nbytes);
+    }
     return 0;
 }
 
@@ -815,7 +859,7 @@ static int warm(uint32_t tier, uint64_t warm_ns, uint32_t max_calls, uint32_t *c
     while (*calls == 0 || (now_ns() - began < (double)warm_ns && *calls < max_calls)) {
         int set = (int)(*calls % (uint32_t)S.n_sets);
         if (prepare_call(tier, (1ULL << 40) + *calls, *calls, set) < 0 || flush_l2() < 0 || hand_over() < 0 ||
-            call_run(set) < 0) return -1;
+            call_run(set) < 0 || deliver(set) < 0) return -1;
         (*calls)++;
         if (S.gpu && *calls % 16 == 0) CU(cu.ctxSynchronize(), "cuCtxSynchronize"); /* a short queue: the deadline means GPU time */
     }
@@ -863,7 +907,7 @@ static int timed(uint32_t tier, uint64_t first, uint32_t count, uint32_t warmup,
     }
     for (uint32_t w = 0; w < warmup; w++) { /* untimed calls before the timed ones (the sync tier's trials) */
         int set = (int)((first + w) % (uint64_t)S.n_sets);
-        if (ready_call(tier, (1ULL << 41) + first + w, 0, set) < 0 || call_run(set) < 0) return -1;
+        if (ready_call(tier, (1ULL << 41) + first + w, 0, set) < 0 || call_run(set) < 0 || deliver(set) < 0) return -1;
         if (S.gpu) CU(cu.ctxSynchronize(), "cuCtxSynchronize");
     }
     if (tier == TIER_CUPTI) cupti_forget();
@@ -881,7 +925,7 @@ static int timed(uint32_t tier, uint64_t first, uint32_t count, uint32_t warmup,
         if (S.gpu) CU(cu.eventRecord(S.end[k], 0), "cuEventRecord");
         f->host_ns[k] = t1 - t0;
         if (!S.gpu) f->samples[k] = (t1 - t0) / 1e3;
-        if (capture(tier, call, S.area + k * per_call, set) < 0) return -1;
+        if (deliver(set) < 0 || capture(tier, call, S.area + k * per_call, set) < 0) return -1;
         if (tier == TIER_CUPTI) { /* ... and closes once the outputs are captured, the GPU idle again */
             CU(cu.ctxSynchronize(), "cuCtxSynchronize");
             if (cupti_now(&hi[k]) < 0) return -1;
@@ -1042,12 +1086,17 @@ static PyObject *arm(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* load(run): the solution's positional DPS entry (harness/judge/dps.py), once. */
-static PyObject *load(PyObject *self, PyObject *fn) {
+/* load(run, hands_over): the solution's positional DPS entry (harness/judge/dps.py), once;
+ * hands_over: it is a value-returning entry's, whose run returns its results' data pointers. */
+static PyObject *load(PyObject *self, PyObject *args) {
+    PyObject *fn;
+    int hands_over = 0;
+    if (!PyArg_ParseTuple(args, "O|p", &fn, &hands_over)) return NULL;
     if (S.run) { PyErr_SetString(PyExc_RuntimeError, "timing core: a run is loaded already"); return NULL; }
     if (!PyCallable_Check(fn)) { PyErr_SetString(PyExc_TypeError, "timing core: run is not callable"); return NULL; }
     Py_INCREF(fn);
     S.run = fn;
+    S.hands_over = hands_over;
     Py_RETURN_NONE;
 }
 
@@ -1070,7 +1119,7 @@ static PyObject *kernel_names(PyObject *self, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"arm", arm, METH_VARARGS, "arm(key_fd, area_fd, area_size, device_index, flush_bytes, cupti_path)"},
-    {"load", load, METH_O, "load(run)"},
+    {"load", load, METH_VARARGS, "load(run, hands_over=False)"},
     {"set_workload", set_workload, METH_VARARGS, "set_workload(command, stored)"},
     {"run_chunk", run_chunk, METH_VARARGS, "run_chunk(command) -> signed result"},
     {"cupti_missing", cupti_missing, METH_NOARGS, "cupti_missing() -> None or why CUPTI cannot record here"},

@@ -23,7 +23,7 @@ and what they share: :mod:`.settings` (:class:`TimingConfig`, the reproduced tim
 :mod:`.gpu_state` (a cold L2, a warm clock). docs/timing.md says what each tier measures.
 """
 
-from harness.judge.timing.contest import bench_contest, contest_samples, contest_value
+from harness.judge.timing.contest import bench_contest, contest_samples, contest_settings, contest_value
 from harness.judge.timing.cupti import bench_cupti
 from harness.judge.timing.events import bench_events
 from harness.judge.timing.gpu_state import (CLOCKS, ClockWarmth, L2Flusher, gpu_tier_unavailable_reason,
@@ -40,7 +40,7 @@ from harness.judge.timing.wallclock import bench_wallclock
 __all__ = ["CLOCKS", "CONTEST_SETTINGS", "CONTEST_TRIALS", "IDLE_S", "STOP_MIN_SAMPLES", "STOP_RULE_TIERS",
            "SYNC_ITERS", "SYNC_TRIALS", "SYNC_WARMUP", "TIMERS", "WARM_MAX_CALLS", "ClockWarmth", "L2Flusher",
            "TierUnavailable", "Timer", "TimingConfig", "TimingStats", "bench_contest", "bench_cupti", "bench_events",
-           "bench_sync", "bench_wallclock", "contest_samples", "contest_value", "describe_timer",
+           "bench_sync", "bench_wallclock", "contest_samples", "contest_settings", "contest_value", "describe_timer",
            "gpu_tier_unavailable_reason",
            "is_stable", "measure", "median_interval", "median_noise", "plan_iterations", "spread", "stop_reason",
            "summarize", "sync_plan", "timer_tick", "until_stable", "warm_gpu_clocks", "warm_then_estimate"]

@@ -3,7 +3,16 @@
 (:data:`~harness.judge.timing.settings.CONTEST_SETTINGS`): the same inputs every call, the
 *span* of each call's kernels, median per trial, mean over
 :data:`~harness.judge.timing.settings.CONTEST_TRIALS` trials. Refused, with the reason, where
-cupti-python cannot record (FlashInfer would fall back to CUDA events with only a warning)."""
+cupti-python cannot record (FlashInfer would fall back to CUDA events with only a warning).
+
+A slow solution gets fewer calls, by the rule every tier follows (docs/timing.md, "Slow
+solutions"): where the contest's settings would take more than the tier's budget at the measured
+time of one call, each trial makes one dry run and as many timed calls as the budget holds, never
+fewer than ``min_iters`` (:func:`contest_settings`). Only the per-head reference loop is that slow
+(1.3 ms to 0.12 s a call): at the contest's settings its tier would take about 330 s of contest-v2
+on an H200 (its CUPTI spans in results/judge-check/20261126-H200x2-one-vs-two x 198 calls a
+workload), about 65 s by the rule.
+"""
 
 from __future__ import annotations
 
@@ -22,25 +31,45 @@ from harness.judge.timing.stats import TierUnavailable, TimingStats, nothing_aft
 _FALLBACK_WORDS = ("falling back", "fall back", "not installed", "needs to be")
 
 
+#: Calls FlashInfer's timer makes in every trial before its dry runs: one, then five it times to
+#: estimate a call (``bench_gpu_time_with_cupti``'s ``measurement_iters``, flashinfer 0.7.2).
+FLASHINFER_ESTIMATE_CALLS = 6
+
+
 def contest_samples(calls: int) -> int:
-    """Samples a ``contest`` tier reports for ``calls`` reported calls: its timer makes
-    :data:`CONTEST_TRIALS` x ``repeat_iters`` calls on one input set, reported as one."""
+    """Samples a ``contest`` tier reports for ``calls`` reported calls at the contest's settings: its
+    timer makes :data:`CONTEST_TRIALS` x ``repeat_iters`` calls on one input set, reported as one
+    (a slow solution's tier reports fewer: :func:`contest_settings`)."""
     return calls * CONTEST_TRIALS * CONTEST_SETTINGS["repeat_iters"]
 
 
+def contest_settings(call_s: float, config: TimingConfig) -> dict:
+    """FlashInfer's settings for a solution whose call takes ``call_s`` seconds: the contest's
+    (:data:`CONTEST_SETTINGS`) where its :data:`CONTEST_TRIALS` trials fit ``config.budget_s``, else
+    one dry run and as many timed calls a trial as the budget holds, at least ``config.min_iters``,
+    at most the contest's (each trial's :data:`FLASHINFER_ESTIMATE_CALLS` counted)."""
+    full = CONTEST_SETTINGS["dry_run_iters"] + CONTEST_SETTINGS["repeat_iters"]
+    if call_s * CONTEST_TRIALS * (FLASHINFER_ESTIMATE_CALLS + full) <= config.budget_s:
+        return dict(CONTEST_SETTINGS)
+    fits = int(config.budget_s / (CONTEST_TRIALS * call_s)) - FLASHINFER_ESTIMATE_CALLS - 1
+    repeat = max(config.min_iters, min(CONTEST_SETTINGS["repeat_iters"], fits))
+    return {**CONTEST_SETTINGS, "dry_run_iters": 1, "repeat_iters": repeat}
+
+
 def contest_value(samples_us: list[float]) -> float:
-    """The ``contest`` figure (µs): the median of each trial's spans, mean over the trials.
+    """The ``contest`` figure (µs): the median of each trial's spans, mean over the
+    :data:`CONTEST_TRIALS` trials (equal parts of the samples, in order).
 
     How flashinfer-bench combines its trials is not asserted here: the mean of the trial
     medians is what the sync tier does with the original contest's trials, and the trace
     keeps every sample, so another combination can be computed from it.
 
     Raises:
-        ValueError: the samples are not :data:`CONTEST_TRIALS` equal trials.
+        ValueError: the samples do not split into :data:`CONTEST_TRIALS` equal, non-empty trials.
     """
-    per_trial = CONTEST_SETTINGS["repeat_iters"]
-    if len(samples_us) != CONTEST_TRIALS * per_trial:
-        raise ValueError(f"{len(samples_us)} contest samples, expected {CONTEST_TRIALS} trials of {per_trial}")
+    per_trial = len(samples_us) // CONTEST_TRIALS
+    if per_trial == 0 or per_trial * CONTEST_TRIALS != len(samples_us):
+        raise ValueError(f"{len(samples_us)} contest samples do not split into {CONTEST_TRIALS} equal trials")
     return statistics.mean(statistics.median(samples_us[i * per_trial:(i + 1) * per_trial])
                            for i in range(CONTEST_TRIALS))
 
@@ -70,7 +99,9 @@ def bench_contest(fn: Callable, setup: Callable, flush: Callable, config: Timing
     returns ``repeat_iters`` per-call spans (ms: first kernel's start to last kernel's
     end); ``after(0)`` runs once at the end, so the judge can read the outputs the calls
     left. ``flush`` and our clock warm-up run first only to start from a warm GPU, as
-    the contest's GPU was from its preceding workloads.
+    the contest's GPU was from its preceding workloads; the warm-up also times one call,
+    which decides the settings (:func:`contest_settings`: the contest's, or fewer calls for a
+    slow solution, then ``stop`` is ``budget``).
 
     Returns:
         TimingStats in µs (``value_us``: :func:`contest_value`; ``trials``), or
@@ -80,7 +111,7 @@ def bench_contest(fn: Callable, setup: Callable, flush: Callable, config: Timing
     timer, reason = flashinfer_timer()
     if timer is None:
         return TierUnavailable(Tier.CONTEST, reason)
-    gpu_state.CLOCKS.warm(fn, setup, flush, config)
+    settings = contest_settings(gpu_state.warm_then_estimate(fn, setup, flush, config, warmup=0), config)
     args = setup(0)
     names = list(args) if isinstance(args, dict) else None
     values = tuple(args.values()) if names else (args,)
@@ -89,15 +120,17 @@ def bench_contest(fn: Callable, setup: Callable, flush: Callable, config: Timing
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(CONTEST_TRIALS):
-            samples.extend(ms * 1e3 for ms in timer(call, input_args=values, **CONTEST_SETTINGS))
+            samples.extend(ms * 1e3 for ms in timer(call, input_args=values, **settings))
     fell_back = [str(w.message) for w in caught
                  if "cupti" in str(w.message).lower() and any(k in str(w.message).lower() for k in _FALLBACK_WORDS)]
     if fell_back:
         return TierUnavailable(Tier.CONTEST, f"FlashInfer did not time with CUPTI: {fell_back[0][:200]}")
-    if len(samples) != contest_samples(1):
+    if len(samples) != CONTEST_TRIALS * settings["repeat_iters"]:
         return TierUnavailable(Tier.CONTEST, f"FlashInfer's timer returned {len(samples)} spans for "
-                                          f"{CONTEST_TRIALS} trials of {CONTEST_SETTINGS['repeat_iters']} calls")
+                                          f"{CONTEST_TRIALS} trials of {settings['repeat_iters']} calls")
     torch.cuda.synchronize()
     gpu_state.CLOCKS.busy()
     after(0)
-    return summarize(Tier.CONTEST, samples, value_us=contest_value(samples), trials=CONTEST_TRIALS)
+    cut = settings["repeat_iters"] < CONTEST_SETTINGS["repeat_iters"]
+    return summarize(Tier.CONTEST, samples, value_us=contest_value(samples), trials=CONTEST_TRIALS,
+                     stop="budget" if cut else "iters")

@@ -97,7 +97,9 @@ def describe_timer(tier: str, config: TimingConfig, by_core: bool) -> str:
     flush = f"L2 flush: max(2 x L2, {MIN_FLUSH_BYTES >> 20} MB) zeroed"
     if tier == Tier.CONTEST:
         return (f"{_CONTEST_LOOP}; {CONTEST_SETTINGS}; {CONTEST_TRIALS} trials of "
-                f"{CONTEST_SETTINGS['repeat_iters']} calls, mean of the trial medians")
+                f"{CONTEST_SETTINGS['repeat_iters']} calls, mean of the trial medians; where those trials would "
+                f"outlast the {config.budget_s} s budget at one call's measured time, 1 dry run and as many timed "
+                f"calls a trial as the budget holds, at least {config.min_iters}")
     loop = (_CORE_LOOPS if by_core else _IN_PROCESS_LOOPS)[tier]
     if tier == Tier.SYNC:
         return (f"{loop}; {flush}; per trial {SYNC_WARMUP} warm-up and up to {SYNC_ITERS} timed calls (fewer only "
