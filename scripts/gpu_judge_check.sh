@@ -21,6 +21,9 @@
 #   pack-trip     the four own solutions packed to Solution JSONs, judged from them and from their folders
 #                 on contest-v1 (cupti), the two runs compared per workload (issue #32 item 4)
 #   ncu-v4        Nsight Compute of cuda-v4, fla-recurrent and the streaming copy at B = 1 (issue #33; clocks left alone)
+#   nvbench       tools/nvbench_check.py: NVBench beside FlashInfer's CUPTI and events timers (issue #29 item 4);
+#                 installs .nvb/*.whl (cuda-bench 0.3.0, cuda-bindings 13, cuda-pathfinder) into /tmp/site where
+#                 the call carries .nvb (too large to carry beside a bundle part: a call of its own first)
 # Each step stops itself with Ctrl-C (the judge writes what finished) before the command's limit.
 set -uo pipefail
 OUT=${1:?usage: gpu_judge_check.sh OUT STEP...}
@@ -111,6 +114,10 @@ for step in "$@"; do
                    tail -2 "$work/$subject.log"
                  done
                  pack "$step" "$work" ;;
+    nvbench)     work=/tmp/gdn-check-$step; mkdir -p "$work"
+                 if [ -d .nvb ]; then python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .nvb/*.whl; fi
+                 timeout -s INT 540 python -m tools.nvbench_check --out "$work" > "$work/console.log" 2>&1
+                 echo "rc=$?" >> "$work/console.log"; tail -20 "$work/console.log"; pack "$step" "$work" ;;
     parity)      GDN_BENCH_COMMIT=$COMMIT timeout -s INT 540 python -m tools.tier_parity --out /tmp/gdn-check-parity \
                    > /tmp/gdn-check-parity.log 2>&1; mkdir -p /tmp/gdn-check-parity
                  cp /tmp/gdn-check-parity.log /tmp/gdn-check-parity/console.log; tail -45 /tmp/gdn-check-parity.log
