@@ -75,9 +75,7 @@ def run_score(args) -> int:
 
 def score_final(args, runs, workloads: dict[str, int]) -> int:
     """``score --rule final``: the table, and a note for each GPU without the baseline."""
-    from harness.records.score import final_scores, gpus_without, print_final_scores
-
-    from harness.records.score import default_baseline
+    from harness.records.score import default_baseline, final_scores, gpus_without, print_final_scores
 
     baseline = args.baseline or default_baseline(runs, args.set)
     scores = final_scores(runs, args.set, workloads, baseline, args.tier, where=args.results / "runs")

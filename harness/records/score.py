@@ -192,19 +192,23 @@ def default_baseline(runs: list[StoredRun], set_name: str) -> str:
     (:data:`~harness.facts.CONTEST_BASELINE_SOLUTION`, judged from ``baselines/``) where a run of
     ``set_name`` holds it, else ``fi-baseline`` (the same kernel in our destination-passing form,
     which pays a state copy the contest's baseline did not: docs/interop.md)."""
-    held = {t.solution for run in runs if run.meta.get("workloads") == set_name
-            for traces in _ran(run).values() for t in traces}
+    held = set().union(*_labels_by_gpu(runs, set_name).values())
     return CONTEST_BASELINE_SOLUTION if CONTEST_BASELINE_SOLUTION in held else FLASHINFER_SOLUTION
 
 
 def gpus_without(runs: list[StoredRun], set_name: str, baseline: str = FLASHINFER_SOLUTION) -> list[str]:
     """The GPUs with runs of ``set_name`` where none holds a trace of ``baseline`` (not scored)."""
+    return sorted(hardware for hardware, labels in _labels_by_gpu(runs, set_name).items() if baseline not in labels)
+
+
+def _labels_by_gpu(runs: list[StoredRun], set_name: str) -> dict[str, set[str]]:
+    """GPU -> the solution labels of the runs of ``set_name`` on it (SKIPPED left out: :func:`_ran`)."""
     by_gpu: dict[str, set[str]] = defaultdict(set)
     for run in runs:
         if run.meta.get("workloads") == set_name:
             for hardware, traces in _ran(run).items():
                 by_gpu[hardware] |= {t.solution for t in traces}
-    return sorted(hardware for hardware, labels in by_gpu.items() if baseline not in labels)
+    return by_gpu
 
 
 def _gpu_scores(hardware: str, gpu_runs: list[tuple[str, list[Trace]]], baseline: str, tier: str | None,
