@@ -11,10 +11,10 @@
 #   parity        tools/tier_parity.py: each tier beside the timer it names, in a plain process (issue #29)
 #   v2-gpus       `--algo all --workloads contest-v2 --gpus all`, timed (issue #31: a machine of several GPUs)
 #   v2-one        the same on one GPU, timed, to set beside v2-gpus (stops at V2_LIMIT_S, 570 s by default)
-#   v2-one-start  v2-one in a session of its own (setsid), so it outlives this command: for a run
-#                 longer than one command may be; V2_LIMIT_S=1500 unless set
-#   v2-one-wait   wait (up to WAIT_S, 570 s by default) for v2-one-start's run, then pack it here
-#   start:STEP    any step in a session of its own (setsid), outliving this command; wait:STEP packs it here
+#   start:STEP    STEP in a session of its own (setsid), so it outlives this command: for a run longer
+#                 than one command may be (V2_LIMIT_S=1500 unless set); wait:STEP waits for it (up to
+#                 WAIT_S, 570 s by default), then packs it here. v2-one-start and v2-one-wait are
+#                 start:v2-one and wait:v2-one, by their earlier names
 #   entries-gpu   the GPU tests of contest entries and the contest tier (CUDA builds, torch binding, CUPTI counts)
 #   v2-contest    issue #32 item 5: the own solutions, fi-baseline, pt-reference and baselines/'s wrapper on
 #                 contest-v2 under cupti,contest, then `python -m harness score` of that run (both rules)
@@ -42,6 +42,7 @@ sweep() {  # sweep STEP ROOT ALGO LIMIT_S COMMIT
   mkdir -p "$work" && cp "$work.log" "$work/console.log" && tail -25 "$work.log" && pack "$1" "$work"
 }
 for step in "$@"; do
+  case $step in v2-one-start) step=start:v2-one ;; v2-one-wait) step=wait:v2-one ;; esac
   echo "== $step ($(date -u +%H:%M:%S))"
   case $step in
     attacks-gpu) GDN_BENCH_COMMIT=$COMMIT timeout -s INT 240 python scripts/gpu_attacks.py /tmp/gdn-check-$step --sets gpu
@@ -61,17 +62,8 @@ for step in "$@"; do
                  ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT "${V2_LIMIT_S:-570}" python run_local.py --results /tmp/gdn-check-$step \
                    --no-progress --algo all --workloads contest-v2 "${lanes[@]}" ) > /tmp/gdn-check-$step/console.log 2>&1
                  tail -30 /tmp/gdn-check-$step/console.log; pack "$step" /tmp/gdn-check-$step ;;
-    v2-one-start) mkdir -p /tmp/gdn-bg
-                 V2_LIMIT_S=${V2_LIMIT_S:-1500} GDN_BENCH_COMMIT=$COMMIT setsid bash "$0" /tmp/gdn-bg v2-one \
-                   > /tmp/gdn-bg.log 2>&1 < /dev/null &
-                 echo "started v2-one in its own session (pid $!); log /tmp/gdn-bg.log" ;;
-    v2-one-wait) waited=0
-                 while [ ! -f /tmp/gdn-bg/v2-one.tgz ] && [ "$waited" -lt "${WAIT_S:-570}" ]; do sleep 10; waited=$((waited + 10)); done
-                 tail -30 /tmp/gdn-bg.log
-                 if [ -f /tmp/gdn-bg/v2-one.tgz ]; then cp /tmp/gdn-bg/v2-one.tgz "$OUT/"; echo "packed $OUT/v2-one.tgz"
-                 else echo "v2-one still running after ${waited} s: call v2-one-wait again"; fi ;;
     start:*)     inner=${step#start:}; mkdir -p "/tmp/gdn-bg-$inner"
-                 GDN_BENCH_COMMIT=$COMMIT setsid bash "$0" "/tmp/gdn-bg-$inner" "$inner" \
+                 V2_LIMIT_S=${V2_LIMIT_S:-1500} GDN_BENCH_COMMIT=$COMMIT setsid bash "$0" "/tmp/gdn-bg-$inner" "$inner" \
                    > "/tmp/gdn-bg-$inner.log" 2>&1 < /dev/null &
                  echo "started $inner in its own session (pid $!); log /tmp/gdn-bg-$inner.log" ;;
     wait:*)      inner=${step#wait:}; waited=0
@@ -89,7 +81,7 @@ for step in "$@"; do
     v2-contest)  sel=/tmp/gdn-sel-$step; work=/tmp/gdn-check-$step; rm -rf "$sel"; mkdir -p "$sel" "$work"
                  for name in ${OWN//,/ } fi-baseline pt-reference; do cp -r "solutions/$name" "$sel/"; done
                  cp baselines/fi-baseline-wrapper.json "$sel/"
-                 ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT "${V2_LIMIT_S:-1500}" python run_local.py --results "$work" \
+                 ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT "${V2_LIMIT_S:-570}" python run_local.py --results "$work" \
                    --no-progress --solutions "$sel" --algo all --workloads contest-v2 --tiers cupti,contest ) \
                    > "$work/console.log" 2>&1
                  for rule in final reference; do python -m harness score --results "$work" --rule "$rule" \
