@@ -24,6 +24,12 @@
 #   nvbench       tools/nvbench_check.py: NVBench beside FlashInfer's CUPTI and events timers (issue #29 item 4);
 #                 installs .nvb/*.whl (cuda-bench 0.3.0, cuda-bindings 13, cuda-pathfinder) into /tmp/site where
 #                 the call carries .nvb (too large to carry beside a bundle part: a call of its own first)
+#   events-ab     the events tier between identical runs, A/B: the events rerun command (below) in this tree and
+#                 in the tree AB_TREE (default .before/ab, e.g. `git archive BRANCH harness tools solutions
+#                 workloads scripts run_local.py pyproject.toml | tar -x -C .before/ab`), twice each, alternating;
+#                 then tools.compare_runs per workload within and across the trees (about 7 min: start:/wait:)
+#   parity-ab     `parity` in AB_TREE (its pack is parity-ab.tgz)
+#   tune-small    `python -m tools.tune --algo cuda-v4 --batches 1,2,4,8` here, then in AB_TREE (issue #33)
 # Each step stops itself with Ctrl-C (the judge writes what finished) before the command's limit.
 set -uo pipefail
 OUT=${1:?usage: gpu_judge_check.sh OUT STEP...}
@@ -33,6 +39,9 @@ GROUP_A=fla-recurrent,fla-upstream,fla-upstream-kernel,cuda-v1
 GROUP_B=cuda-v4,cutedsl-bf16,fi-baseline,fi-bf16state
 OWN=cuda-v1,cuda-v4,fla-recurrent,cutedsl-bf16
 COMMIT=${GDN_BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+AB_TREE=${AB_TREE:-.before/ab}
+AB_COMMIT=${AB_COMMIT:-unknown}
+EVENTS_ALGO=fla-recurrent,cuda-v4,fi-baseline
 mkdir -p "$OUT"
 pack() { tar czf "$OUT/$1.tgz" -C "$2" . && echo "packed $OUT/$1.tgz"; }
 sweep() {  # sweep STEP ROOT ALGO LIMIT_S COMMIT
@@ -40,6 +49,15 @@ sweep() {  # sweep STEP ROOT ALGO LIMIT_S COMMIT
   (cd "$2" && GDN_BENCH_COMMIT=$5 timeout -s INT "$4" python run_local.py --results "$work" --no-progress \
      --algo "$3" --workloads sweep > "$work.log" 2>&1; echo "rc=$?" >> "$work.log")
   mkdir -p "$work" && cp "$work.log" "$work/console.log" && tail -25 "$work.log" && pack "$1" "$work"
+}
+events_run() {  # events_run ROOT COMMIT WORK: one run of the events rerun command
+  (cd "$1" && GDN_BENCH_COMMIT=$2 timeout -s INT 240 python run_local.py --results "$3" --no-progress \
+     --algo "$EVENTS_ALGO" --workloads contest-v2 --tiers cupti,events > "$3.log" 2>&1; echo "rc=$?" >> "$3.log")
+  mkdir -p "$3" && mv "$3.log" "$3/console.log" && grep -h "solution x workload" "$3/console.log"
+}
+compare() {  # compare A B NAME: per-workload ratios of two runs' traces into NAME
+  python -m tools.compare_runs "$1"/runs/*/traces.jsonl "$2"/runs/*/traces.jsonl --per workload \
+    --tiers cupti,events > "$3" 2>&1
 }
 for step in "$@"; do
   case $step in v2-one-start) step=start:v2-one ;; v2-one-wait) step=wait:v2-one ;; esac
@@ -114,6 +132,26 @@ for step in "$@"; do
                    > /tmp/gdn-check-parity.log 2>&1; mkdir -p /tmp/gdn-check-parity
                  cp /tmp/gdn-check-parity.log /tmp/gdn-check-parity/console.log; tail -45 /tmp/gdn-check-parity.log
                  pack "$step" /tmp/gdn-check-parity ;;
+    events-ab)   work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
+                 for round in a b; do
+                   events_run . "$COMMIT" "$work/this-$round"; events_run "$AB_TREE" "$AB_COMMIT" "$work/tree-$round"
+                 done
+                 compare "$work/this-a" "$work/this-b" "$work/compare-this.md"
+                 compare "$work/tree-a" "$work/tree-b" "$work/compare-tree.md"
+                 compare "$work/this-a" "$work/tree-a" "$work/compare-this-tree-a.md"
+                 compare "$work/this-b" "$work/tree-b" "$work/compare-this-tree-b.md"
+                 echo "tree: $AB_TREE at $AB_COMMIT" > "$work/trees.txt"; tail -12 "$work"/compare-*.md
+                 pack "$step" "$work" ;;
+    parity-ab)   work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
+                 (cd "$AB_TREE" && GDN_BENCH_COMMIT=$AB_COMMIT timeout -s INT 540 python -m tools.tier_parity --out "$work" \
+                   > "$work/console.log" 2>&1); tail -45 "$work/console.log"; pack "$step" "$work" ;;
+    tune-small)  work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
+                 for side in this tree; do root=.; [ "$side" = tree ] && root=$AB_TREE
+                   (cd "$root" && timeout -s INT 270 python -m tools.tune --algo cuda-v4 --batches 1,2,4,8 \
+                     --out "$work/$side" > "$work/$side.log" 2>&1; echo "rc=$?" >> "$work/$side.log")
+                   echo "-- $side ($root)"; grep -h "^B=\|rc=" "$work/$side.log"
+                 done
+                 pack "$step" "$work" ;;
     *)           echo "unknown step $step" ;;
   esac
 done
