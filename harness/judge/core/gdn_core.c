@@ -276,6 +276,8 @@ enum { K_NONE = 0, K_RANDOM = 1, K_STORED = 2 };
 enum { SCALE_NONE = 0, SCALE_GIVEN = 1, SCALE_LEFT_OUT = 2 };
 enum { CMD_WORKLOAD = 1, CMD_CHUNK = 2 };
 enum { TIER_WALLCLOCK = 0, TIER_EVENTS = 1, TIER_SYNC = 2, TIER_CUPTI = 3 };
+/* Flushes queued before an events-tier call: its lead over the host's launch (ready_call). */
+#define EVENTS_LEAD_FLUSHES 4
 enum { MODE_WARM = 0, MODE_TIMED = 1 };
 enum { CU_STREAM_NON_BLOCKING = 1 };
 
@@ -887,6 +889,12 @@ static int ready_call(uint32_t tier, uint64_t call, uint32_t k, int set) {
         CU(cu.ctxSynchronize(), "cuCtxSynchronize");
         return 0;
     }
+    /* The event pair's start waits behind this lead on the GPU while run() launches: a launch that
+     * outlasts it puts host time into the pair. One flush (~85 us on an H100) was outlasted by
+     * Python launches of 30-95 us now and then, which moved their events figure 0.2-3x between
+     * identical runs (results/proof/20261126-H100-events-rerun). */
+    for (int i = 1; tier == TIER_EVENTS && i < EVENTS_LEAD_FLUSHES; i++)
+        if (flush_l2() < 0) return -1;
     return hand_over();
 }
 
