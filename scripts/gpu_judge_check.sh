@@ -8,7 +8,8 @@
 #   new-a, new-b  the side-by-side sweep (results/targets.md's kernels) with this tree, in two groups
 #   old           the same sweep with the harness in .before/ (`git archive 2026d30 | tar -x -C .before`)
 #   v1-all        the README's `python run_local.py --algo all` (contest-v1), timed (issue #17: under 3 min)
-#   parity        tools/tier_parity.py: each tier beside the timer it names, in a plain process (issue #29)
+#   parity        tools/tier_parity.py: each tier beside the timer it names, in a plain process (issue #29);
+#                 PARITY_SOLUTIONS picks the solutions (default cuda-v4,fla-recurrent; the copy always)
 #   v2-gpus       `--algo all --workloads contest-v2 --gpus all`, timed (issue #31: a machine of several GPUs)
 #   v2-one        the same on one GPU, timed, to set beside v2-gpus (stops at V2_LIMIT_S, 570 s by default)
 #   start:STEP    STEP in a session of its own (setsid), so it outlives this command: for a run longer
@@ -29,6 +30,7 @@
 #                 workloads scripts run_local.py pyproject.toml | tar -x -C .before/ab`), twice each, alternating;
 #                 then tools.compare_runs per workload within and across the trees (about 7 min: start:/wait:)
 #   parity-ab     `parity` in AB_TREE (its pack is parity-ab.tgz)
+#   events-rerun  the events rerun command twice in this tree, compared per workload (about 3.5 min)
 #   tune-small    `python -m tools.tune --algo cuda-v4 --batches 1,2,4,8` here, then in AB_TREE (issue #33)
 # Each step stops itself with Ctrl-C (the judge writes what finished) before the command's limit.
 set -uo pipefail
@@ -129,6 +131,7 @@ for step in "$@"; do
                  timeout -s INT 540 python -m tools.nvbench_check --out "$work" > "$work/console.log" 2>&1
                  echo "rc=$?" >> "$work/console.log"; tail -20 "$work/console.log"; pack "$step" "$work" ;;
     parity)      GDN_BENCH_COMMIT=$COMMIT timeout -s INT 540 python -m tools.tier_parity --out /tmp/gdn-check-parity \
+                   --solutions "${PARITY_SOLUTIONS:-cuda-v4,fla-recurrent}" \
                    > /tmp/gdn-check-parity.log 2>&1; mkdir -p /tmp/gdn-check-parity
                  cp /tmp/gdn-check-parity.log /tmp/gdn-check-parity/console.log; tail -45 /tmp/gdn-check-parity.log
                  pack "$step" /tmp/gdn-check-parity ;;
@@ -142,6 +145,9 @@ for step in "$@"; do
                  compare "$work/this-b" "$work/tree-b" "$work/compare-this-tree-b.md"
                  echo "tree: $AB_TREE at $AB_COMMIT" > "$work/trees.txt"; tail -12 "$work"/compare-*.md
                  pack "$step" "$work" ;;
+    events-rerun) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
+                 events_run . "$COMMIT" "$work/run-a"; events_run . "$COMMIT" "$work/run-b"
+                 compare "$work/run-a" "$work/run-b" "$work/compare.md"; cat "$work/compare.md"; pack "$step" "$work" ;;
     parity-ab)   work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  (cd "$AB_TREE" && GDN_BENCH_COMMIT=$AB_COMMIT timeout -s INT 540 python -m tools.tier_parity --out "$work" \
                    > "$work/console.log" 2>&1); tail -45 "$work/console.log"; pack "$step" "$work" ;;
