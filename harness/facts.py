@@ -42,7 +42,7 @@ class Tier(StrEnum):
     CUPTI = "cupti"  # the device time CUPTI recorded for the call's kernels, copies and fills
     CONTEST = "contest"  # the final contest's own timer (FlashInfer's), what a predicted score is read from
     EVENTS = "events"  # a CUDA event pair around the call
-    SYNC = "sync"  # the contest's original loop: a synchronize before each call, events around it
+    SYNC = "sync"  # the contest's original loop (flashinfer-bench 0.1.2's): a synchronize before each call, events around it
     WALLCLOCK = "wallclock"  # the host's monotonic clock around the call (a CPU run)
 
 
@@ -66,6 +66,12 @@ TIERS = tuple(Tier)
 GPU_TIERS = (Tier.CUPTI, Tier.EVENTS, Tier.SYNC)
 #: The final contest's own timer (harness.judge.timing.bench_contest): what a predicted score is read from.
 CONTEST_TIER = Tier.CONTEST
+#: Tiers whose timer is a contest library's own, called in the solution's process (the worker) on the
+#: entry as flashinfer-bench calls it: FlashInfer's CUPTI timer (``contest``) and flashinfer-bench
+#: 0.1.2's ``time_runnable`` loop (``sync``). The solution can patch them, so the judge believes their
+#: figures only within the timing core's CUPTI figure and the copy floor: asking for one brings
+#: ``cupti`` (docs/judging.md).
+LIBRARY_TIERS = frozenset({Tier.CONTEST, Tier.SYNC})
 #: Preference order for the headline latency of a trace.
 HEADLINE_TIERS = (Tier.CUPTI, Tier.EVENTS, Tier.WALLCLOCK, Tier.SYNC)
 

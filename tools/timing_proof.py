@@ -43,7 +43,8 @@ from harness.records.store import load_run, run_dirs
 from harness.paths import REPO_ROOT, SOLUTIONS_DIR
 from harness.judge.worker import destinations
 from harness.judge.solutions import load_meta, load_solution
-from harness.judge.timing import L2Flusher, TimingConfig, bench_cupti, bench_events, bench_sync, warm_gpu_clocks
+from harness.judge.timing import (L2Flusher, TierUnavailable, TimingConfig, bench_cupti, bench_events, bench_sync,
+                                  warm_gpu_clocks)
 from harness.data.workloads import materialize_inputs
 
 AGREEMENT = 0.05  # CUPTI vs torch.profiler, relative
@@ -84,8 +85,10 @@ def _tiers_in_this_process(subject: str, batch_size: int, iters: int) -> dict:
     config = TimingConfig(iters=iters, budget_s=5.0)
     fn, setup = _callable(subject, dataset, _workload(dataset, batch_size), "cuda")
     cupti_stats = bench_cupti(fn, setup, flush, config)
-    result = {"events_us": bench_events(fn, setup, flush, config).value_us,
-              "sync_us": bench_sync(fn, setup, flush, config).value_us}
+    sync = bench_sync(fn, setup, flush, config)
+    if isinstance(sync, TierUnavailable):  # flashinfer-bench's own loop: the proof needs it
+        raise RuntimeError(f"the sync tier cannot run here: {sync.reason}")
+    result = {"events_us": bench_events(fn, setup, flush, config).value_us, "sync_us": sync.value_us}
     if hasattr(cupti_stats, "value_us"):
         result.update(cupti_us=cupti_stats.value_us, kernels_per_call=cupti_stats.extra["kernels_per_call"],
                       span_us=cupti_stats.extra["span_median_us"])

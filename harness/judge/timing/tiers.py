@@ -5,9 +5,10 @@ or one of these) and with what settings."""
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Protocol
 
-from harness.facts import Tier
+from harness.facts import LIBRARY_TIERS, Tier
 from harness.judge.timing.contest import bench_contest
 from harness.judge.timing.cupti import bench_cupti
 from harness.judge.timing.events import bench_events
@@ -24,7 +25,7 @@ class Timer(Protocol):
     """A tier's timer: ``fn(setup(index))`` timed, ``flush()`` before each call where the tier
     wants a cold L2, ``after(index)`` after each timed call (outside the timed region).
     ``entry``: the positional DPS entry ``fn`` spreads, for a timer that hands the arguments
-    over itself (the contest tier's FlashInfer timer); the others ignore it."""
+    over itself (the library timers of :data:`LIBRARY_TIERS`); the others ignore it."""
 
     def __call__(self, fn: Callable, setup: Callable, flush: Callable | None, config: TimingConfig,
                  after: Callable = nothing_after, entry: Callable | None = None) -> TimingStats | TierUnavailable: ...
@@ -62,34 +63,36 @@ def measure(tier: str, fn: Callable, setup: Callable, flush: Callable | None, de
     return TIMERS[tier](fn, setup, flush, config, after, entry)
 
 
-#: What each tier's loop is, where the timing core makes it (a solution's cupti, events, sync and
-#: wallclock tiers: harness/judge/core/gdn_core.c) and where an in-process timer does (the copy
-#: floor, the tools: this package); the contest tier is FlashInfer's timer in both.
+#: What each tier's loop is, where the timing core makes it (a solution's cupti, events and wallclock
+#: tiers: harness/judge/core/gdn_core.c) and where an in-process timer does (the copy floor, the
+#: tools: this package); the library tiers (:data:`LIBRARY_TIERS`) run the library's timer in both.
 _CORE_LOOPS = {
     Tier.CUPTI: "timing core: CUPTI records of every kernel, memcpy and memset in the call's window but the core's "
              "own, durations summed; fresh inputs, then the flush, then the call on an idle GPU",
     Tier.EVENTS: "timing core: a CUDA event pair around the call on its stream; fresh inputs, then the flush and "
               "three more (a lead of ~0.3 ms on an H100), the GPU still busy with them while the call launches",
-    Tier.SYNC: "timing core: the contest's original loop (flashinfer-bench 0.1.2 do_bench): L2 flush, fresh inputs, "
-            "synchronize, a CUDA event pair around the call",
     Tier.WALLCLOCK: "timing core: the host's monotonic clock around the call (CPU runs); fresh inputs",
 }
 _IN_PROCESS_LOOPS = {
     Tier.CUPTI: "in-process: CUPTI records of the call's kernels, memcpys and memsets by external correlation "
              "(harness/judge/cupti_recorder.py), durations summed",
     Tier.EVENTS: "in-process: a CUDA event pair around the call, the flush before it, no synchronize inside a chunk",
-    Tier.SYNC: "in-process: the contest's original loop (flashinfer-bench 0.1.2 do_bench): L2 flush, inputs, "
-            "synchronize, a CUDA event pair around the call",
     Tier.WALLCLOCK: "in-process: perf_counter around the call",
 }
 _CONTEST_LOOP = ("FlashInfer's bench_gpu_time_with_cupti as flashinfer-bench main's time_runnable calls it "
                  "(since #196, 0cd5b6e): the span of each call's kernels, the same inputs every call")
+_SYNC_LOOP = ("flashinfer-bench 0.1.2's time_runnable loop, called, not re-implemented: its do_bench with its "
+              "clone setup, so before each call 256 MB zeroed, every argument cloned (outside the timed region), "
+              "torch.cuda.synchronize(), a CUDA event pair around the call")
+_CLAIM = ("a solution's figure is timed in its own process (the worker), so it is a claim, believed only down "
+          "to the timing core's CUPTI figure of the same workload (the bracket check) and the copy floor")
 
 
 def describe_timer(tier: str, config: TimingConfig, by_core: bool) -> str:
     """Which timer made a tier's figure and with what settings, in words, for the trace
-    (``TierFigure.timer``): the loop (the timing core's or an in-process timer's), the L2 flush,
-    the counts and how the samples became the figure.
+    (``TierFigure.timer``): the loop (the timing core's, an in-process timer's or, for the
+    :data:`LIBRARY_TIERS`, the library's wherever it runs), the L2 flush, the counts and how the
+    samples became the figure.
 
     Raises:
         KeyError: an unknown tier.
@@ -100,10 +103,12 @@ def describe_timer(tier: str, config: TimingConfig, by_core: bool) -> str:
                 f"{CONTEST_SETTINGS['repeat_iters']} calls, mean of the trial medians; where those trials would "
                 f"outlast the {config.budget_s} s budget at one call's measured time, 1 dry run and as many timed "
                 f"calls a trial as the budget holds, at least {config.min_iters}")
-    loop = (_CORE_LOOPS if by_core else _IN_PROCESS_LOOPS)[tier]
     if tier == Tier.SYNC:
-        return (f"{loop}; {flush}; per trial {SYNC_WARMUP} warm-up and up to {SYNC_ITERS} timed calls (fewer only "
-                f"past the {config.budget_s} s budget), {config.trials} trials, mean of the trial means")
+        least = math.ceil(config.min_iters / max(config.trials, 1))
+        return (f"{_SYNC_LOOP}; per trial one input set, {SYNC_WARMUP} warm-up and up to {SYNC_ITERS} timed calls "
+                f"(fewer, at least {least}, only past the {config.budget_s} s budget), the mean of its calls; "
+                f"{config.trials} trials, mean of the trial means; {_CLAIM}")
+    loop = (_CORE_LOOPS if by_core else _IN_PROCESS_LOOPS)[tier]
     warm = "" if tier == Tier.WALLCLOCK else f"; clock warmed {config.warm_s} s after an idle spell"
     return (f"{loop}{'' if tier == Tier.WALLCLOCK else '; ' + flush}{warm}; median of up to {config.iters} timed "
             f"calls, at least {config.min_iters}, stopping once the median is known to +-{config.max_noise:.2%} "
