@@ -13,7 +13,7 @@ from pathlib import Path
 # Everything the judge will need is imported now, before any solution runs: a
 # module imported later would be read from disk after a solution could edit it.
 from harness.errors import HarnessInputError
-from harness.facts import CONTEST_TIER, GPU_TIERS, TIERS, Rules, Tier, Tolerance
+from harness.facts import GPU_TIERS, LIBRARY_TIERS, TIERS, Rules, Tier, Tolerance
 from harness.judge.core import CoreError
 from harness.judge.isolation import Timeouts
 from harness.judge.run import RunConfig, run_benchmark
@@ -109,7 +109,8 @@ def checked_folders(args) -> None:
 
 def parse_tiers(text: str, device: str) -> tuple[str, ...]:
     """``cupti,events,sync`` -> tuple; on the CPU the wall-clock tier is always added, and
-    ``contest`` brings ``cupti`` with it (its figure is bounded by CUPTI's, docs/judging.md).
+    ``contest`` or ``sync`` brings ``cupti`` with it (their timers run in the solution's process,
+    so their figures are bounded by the timing core's CUPTI figure, docs/judging.md).
 
     Raises:
         argparse.ArgumentTypeError: an unknown tier name.
@@ -120,7 +121,7 @@ def parse_tiers(text: str, device: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(f"unknown tier(s) {unknown}; choose from {TIERS}")
     if not device.startswith("cuda") and Tier.WALLCLOCK not in tiers:
         tiers += (Tier.WALLCLOCK,)
-    if CONTEST_TIER in tiers and Tier.CUPTI not in tiers:
+    if LIBRARY_TIERS & set(tiers) and Tier.CUPTI not in tiers:
         tiers = (Tier.CUPTI,) + tiers
     return tiers
 
@@ -140,7 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "its own copy floor and pt-reference, merged into one run folder (excludes --device)")
     p.add_argument("--tiers", default=None, help=f"comma list of {', '.join(TIERS)} (default: cupti,events,sync on "
                                                  "a GPU, wallclock on the CPU); contest = the final contest's own "
-                                                 "timer (FlashInfer's, needs the gpu extra), adds cupti")
+                                                 "timer (FlashInfer's, needs the gpu extra); sync = the contest's original "
+                                                 "one (flashinfer-bench 0.1.2's loop, needs the interop extra); "
+                                                 "either adds cupti")
     p.add_argument("-n", "--trials", type=COUNT, default=3,
                    help="correctness trials per workload, each with fresh random inputs (default: 3)")
     p.add_argument("--warmup", type=NON_NEGATIVE_COUNT, default=TimingConfig.warmup,

@@ -1,4 +1,4 @@
-"""The judge's side of the tiers whose calls the timing core makes (wallclock, events, sync, cupti).
+"""The judge's side of the tiers whose calls the timing core makes (wallclock, events, cupti).
 
 For each chunk of timed calls the judge signs a command (:class:`~harness.judge.core.CoreLink`),
 the worker hands it to the core, and the core runs the calls: inputs made from the judge's key
@@ -27,8 +27,7 @@ from harness.judge import protocol as msg
 from harness.judge.batched_reference import gdn_decode
 from harness.judge.check import CheckResult, Status, out_of_tolerance, tensor_errors
 from harness.judge.core import CoreError, CoreLink, TensorSlot
-from harness.judge.timing import (WARM_MAX_CALLS, ClockWarmth, TimingConfig, plan_iterations, sync_plan,
-                                  until_stable)
+from harness.judge.timing import WARM_MAX_CALLS, ClockWarmth, TimingConfig, plan_iterations, until_stable
 
 #: One row of the state's last dimension in this many is captured and compared, at a phase
 #: drawn from the key for every call; the output is captured whole. A solution that skips a
@@ -143,9 +142,7 @@ class CoreTier:
         warm = self.chunk(tier, core_mod.MODE_WARM, warm_s=warm_s, max_calls=max_calls)
         estimate_s = warm.wall_ns / max(warm.calls, 1) / 1e9
         planned = plan_iterations(estimate_s, config)
-        if tier == Tier.SYNC:
-            found = self.sync_samples(config, estimate_s)
-        elif tier == Tier.CUPTI:  # one untimed call inside the recording first, unless the budget cut the tier
+        if tier == Tier.CUPTI:  # one untimed call inside the recording first, unless the budget cut the tier
             first_warmup = 1 if planned > config.min_iters else 0
             found = until_stable(lambda first, count: self.timed(tier, first, count, first_warmup if first == 0 else 0),
                                  planned, config)
@@ -166,15 +163,6 @@ class CoreTier:
                 f"timing rejected: the GPU went on {after:.1f} µs after run() returned (median), but CUPTI "
                 f"recorded {recorded:.1f} µs of work in the call: work was hidden from CUPTI (its recording "
                 "switched off around the launches?)"))
-
-    def sync_samples(self, config: TimingConfig, estimate_s: float) -> list[float]:
-        """The contest's original loop (timing.bench_sync): trials of SYNC_WARMUP untimed and
-        SYNC_ITERS timed calls, a synchronize before each; a slow solution's trials cut to the budget."""
-        iters, warmup = sync_plan(estimate_s, config)
-        found = []
-        for trial in range(max(config.trials, 1)):
-            found += self.timed(Tier.SYNC, trial * iters, iters, warmup)
-        return found
 
     def timed(self, tier: str, first: int, count: int, warmup: int = 0) -> list[float]:
         """Samples of calls ``first .. first + count - 1``, in chunks the capture area holds."""
@@ -303,7 +291,7 @@ class CoreTier:
         return msg.TierEnd(tier=tier, available=True, samples_us=samples, **extra)
 
     def host_call_us(self) -> float | None:
-        """Median host time of a timed ``run`` call (µs), a diagnostic of the events and sync tiers."""
+        """Median host time of a timed ``run`` call (µs), a diagnostic of the events tier."""
         return statistics.median(self.host_ns) / 1e3 if self.host_ns else None
 
 

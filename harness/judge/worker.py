@@ -6,7 +6,8 @@ decides no verdict. Before the solution is imported it arms the timing core
 (:func:`arm_core`, harness/judge/core.py), which then makes, times and captures
 every timed call of the tiers it runs: the worker only relays the judge's
 signed commands to it and its signed results back. For the correctness trials
-and the tier the core does not run (contest) it builds inputs from the tensors
+and the tiers the core does not run (contest, sync: the contest libraries' own
+timers, called here) it builds inputs from the tensors
 and seeds the parent sends, calls ``run``, copies the destinations' bytes back
 and times the calls itself; the parent compares the bytes, samples those timed
 calls after they were made, and checks every figure it receives. ``run`` is
@@ -40,7 +41,7 @@ from harness.judge import dps
 from harness.judge import protocol as msg
 from harness.judge.isolation import die_with_parent
 from harness.judge.solutions import import_package
-from harness.judge.timing import L2Flusher, TierUnavailable, TimingConfig, measure
+from harness.judge.timing import LIBRARY_TIERS, L2Flusher, TierUnavailable, TimingConfig, measure
 
 #: Timed calls write into a ring of destination sets, so the worker reads the
 #: judge's answer for call i only before call i + ring size reuses its set: no
@@ -53,8 +54,8 @@ RING_BYTES, RING_MAX_SETS = 1 << 30, 8
 @dataclass(frozen=True)
 class Entry:
     """What the worker calls of a solution's generated entry (harness/judge/dps.py):
-    ``run`` (positional DPS; the timed call), ``contest_call`` (what flashinfer-bench's timer calls,
-    with the same arguments), ``deliver`` (puts the last call's results in its destinations, after
+    ``run`` (positional DPS; the timed call), ``contest_call`` (what flashinfer-bench's timers call,
+    with the same arguments: the contest and sync tiers), ``deliver`` (puts the last call's results in its destinations, after
     any timer; None for a destination-passing entry) and ``hands_over`` (``run`` returns data
     pointers for the timing core to copy: a value-returning entry)."""
 
@@ -235,7 +236,8 @@ class Worker:
                 self.entry.deliver()
             ring.called(index)
 
-        timed = self.entry.contest_call if tier == Tier.CONTEST else self.entry.run
+        # the contest libraries' timers call the entry as flashinfer-bench does; the others time run
+        timed = self.entry.contest_call if tier in LIBRARY_TIERS else self.entry.run
         self.channel.send(msg.TierBegin(tier=tier))
         try:
             result = measure(tier, timed, setup, self.flush, self.device, self.timing, after, positional=True)

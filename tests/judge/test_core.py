@@ -18,7 +18,7 @@ import torch
 
 from harness.data.dataset import OUR_DEFINITION
 from harness.data.definition import load_definition
-from harness.facts import CONTEST_TIER, TIERS
+from harness.facts import CONTEST_TIER, LIBRARY_TIERS, TIERS, Tier
 from harness.judge import core
 from harness.judge.batched_reference import gdn_decode
 from harness.judge.core import MODE_TIMED, MODE_WARM, CoreError, CoreLink, TensorSlot
@@ -198,10 +198,12 @@ def test_batched_reference_is_the_definitions_reference():
             assert (output[k].float() != want["output"].float()).float().mean() < 0.01  # bf16 ties, at most
 
 
-def test_every_tier_the_judge_publishes_but_the_contests_is_timed_by_the_core():
-    """The contest tier is FlashInfer's own timer, called in the worker and bounded by the core's
-    CUPTI figure (docs/judging.md); every other tier's figure is the core's."""
-    assert core.CORE_TIERS == set(TIERS) - {CONTEST_TIER}
+def test_every_tier_the_judge_publishes_but_the_library_tiers_is_timed_by_the_core():
+    """The contest and sync tiers are the contest libraries' own timers (FlashInfer's, flashinfer-bench
+    0.1.2's loop), called in the worker and bounded by the core's CUPTI figure (docs/judging.md);
+    every other tier's figure is the core's."""
+    assert LIBRARY_TIERS == {CONTEST_TIER, Tier.SYNC}
+    assert core.CORE_TIERS == set(TIERS) - LIBRARY_TIERS and Tier.CUPTI in core.CORE_TIERS
 
 
 def _cupti_header_dir() -> Path | None:

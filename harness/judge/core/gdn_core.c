@@ -275,7 +275,9 @@ static int load_driver(void) {
 enum { K_NONE = 0, K_RANDOM = 1, K_STORED = 2 };
 enum { SCALE_NONE = 0, SCALE_GIVEN = 1, SCALE_LEFT_OUT = 2 };
 enum { CMD_WORKLOAD = 1, CMD_CHUNK = 2 };
-enum { TIER_WALLCLOCK = 0, TIER_EVENTS = 1, TIER_SYNC = 2, TIER_CUPTI = 3 };
+/* Code 2 was the core's copy of the contest's original sync loop; the sync tier is now
+ * flashinfer-bench's own loop, called in the worker (harness/judge/timing/sync.py). */
+enum { TIER_WALLCLOCK = 0, TIER_EVENTS = 1, TIER_CUPTI = 3 };
 /* Flushes queued before an events-tier call: its lead over the host's launch (ready_call). */
 #define EVENTS_LEAD_FLUSHES 4
 enum { MODE_WARM = 0, MODE_TIMED = 1 };
@@ -879,11 +881,6 @@ typedef struct {
 
 /* Get call `call`'s inputs ready in `set`, L2 cold, the solution's stream waiting for them. */
 static int ready_call(uint32_t tier, uint64_t call, uint32_t k, int set) {
-    if (tier == TIER_SYNC) { /* the contest's loop: flush, then the inputs (left warm in L2), synchronize */
-        if (flush_l2() < 0 || prepare_call(tier, call, k, set) < 0) return -1;
-        CU(cu.ctxSynchronize(), "cuCtxSynchronize");
-        return 0;
-    }
     if (prepare_call(tier, call, k, set) < 0 || flush_l2() < 0) return -1; /* inputs first: a cold L2 */
     if (tier == TIER_CUPTI) { /* the call starts on an idle GPU: its span includes its own launch gaps */
         CU(cu.ctxSynchronize(), "cuCtxSynchronize");
@@ -913,7 +910,7 @@ static int timed(uint32_t tier, uint64_t first, uint32_t count, uint32_t warmup,
         if (C.missing[0]) { PyErr_Format(PyExc_RuntimeError, "timing core: %s", C.missing); return -1; }
         if (cupti_on() < 0) return -1;
     }
-    for (uint32_t w = 0; w < warmup; w++) { /* untimed calls before the timed ones (the sync tier's trials) */
+    for (uint32_t w = 0; w < warmup; w++) { /* untimed calls before the timed ones (the CUPTI tier's first chunk) */
         int set = (int)((first + w) % (uint64_t)S.n_sets);
         if (ready_call(tier, (1ULL << 41) + first + w, 0, set) < 0 || call_run(set) < 0 || deliver(set) < 0) return -1;
         if (S.gpu) CU(cu.ctxSynchronize(), "cuCtxSynchronize");
@@ -994,7 +991,7 @@ static PyObject *run_chunk(PyObject *self, PyObject *args) {
     uint32_t count = (uint32_t)take(&r, 4), warmup = (uint32_t)take(&r, 4);
     uint64_t warm_ns = take(&r, 8);
     uint32_t max_calls = (uint32_t)take(&r, 4);
-    if (r.bad || r.left || tier > TIER_CUPTI || mode > MODE_TIMED || count > MAX_EVENTS || (tier != TIER_WALLCLOCK) != S.gpu) {
+    if (r.bad || r.left || (tier != TIER_WALLCLOCK && tier != TIER_EVENTS && tier != TIER_CUPTI) || mode > MODE_TIMED || count > MAX_EVENTS || (tier != TIER_WALLCLOCK) != S.gpu) {
         PyErr_SetString(PyExc_ValueError, "timing core: malformed chunk command");
         return NULL;
     }
