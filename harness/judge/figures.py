@@ -18,10 +18,11 @@ import torch
 
 from harness.data.definition import TORCH_DTYPES
 from harness.data.workloads import Workload
-from harness.facts import CONTEST_TIER, Tier
+from harness.facts import CONTEST_TIER, LIBRARY_TIERS, Tier
 from harness.judge.check import CheckResult, Status
 from harness.judge.floor import floor_margin, physical_limit_us
-from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, TimingConfig, contest_samples, contest_value
+from harness.judge.timing import (CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, TimingConfig, contest_samples,
+                                  contest_value)
 from harness.records.trace import FloorMeasurement, TierFigure
 
 #: An event pair brackets the kernels of a call, so the events and sync figures cannot be shorter
@@ -42,9 +43,13 @@ def _reject(log: str) -> Rejected:
 
 
 def expected_samples(tier: str, calls: int) -> int:
-    """Samples a tier must report for the ``calls`` timed calls the judge saw: one each, or for the
-    contest tier its timer's calls on one input set at the contest's settings, reported as one call
-    (-1: no count is right; a slow solution's contest tier may report fewer, :func:`check_contest_cut`)."""
+    """Samples a tier must report for the ``calls`` timed calls the judge saw: one each; for the
+    contest tier its timer's calls on one input set at the contest's settings, reported as one
+    call; for the sync tier :data:`SYNC_ITERS` per trial, each trial reported as one call
+    (-1: no count is right; a slow solution's contest or sync tier may report fewer,
+    :func:`check_contest_cut`, :func:`check_sync_cut`)."""
+    if tier == Tier.SYNC:
+        return calls * SYNC_ITERS
     if tier != CONTEST_TIER:
         return calls
     return contest_samples(calls) if calls == 1 else -1
@@ -55,15 +60,17 @@ def check_samples(tier: str, samples: list[float], calls: int, wall_s: float, co
 
     Raises:
         Rejected: fewer calls than ``config.min_iters`` (any tier but the contest's, which reports
-            one), a sample count other than :func:`expected_samples` (or a contest tier's cut that
-            :func:`check_contest_cut` refuses), a non-finite or non-positive sample, or samples that
-            add up to more than ``wall_s`` (s), the judge's own clock for the whole tier.
+            one, and the sync tier's, which reports one a trial and must report ``config.trials``),
+            a sample count other than :func:`expected_samples` (or a contest or sync tier's cut that
+            :func:`check_contest_cut` or :func:`check_sync_cut` refuses), a non-finite or
+            non-positive sample, or samples that add up to more than ``wall_s`` (s), the judge's
+            own clock for the whole tier.
     """
-    least_calls = 0 if tier == CONTEST_TIER else max(1, config.min_iters)
-    if calls < least_calls:
-        raise _reject(f"{tier} tier made {calls} timed calls, fewer than the {least_calls} every tier makes")
+    check_calls(tier, calls, config)
     if tier == CONTEST_TIER and calls == 1 and samples and len(samples) != expected_samples(tier, calls):
         check_contest_cut(len(samples), wall_s, config)
+    elif tier == Tier.SYNC and samples and len(samples) != expected_samples(tier, calls):
+        check_sync_cut(len(samples), wall_s, config)
     elif len(samples) != expected_samples(tier, calls) or not samples:
         raise _reject(f"{tier} tier reported {len(samples)} samples for the {calls} timed calls the judge saw")
     if not all(math.isfinite(s) and s > 0 for s in samples):
@@ -71,6 +78,35 @@ def check_samples(tier: str, samples: list[float], calls: int, wall_s: float, co
     if sum(samples) * 1e-6 > wall_s:
         raise _reject(f"{tier} tier's {calls} calls add up to {sum(samples):.1f} µs, more than the "
                       f"{wall_s * 1e6:.1f} µs the judge's wall clock saw for the whole tier")
+
+
+def check_calls(tier: str, calls: int, config: TimingConfig) -> None:
+    """The timed calls the judge saw a tier report: the sync tier one per trial, exactly
+    ``config.trials`` (each trial's last outputs are verified); the contest tier any (it reports
+    one); every other at least ``config.min_iters``.
+
+    Raises:
+        Rejected: another count.
+    """
+    if tier == Tier.SYNC:
+        if calls != config.trials:
+            raise _reject(f"sync tier reported {calls} trials, the judge asked for {config.trials}")
+        return
+    least_calls = 0 if tier == CONTEST_TIER else max(1, config.min_iters)
+    if calls < least_calls:
+        raise _reject(f"{tier} tier made {calls} timed calls, fewer than the {least_calls} every tier makes")
+
+
+def check_cut_wall(tier: str, per_trial: int, wall_s: float, config: TimingConfig) -> None:
+    """A tier cut to ``per_trial`` calls a trial must have taken at least half its budget by the
+    judge's own clock (``wall_s``): an honest cut tier takes more than the budget.
+
+    Raises:
+        Rejected: a faster tier.
+    """
+    if wall_s < 0.5 * config.budget_s:
+        raise _reject(f"{tier} tier cut to {per_trial} calls a trial in {wall_s:.3f} s: only a tier slower than "
+                      f"its {config.budget_s} s budget is cut")
 
 
 def check_contest_cut(count: int, wall_s: float, config: TimingConfig) -> None:
@@ -88,14 +124,31 @@ def check_contest_cut(count: int, wall_s: float, config: TimingConfig) -> None:
     if rest or not config.min_iters <= per_trial < full:
         raise _reject(f"contest tier reported {count} samples: {CONTEST_TRIALS} trials of {full} calls, or of "
                       f"{config.min_iters} to {full - 1} for a slow solution, expected")
-    if wall_s < 0.5 * config.budget_s:
-        raise _reject(f"contest tier cut to {per_trial} calls a trial in {wall_s:.3f} s: only a tier slower than "
-                      f"its {config.budget_s} s budget is cut")
+    check_cut_wall(CONTEST_TIER, per_trial, wall_s, config)
+
+
+def check_sync_cut(count: int, wall_s: float, config: TimingConfig) -> None:
+    """A sync tier that reported ``count`` samples, fewer than ``config.trials`` x :data:`SYNC_ITERS`:
+    allowed only as the slow-solution rule makes it (:func:`~harness.judge.timing.sync.sync_plan`):
+    ``config.trials`` equal trials of at least ``ceil(config.min_iters / config.trials)`` calls, from
+    a tier that took at least half its budget by the judge's own clock (``wall_s``).
+
+    Raises:
+        Rejected: any other count.
+    """
+    trials = max(config.trials, 1)
+    per_trial, rest = divmod(count, trials)
+    least = math.ceil(config.min_iters / trials)
+    if rest or not least <= per_trial < SYNC_ITERS:
+        raise _reject(f"sync tier reported {count} samples: {trials} trials of {SYNC_ITERS} calls, or of "
+                      f"{least} to {SYNC_ITERS - 1} for a slow solution, expected")
+    check_cut_wall(Tier.SYNC, per_trial, wall_s, config)
 
 
 def tier_value(tier: str, samples: list[float], trials: int) -> float | None:
     """The tier's figure (µs) from its raw samples where it is not their median: the sync tier's
-    mean of trial means (the contest's original do_bench), the contest tier's
+    mean of trial means (flashinfer-bench 0.1.2's time_runnable per trial, averaged as its
+    evaluator averages its trials), the contest tier's
     :func:`~harness.judge.timing.contest_value`; None for the others.
 
     Raises:
@@ -129,9 +182,10 @@ def check_floor(tier: str, value_us: float, floors: list[FloorMeasurement]) -> N
 
 def check_brackets(figures: Mapping[str, TierFigure]) -> None:
     """Events and sync figures bracket the call's kernels, and the contest's span covers them: none
-    is shorter than CUPTI's kernel time. The contest figure comes from FlashInfer's timer running
-    in the solution's process, so this bound (and the copy floor) is what makes it a checked
-    figure rather than the solution's own claim.
+    is shorter than CUPTI's kernel time. The contest and sync figures come from the contest
+    libraries' timers running in the solution's process (FlashInfer's; flashinfer-bench's loop),
+    which it can patch, so this bound by the timing core's CUPTI figure (and the copy floor) is
+    what makes them checked figures rather than the solution's own claims.
 
     Raises:
         Rejected: such a figure more than :data:`BRACKET_SLACK` below CUPTI's.
@@ -145,6 +199,20 @@ def check_brackets(figures: Mapping[str, TierFigure]) -> None:
             raise _reject(f"the {tier} figure {figure.value_us:.3f} µs is shorter than the {cupti.value_us:.3f} µs "
                           "CUPTI recorded for the kernels of the same calls: the timed interval did not contain "
                           "the work (launched on another stream?)")
+
+
+def bounded_claims(figures: Mapping[str, TierFigure]) -> dict[str, TierFigure]:
+    """``figures`` with each available figure of a library tier (``contest``, ``sync``: timed in the
+    solution's process, :data:`~harness.facts.LIBRARY_TIERS`) made unavailable where no CUPTI figure
+    of the timing core bounds it from below (:func:`check_brackets`): such a figure would be the
+    solution's word, bounded by the copy floor alone."""
+    cupti = figures.get(Tier.CUPTI)
+    if cupti is not None and cupti.available:
+        return dict(figures)
+    why = ("timed in the solution's process, and no CUPTI figure of the timing core bounds it from below "
+           f"({cupti.reason if cupti is not None else 'cupti tier not run'})")
+    return {tier: TierFigure(tier=tier, available=False, reason=why)
+            if tier in LIBRARY_TIERS and figure.available else figure for tier, figure in figures.items()}
 
 
 def bytes_moved(definition, workload: Workload, state_dtype: str) -> int:

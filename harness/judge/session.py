@@ -3,7 +3,8 @@
 For each workload the parent sends the stored input tensors and compares the output bytes of
 every correctness trial with its own references. Then it times: the tiers of the timing core
 chunk by chunk, every call's outputs checked (:mod:`harness.judge.core_tier`), and the contest
-tier through the worker, the outputs its calls left checked. When a tier ends its figure is
+and sync tiers (the contest libraries' own timers) through the worker, the outputs their calls
+left checked. When a tier ends its figure is
 checked against what the judge saw (:mod:`harness.judge.figures`: the calls it counted, its own
 wall clock, the physical limit, CUPTI). Only then is a :class:`Trace` made. Whatever the worker
 does — crash, hang, lie, send garbage — ends as a status in the traces of this variant only.
@@ -380,10 +381,10 @@ class VariantJudge:
     # ------------------------------------------------------------------ timing
 
     def time_tiers(self, worker, workload: Workload, deadline: float) -> dict[str, TierFigure]:
-        figures = {}
+        measured = {}
         for index, tier in enumerate(self.ctx.config.tiers):
             if tier in CORE_TIERS:
-                figures[tier] = self.core_tier(worker, workload, tier, deadline)
+                measured[tier] = self.core_tier(worker, workload, tier, deadline)
                 continue
             worker.send(msg.TimeTier(tier=tier, index=index))
             self.awaiting_order = False
@@ -392,13 +393,13 @@ class VariantJudge:
                 self.failed(message)
             if message.tier != tier:
                 raise msg.ProtocolError(f"tier {message.tier!r} begun, expected {tier!r}")
-            figures[tier] = self.time_tier(worker, workload, tier, index, deadline)
+            measured[tier] = self.time_tier(worker, workload, tier, index, deadline)
             self.awaiting_order = True
         try:
-            self.check_brackets(figures)
+            self.check_brackets(measured)
         except Rejected as verdict:
             self.unbelievable = self.unbelievable or verdict
-        return figures
+        return figures.bounded_claims(measured)  # checked first: a claim under CUPTI's is a verdict
 
     def core_tier(self, worker, workload: Workload, tier: str, deadline: float) -> TierFigure:
         """A tier the timing core times, every call checked (harness/judge/core_tier.py); a wrong
@@ -440,7 +441,9 @@ class VariantJudge:
 
     def time_tier(self, worker, workload: Workload, tier: str, tier_index: int, deadline: float) -> TierFigure:
         """Follow a tier the worker times (the contest tier: FlashInfer's timer, its calls sharing one
-        input set, reported as one call), verify every call it reports, then check the figure."""
+        input set, reported as one call; the sync tier: flashinfer-bench 0.1.2's loop, one reported
+        call a trial, an untimed call on the trial's own inputs after its timed calls on clones),
+        verify every call it reports, then check the figure."""
         started = time.monotonic()
         calls, verified, asked = 0, 0, []  # asked: calls whose outputs have not come yet, oldest first
         while True:
@@ -463,9 +466,10 @@ class VariantJudge:
                 break
             if message.index != calls:
                 raise msg.ProtocolError(f"timed call {message.index} reported, expected call {calls}")
-            # its calls share one input set (the contest's loop): an entry that changes its inputs (contest
-            # rules) ends on inputs no reference was computed for, so its outputs cannot be checked
-            verify = not self.inputs_modified
+            # the contest tier's calls share one input set: an entry that changes its inputs (contest rules)
+            # ends on inputs no reference was computed for, so its outputs cannot be checked; the sync
+            # tier's reported call is the first on its trial's inputs (the timed ones got clones)
+            verify = tier == Tier.SYNC or not self.inputs_modified
             worker.send(msg.Go(proceed=verify))
             asked += [calls] if verify else []
             verified += verify

@@ -24,7 +24,7 @@ from harness.judge.isolation import (PR_GET_DUMPABLE, become_subreaper,
 from harness.judge.figures import Rejected
 from harness.judge.session import VariantJudge
 from harness.judge.solutions import SolutionLoadError, load_meta
-from harness.judge.timing import TimingConfig
+from harness.judge.timing import SYNC_ITERS, TimingConfig
 from harness.records.trace import Environment, FloorMeasurement, TierFigure
 
 GOOD_TOML = """[solution]
@@ -110,16 +110,18 @@ def test_the_judge_records_why_a_tier_stopped_from_the_samples_it_received():
     assert cut.stop == "budget" and cut.noise > judge.ctx.config.timing.max_noise
     full = judge.tier_result(WORKLOAD, "cupti", end([2.5] * 100), 100, 0, wall_s=0.01)
     assert full.stop == "iters"
-    sync = judge.tier_result(WORKLOAD, "sync", end([2.5] * 6, "sync"), 6, 0, wall_s=0.01)
+    trials = judge.ctx.config.timing.trials  # the sync tier reports one call a trial
+    sync = judge.tier_result(WORKLOAD, "sync", end([2.5] * trials * SYNC_ITERS, "sync"), trials, 0, wall_s=0.01)
     assert sync.stop is None and sync.noise is None  # fixed counts: the contest's timer
 
 
 def test_sync_figure_is_the_mean_of_trial_means_computed_by_the_judge():
     judge = make_judge(trials=2)
-    figure = judge.tier_result(WORKLOAD, "sync", end([1.0, 3.0, 2.0, 10.0, 10.0, 10.0], "sync"), 6, 0, 1.0)
-    assert figure.value_us == pytest.approx((2.0 + 10.0) / 2)
-    with pytest.raises(Rejected, match="trials"):
-        judge.tier_result(WORKLOAD, "sync", end([1.0, 2.0, 3.0], "sync"), 3, 0, 1.0)
+    skewed = [1.0] * (SYNC_ITERS - 1) + [1.0 + SYNC_ITERS]  # mean 2.0, median 1.0
+    figure = judge.tier_result(WORKLOAD, "sync", end(skewed + [10.0] * SYNC_ITERS, "sync"), 2, 0, 1.0)
+    assert figure.value_us == pytest.approx((2.0 + 10.0) / 2) and figure.trials == 2
+    with pytest.raises(Rejected, match="sync tier reported"):  # samples that are no whole trials
+        judge.tier_result(WORKLOAD, "sync", end(skewed + [10.0] * SYNC_ITERS + [1.0], "sync"), 2, 0, 1.0)
 
 
 def test_an_event_pair_shorter_than_the_kernels_it_brackets_is_rejected():
