@@ -15,7 +15,7 @@ import torch
 
 #: Distributions whose versions every trace records (absent ones are skipped).
 TRACKED_PACKAGES = ("torch", "triton", "nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-cu13", "flashinfer-python",
-                    "apache-tvm-ffi", "cupti-python", "fla-core", "numpy")
+                    "apache-tvm-ffi", "cupti-python", "fla-core", "flashinfer-bench", "numpy")
 #: The pyproject extra that pins the versions GPU results were measured with (run_modal's image installs it).
 PINNED_EXTRA = "gpu"
 
