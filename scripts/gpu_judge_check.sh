@@ -9,7 +9,9 @@
 #   old           the same sweep with the harness in .before/ (`git archive 2026d30 | tar -x -C .before`)
 #   v1-all        the README's `python run_local.py --algo all` (contest-v1), timed (issue #17: under 3 min)
 #   parity        tools/tier_parity.py: each tier beside the timer it names, in a plain process (issue #29);
-#                 PARITY_SOLUTIONS picks the solutions (default cuda-v4,fla-recurrent; the copy always)
+#                 PARITY_SOLUTIONS picks the solutions (default cuda-v4,fla-recurrent; the copy always),
+#                 PARITY_REPEATS the plain-process repeats (default 3: about 8 min, so start:parity, wait:parity;
+#                 it stops at PARITY_LIMIT_S, 540 s, or 1500 s under start:)
 #   v2-gpus       `--algo all --workloads contest-v2 --gpus all`, timed (issue #31: a machine of several GPUs)
 #   v2-one        the same on one GPU, timed, to set beside v2-gpus (stops at V2_LIMIT_S, 570 s by default)
 #   start:STEP    STEP in a session of its own (setsid), so it outlives this command: for a run longer
@@ -83,7 +85,7 @@ for step in "$@"; do
                    --no-progress --algo all --workloads contest-v2 "${lanes[@]}" ) > /tmp/gdn-check-$step/console.log 2>&1
                  tail -30 /tmp/gdn-check-$step/console.log; pack "$step" /tmp/gdn-check-$step ;;
     start:*)     inner=${step#start:}; mkdir -p "/tmp/gdn-bg-$inner"
-                 V2_LIMIT_S=${V2_LIMIT_S:-1500} GDN_BENCH_COMMIT=$COMMIT setsid bash "$0" "/tmp/gdn-bg-$inner" "$inner" \
+                 V2_LIMIT_S=${V2_LIMIT_S:-1500} PARITY_LIMIT_S=${PARITY_LIMIT_S:-1500} GDN_BENCH_COMMIT=$COMMIT setsid bash "$0" "/tmp/gdn-bg-$inner" "$inner" \
                    > "/tmp/gdn-bg-$inner.log" 2>&1 < /dev/null &
                  echo "started $inner in its own session (pid $!); log /tmp/gdn-bg-$inner.log" ;;
     wait:*)      inner=${step#wait:}; waited=0
@@ -130,8 +132,8 @@ for step in "$@"; do
                  if [ -d .nvb ]; then python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .nvb/*.whl; fi
                  timeout -s INT 540 python -m tools.nvbench_check --out "$work" > "$work/console.log" 2>&1
                  echo "rc=$?" >> "$work/console.log"; tail -20 "$work/console.log"; pack "$step" "$work" ;;
-    parity)      GDN_BENCH_COMMIT=$COMMIT timeout -s INT 540 python -m tools.tier_parity --out /tmp/gdn-check-parity \
-                   --solutions "${PARITY_SOLUTIONS:-cuda-v4,fla-recurrent}" \
+    parity)      GDN_BENCH_COMMIT=$COMMIT timeout -s INT "${PARITY_LIMIT_S:-540}" python -m tools.tier_parity --out /tmp/gdn-check-parity \
+                   --solutions "${PARITY_SOLUTIONS:-cuda-v4,fla-recurrent}" --repeats "${PARITY_REPEATS:-3}" \
                    > /tmp/gdn-check-parity.log 2>&1; mkdir -p /tmp/gdn-check-parity
                  cp /tmp/gdn-check-parity.log /tmp/gdn-check-parity/console.log; tail -45 /tmp/gdn-check-parity.log
                  pack "$step" /tmp/gdn-check-parity ;;

@@ -25,3 +25,37 @@ def test_each_ratio_is_judged_against_its_tiers_target():
     assert rows["cupti"]["within"] and abs(rows["cupti"]["ratio"] - 1.015) < 1e-9
     assert not rows["events"]["within"] and rows["events"]["target"] == TARGETS["events"]  # 1.25 > 1.10
     assert rows["sync"]["within"]  # 1.11 within 15%
+
+
+def test_the_plain_figure_is_the_median_of_its_repeats_and_their_range_widened_by_the_target_is_reported():
+    harness = {("fla-recurrent", 8): {"sync": 60.0, "events": 7.5}}
+    plain = {("fla-recurrent", 8): {"sync": [40.0, 90.0, 45.0], "events": [7.0]}}
+    rows = {r["tier"]: r for r in compare(harness, plain)}
+    sync = rows["sync"]
+    assert sync["plain_us"] == 45.0 and sync["plain_repeats"] == 3
+    assert (sync["plain_min_us"], sync["plain_max_us"]) == (40.0, 90.0)
+    assert not sync["within"]  # 60 / 45 = 1.33, outside 15%
+    assert sync["within_spread"]  # but inside 40-90 widened by 15%
+    events = rows["events"]  # one repeat: its range is the figure itself
+    assert events["within"] and events["within_spread"]  # 7.5 / 7.0 = 1.07
+
+
+def test_a_harness_figure_outside_the_widened_range_is_not_within_the_spread():
+    rows = compare({("copy", 1): {"events": 4.0}}, {("copy", 1): {"events": [5.5, 5.6, 5.4]}})
+    assert not rows[0]["within"] and not rows[0]["within_spread"]  # 4.0 < 5.4 x 0.9
+
+
+def test_plain_repeats_run_in_rounds_over_every_point(monkeypatch):
+    import tools.tier_parity as parity
+
+    calls = []
+
+    def fake(fn, subject, batch, warm_s):
+        calls.append((subject, batch))
+        return {"sync": float(len(calls))}
+
+    monkeypatch.setattr(parity, "in_fresh_process", fake)
+    found = parity.plain_repeats(["copy", "cuda-v4"], [1, 8], 2, 0.0)
+    points = [("copy", 1), ("copy", 8), ("cuda-v4", 1), ("cuda-v4", 8)]
+    assert calls == points + points  # round 1 over all points, then round 2
+    assert found[("copy", 8)]["sync"] == [2.0, 6.0]
