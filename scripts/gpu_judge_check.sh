@@ -23,7 +23,8 @@
 #                 contest-v2 under cupti,contest, then `python -m harness score` of that run (both rules)
 #   pack-trip     the four own solutions packed to Solution JSONs, judged from them and from their folders
 #                 on contest-v1 (cupti), the two runs compared per workload (issue #32 item 4)
-#   ncu-v4        Nsight Compute of cuda-v4, fla-recurrent and the streaming copy at B = 1 (issue #33; clocks left alone)
+#   ncu-v4        Nsight Compute of cuda-v4, fla-recurrent and the streaming copy at B = 1 (issue #33; clocks left alone):
+#                 the details page and the SASS source page (per-instruction stall samples) as CSV
 #   nvbench       tools/nvbench_check.py: NVBench beside FlashInfer's CUPTI and events timers (issue #29 item 4);
 #                 installs .nvb/*.whl (cuda-bench 0.3.0, cuda-bindings 13, cuda-pathfinder) into /tmp/site where
 #                 the call carries .nvb (too large to carry beside a bundle part: a call of its own first)
@@ -33,6 +34,8 @@
 #                 then tools.compare_runs per workload within and across the trees (about 7 min: start:/wait:)
 #   parity-ab     `parity` in AB_TREE (its pack is parity-ab.tgz)
 #   events-rerun  the events rerun command twice in this tree, compared per workload (about 3.5 min)
+#   flush-probe   tools/tier_parity.py at B = 1, 8 (the copy, cuda-v4; 2 repeats) with FlashInfer's own flush (2 x L2),
+#                 then with the harness's 256 MB (--plain-flush-mb 256): is the B = 8 CUPTI gap the flush? (about 4 min)
 #   tune-small    `python -m tools.tune --algo cuda-v4 --batches 1,2,4,8` here, then in AB_TREE (issue #33)
 # Each step stops itself with Ctrl-C (the judge writes what finished) before the command's limit.
 set -uo pipefail
@@ -125,6 +128,9 @@ for step in "$@"; do
                      --launch-count 3 -o "$work/$subject-b1" -f python -m tools.ncu_driver "$subject" 1 \
                      > "$work/$subject.log" 2>&1; echo "$subject rc=$?" >> "$work/$subject.log"
                    ncu --import "$work/$subject-b1.ncu-rep" --page details --csv > "$work/$subject-details.csv" 2>&1
+                   # per-instruction SASS with its warp-stall samples: where the chain waits (issue #33)
+                   ncu --import "$work/$subject-b1.ncu-rep" --page source --print-source sass --csv \
+                     > "$work/$subject-source.csv" 2>&1 || echo "$subject: no source page" >> "$work/$subject.log"
                    tail -2 "$work/$subject.log"
                  done
                  pack "$step" "$work" ;;
@@ -146,6 +152,13 @@ for step in "$@"; do
                  compare "$work/this-a" "$work/tree-a" "$work/compare-this-tree-a.md"
                  compare "$work/this-b" "$work/tree-b" "$work/compare-this-tree-b.md"
                  echo "tree: $AB_TREE at $AB_COMMIT" > "$work/trees.txt"; tail -12 "$work"/compare-*.md
+                 pack "$step" "$work" ;;
+    flush-probe) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
+                 for flush in own 256; do extra=(); [ "$flush" = 256 ] && extra=(--plain-flush-mb 256)
+                   GDN_BENCH_COMMIT=$COMMIT timeout -s INT 270 python -m tools.tier_parity --out "$work/flush-$flush" \
+                     --solutions cuda-v4 --batches 1,8 --repeats 2 "${extra[@]}" > "$work/flush-$flush.log" 2>&1
+                   echo "-- plain flush: $flush"; grep -E "\| (cupti|contest) \||within" "$work/flush-$flush.log"
+                 done
                  pack "$step" "$work" ;;
     events-rerun) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  events_run . "$COMMIT" "$work/run-a"; events_run . "$COMMIT" "$work/run-b"

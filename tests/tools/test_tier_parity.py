@@ -3,7 +3,7 @@ it judges each ratio; the plain-process timers themselves need a GPU (results/ju
 
 from support.records import make_floor, make_trace, write_run
 
-from tools.tier_parity import COPY, COPY_METHOD, TARGETS, compare, harness_figures
+from tools.tier_parity import COPY, COPY_METHOD, TARGETS, compare, flashinfer_flush, harness_figures
 
 
 def test_the_harness_side_is_each_solutions_figures_and_the_torch_copy_of_the_floor(tmp_path):
@@ -50,12 +50,18 @@ def test_plain_repeats_run_in_rounds_over_every_point(monkeypatch):
 
     calls = []
 
-    def fake(fn, subject, batch, warm_s):
+    def fake(fn, subject, batch, warm_s, flush_mb):
+        assert flush_mb == 256
         calls.append((subject, batch))
         return {"sync": float(len(calls))}
 
     monkeypatch.setattr(parity, "in_fresh_process", fake)
-    found = parity.plain_repeats(["copy", "cuda-v4"], [1, 8], 2, 0.0)
+    found = parity.plain_repeats(["copy", "cuda-v4"], [1, 8], 2, 0.0, flush_mb=256)
     points = [("copy", 1), ("copy", 8), ("cuda-v4", 1), ("cuda-v4", 8)]
     assert calls == points + points  # round 1 over all points, then round 2
     assert found[("copy", 8)]["sync"] == [2.0, 6.0]
+
+
+def test_the_plain_flush_is_flashinfers_own_unless_a_size_is_given():
+    assert flashinfer_flush(None) == {}  # cold_l2_cache=True: 2 x L2
+    assert flashinfer_flush(256) == {"l2_flush": True, "l2_flush_size_mb": 256}  # its older parameters win
