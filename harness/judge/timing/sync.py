@@ -62,7 +62,7 @@ def time_runnable_samples(fib, call: Callable, values: list, warmup: int, iters:
     returned instead of their mean: its ``do_bench`` with its arguments (the call on a fresh
     ``_clone_args`` of ``values`` each time, the clone outside the event pair), under its device
     lock, ``return_mode="all"``. Looked up on ``fib`` at each call, so the loop is the installed
-    flashinfer-bench's (tests/judge/test_timing.py checks the arguments against its time_runnable).
+    flashinfer-bench's (tests/judge/test_sync_tier.py checks the arguments against its time_runnable).
 
     Returns:
         The per-call times in ms, in call order (``do_bench``'s unit).
