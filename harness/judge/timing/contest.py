@@ -25,7 +25,7 @@ import torch
 from harness.facts import Tier
 from harness.judge.timing import gpu_state
 from harness.judge.timing.settings import CONTEST_SETTINGS, CONTEST_TRIALS, TimingConfig
-from harness.judge.timing.stats import TierUnavailable, TimingStats, nothing_after, summarize
+from harness.judge.timing.stats import TierUnavailable, TimingStats, nothing_after, positional_call, summarize
 
 #: Words of FlashInfer's warning when it times with CUDA events instead of CUPTI.
 _FALLBACK_WORDS = ("falling back", "fall back", "not installed", "needs to be")
@@ -112,10 +112,7 @@ def bench_contest(fn: Callable, setup: Callable, flush: Callable, config: Timing
     if timer is None:
         return TierUnavailable(Tier.CONTEST, reason)
     settings = contest_settings(gpu_state.warm_then_estimate(fn, setup, flush, config, warmup=0), config)
-    args = setup(0)
-    names = list(args) if isinstance(args, dict) else None
-    values = tuple(args.values()) if names else (args,)
-    call = entry or ((lambda *given: fn(dict(zip(names, given)))) if names else fn)
+    call, values = positional_call(fn, entry, setup(0))
     samples = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -37,4 +37,3 @@ class TimingConfig:
     warm_s: float = 0.2  # seconds of back-to-back flush + call before a GPU tier (clock ramp) ...
     keep_warm_s: float = 0.0  # ... or only this (one call at least) when the GPU was kept busy within IDLE_S
     max_noise: float = 0.005  # stop once the median's 95% CI half-width is this fraction of it (0: never early)
-

@@ -1,10 +1,11 @@
-"""What a tier returns: :class:`TimingStats` (µs) or :class:`TierUnavailable` (why not)."""
+"""What a tier returns: :class:`TimingStats` (µs) or :class:`TierUnavailable` (why not); and the
+call shapes every timer shares (:func:`nothing_after`, :func:`positional_call`)."""
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 
 @dataclass
@@ -33,6 +34,17 @@ class TierUnavailable:
 
 def nothing_after(index: int) -> None:
     """Default ``after`` hook of every timer: nothing to do after a timed call."""
+
+
+def positional_call(fn: Callable, entry: Callable | None, args: Any) -> tuple[Callable, tuple]:
+    """``(call, values)`` for a library's timer that calls ``call(*values)`` itself (the contest and
+    sync tiers): a setup dict is handed over as its values, in order, as flashinfer-bench passes a
+    definition's arguments, and called through ``entry`` (the judge's positional DPS entry) where
+    there is one, else through ``fn`` on them put back into a dict; anything else is one value."""
+    if not isinstance(args, dict):
+        return entry or fn, (args,)
+    names = list(args)
+    return entry or (lambda *given: fn(dict(zip(names, given)))), tuple(args.values())
 
 
 def percentile(sorted_values: list[float], q: float) -> float:

@@ -24,7 +24,7 @@ import torch
 from harness.facts import Tier
 from harness.judge.timing import gpu_state, stop_rule
 from harness.judge.timing.settings import SYNC_ITERS, SYNC_WARMUP, TimingConfig
-from harness.judge.timing.stats import TierUnavailable, TimingStats, nothing_after, summarize
+from harness.judge.timing.stats import TierUnavailable, TimingStats, nothing_after, positional_call, summarize
 
 #: The module of flashinfer-bench that holds the contest's original loop.
 FIB_TIMING = "flashinfer_bench.bench.timing"
@@ -96,11 +96,8 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
     iters, warmup = sync_plan(gpu_state.warm_then_estimate(fn, setup, flush, config, 0), config)
     device, trial_means, samples, host = device_name(), [], [], []
     for trial in range(config.trials):
-        args = setup(trial)
-        names = list(args) if isinstance(args, dict) else None
-        values = list(args.values()) if names else [args]
-        call = entry or ((lambda *given, names=names: fn(dict(zip(names, given)))) if names else fn)
-        times = [ms * 1e3 for ms in time_runnable_samples(fib, call, values, warmup, iters, device)]
+        call, values = positional_call(fn, entry, setup(trial))
+        times = [ms * 1e3 for ms in time_runnable_samples(fib, call, list(values), warmup, iters, device)]
         if len(times) != iters:  # not the loop flashinfer-bench 0.1.2 ships: no figure of it
             raise RuntimeError(f"flashinfer-bench's do_bench returned {len(times)} times for {iters} calls")
         began = time.perf_counter()
