@@ -47,7 +47,7 @@ def expected_samples(tier: str, calls: int) -> int:
     contest tier its timer's calls on one input set at the contest's settings, reported as one
     call; for the sync tier :data:`SYNC_ITERS` per trial, each trial reported as one call
     (-1: no count is right; a slow solution's contest or sync tier may report fewer,
-    :func:`check_contest_cut`, :func:`check_sync_cut`)."""
+    :func:`check_cut`)."""
     if tier == Tier.SYNC:
         return calls * SYNC_ITERS
     if tier != CONTEST_TIER:
@@ -62,15 +62,14 @@ def check_samples(tier: str, samples: list[float], calls: int, wall_s: float, co
         Rejected: fewer calls than ``config.min_iters`` (any tier but the contest's, which reports
             one, and the sync tier's, which reports one a trial and must report ``config.trials``),
             a sample count other than :func:`expected_samples` (or a contest or sync tier's cut that
-            :func:`check_contest_cut` or :func:`check_sync_cut` refuses), a non-finite or
+            :func:`check_cut` refuses), a non-finite or
             non-positive sample, or samples that add up to more than ``wall_s`` (s), the judge's
             own clock for the whole tier.
     """
     check_calls(tier, calls, config)
-    if tier == CONTEST_TIER and calls == 1 and samples and len(samples) != expected_samples(tier, calls):
-        check_contest_cut(len(samples), wall_s, config)
-    elif tier == Tier.SYNC and samples and len(samples) != expected_samples(tier, calls):
-        check_sync_cut(len(samples), wall_s, config)
+    may_be_cut = tier == Tier.SYNC or (tier == CONTEST_TIER and calls == 1)  # the contest tier reports one call
+    if may_be_cut and samples and len(samples) != expected_samples(tier, calls):
+        check_cut(tier, len(samples), wall_s, config)
     elif len(samples) != expected_samples(tier, calls) or not samples:
         raise _reject(f"{tier} tier reported {len(samples)} samples for the {calls} timed calls the judge saw")
     if not all(math.isfinite(s) and s > 0 for s in samples):
@@ -97,52 +96,36 @@ def check_calls(tier: str, calls: int, config: TimingConfig) -> None:
         raise _reject(f"{tier} tier made {calls} timed calls, fewer than the {least_calls} every tier makes")
 
 
-def check_cut_wall(tier: str, per_trial: int, wall_s: float, config: TimingConfig) -> None:
-    """A tier cut to ``per_trial`` calls a trial must have taken at least half its budget by the
-    judge's own clock (``wall_s``): an honest cut tier takes more than the budget.
+def cut_rule(tier: str, config: TimingConfig) -> tuple[int, int, int]:
+    """``(trials, least, full)`` calls of a library tier's slow-solution rule: the contest tier's
+    (:func:`~harness.judge.timing.contest.contest_settings`: :data:`CONTEST_TRIALS` trials of at
+    least ``config.min_iters`` calls, of the contest's ``repeat_iters`` in full) or the sync tier's
+    (:func:`~harness.judge.timing.sync.sync_plan`: ``config.trials`` trials of at least
+    ``ceil(config.min_iters / config.trials)``, of :data:`SYNC_ITERS` in full)."""
+    if tier == CONTEST_TIER:
+        return CONTEST_TRIALS, config.min_iters, CONTEST_SETTINGS["repeat_iters"]
+    trials = max(config.trials, 1)
+    return trials, math.ceil(config.min_iters / trials), SYNC_ITERS
+
+
+def check_cut(tier: str, count: int, wall_s: float, config: TimingConfig) -> None:
+    """A contest or sync tier that reported ``count`` samples, fewer than its settings make in full:
+    allowed only as the slow-solution rule makes it (:func:`cut_rule`): equal trials of ``least`` to
+    ``full - 1`` calls, from a tier that took at least half its budget by the judge's own clock
+    (``wall_s``; an honest cut tier takes more than the budget, the contest tier's FlashInfer
+    estimate calls included).
 
     Raises:
-        Rejected: a faster tier.
+        Rejected: any other count, or a cut tier faster than that.
     """
+    trials, least, full = cut_rule(tier, config)
+    per_trial, rest = divmod(count, trials)
+    if rest or not least <= per_trial < full:
+        raise _reject(f"{tier} tier reported {count} samples: {trials} trials of {full} calls, or of "
+                      f"{least} to {full - 1} for a slow solution, expected")
     if wall_s < 0.5 * config.budget_s:
         raise _reject(f"{tier} tier cut to {per_trial} calls a trial in {wall_s:.3f} s: only a tier slower than "
                       f"its {config.budget_s} s budget is cut")
-
-
-def check_contest_cut(count: int, wall_s: float, config: TimingConfig) -> None:
-    """A contest tier that reported ``count`` samples, fewer than the contest's settings make: allowed
-    only as the slow-solution rule makes it (:func:`~harness.judge.timing.contest.contest_settings`):
-    :data:`CONTEST_TRIALS` equal trials of at least ``config.min_iters`` calls, from a tier that took
-    at least half its budget by the judge's own clock (``wall_s``; an honest cut tier takes more than
-    the budget, FlashInfer's estimate calls included).
-
-    Raises:
-        Rejected: any other count.
-    """
-    per_trial, rest = divmod(count, CONTEST_TRIALS)
-    full = CONTEST_SETTINGS["repeat_iters"]
-    if rest or not config.min_iters <= per_trial < full:
-        raise _reject(f"contest tier reported {count} samples: {CONTEST_TRIALS} trials of {full} calls, or of "
-                      f"{config.min_iters} to {full - 1} for a slow solution, expected")
-    check_cut_wall(CONTEST_TIER, per_trial, wall_s, config)
-
-
-def check_sync_cut(count: int, wall_s: float, config: TimingConfig) -> None:
-    """A sync tier that reported ``count`` samples, fewer than ``config.trials`` x :data:`SYNC_ITERS`:
-    allowed only as the slow-solution rule makes it (:func:`~harness.judge.timing.sync.sync_plan`):
-    ``config.trials`` equal trials of at least ``ceil(config.min_iters / config.trials)`` calls, from
-    a tier that took at least half its budget by the judge's own clock (``wall_s``).
-
-    Raises:
-        Rejected: any other count.
-    """
-    trials = max(config.trials, 1)
-    per_trial, rest = divmod(count, trials)
-    least = math.ceil(config.min_iters / trials)
-    if rest or not least <= per_trial < SYNC_ITERS:
-        raise _reject(f"sync tier reported {count} samples: {trials} trials of {SYNC_ITERS} calls, or of "
-                      f"{least} to {SYNC_ITERS - 1} for a slow solution, expected")
-    check_cut_wall(Tier.SYNC, per_trial, wall_s, config)
 
 
 def tier_value(tier: str, samples: list[float], trials: int) -> float | None:
