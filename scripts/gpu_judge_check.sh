@@ -32,7 +32,7 @@
 #                 in the tree AB_TREE (default .before/ab, e.g. `git archive BRANCH harness tools solutions
 #                 workloads scripts run_local.py pyproject.toml | tar -x -C .before/ab`), twice each, alternating;
 #                 then tools.compare_runs per workload within and across the trees (about 7 min: start:/wait:)
-#   parity-ab     `parity` in AB_TREE (its pack is parity-ab.tgz)
+#   parity-ab     `parity` in AB_TREE, with the same PARITY_* settings (its pack is parity-ab.tgz)
 #   events-rerun  the events rerun command twice in this tree, compared per workload (about 3.5 min)
 #   flush-probe   tools/tier_parity.py at B = 1, 8 (the copy, cuda-v4; 2 repeats) with FlashInfer's own flush (2 x L2),
 #                 then with the harness's 256 MB (--plain-flush-mb 256): is the B = 8 CUPTI gap the flush? (about 4 min)
@@ -61,6 +61,12 @@ events_run() {  # events_run ROOT COMMIT WORK: one run of the events rerun comma
   (cd "$1" && GDN_BENCH_COMMIT=$2 timeout -s INT 240 python run_local.py --results "$3" --no-progress \
      --algo "$EVENTS_ALGO" --workloads contest-v2 --tiers cupti,events > "$3.log" 2>&1; echo "rc=$?" >> "$3.log")
   mkdir -p "$3" && mv "$3.log" "$3/console.log" && grep -h "solution x workload" "$3/console.log"
+}
+parity_run() {  # parity_run ROOT COMMIT WORK [ARGS...]: tools/tier_parity.py in ROOT into WORK (console.log there)
+  local root=$1 commit=$2 work=$3; shift 3; rm -rf "$work"; mkdir -p "$work"
+  (cd "$root" && GDN_BENCH_COMMIT=$commit timeout -s INT "${PARITY_LIMIT_S:-540}" python -m tools.tier_parity \
+     --out "$work" --solutions "${PARITY_SOLUTIONS:-cuda-v4,fla-recurrent}" --repeats "${PARITY_REPEATS:-3}" "$@" \
+     > "$work/console.log" 2>&1)
 }
 compare() {  # compare A B NAME: per-workload ratios of two runs' traces into NAME
   python -m tools.compare_runs "$1"/runs/*/traces.jsonl "$2"/runs/*/traces.jsonl --per workload \
@@ -138,11 +144,9 @@ for step in "$@"; do
                  if [ -d .nvb ]; then python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .nvb/*.whl; fi
                  timeout -s INT 540 python -m tools.nvbench_check --out "$work" > "$work/console.log" 2>&1
                  echo "rc=$?" >> "$work/console.log"; tail -20 "$work/console.log"; pack "$step" "$work" ;;
-    parity)      GDN_BENCH_COMMIT=$COMMIT timeout -s INT "${PARITY_LIMIT_S:-540}" python -m tools.tier_parity --out /tmp/gdn-check-parity \
-                   --solutions "${PARITY_SOLUTIONS:-cuda-v4,fla-recurrent}" --repeats "${PARITY_REPEATS:-3}" \
-                   > /tmp/gdn-check-parity.log 2>&1; mkdir -p /tmp/gdn-check-parity
-                 cp /tmp/gdn-check-parity.log /tmp/gdn-check-parity/console.log; tail -45 /tmp/gdn-check-parity.log
-                 pack "$step" /tmp/gdn-check-parity ;;
+    parity|parity-ab) work=/tmp/gdn-check-$step
+                 if [ "$step" = parity ]; then parity_run . "$COMMIT" "$work"; else parity_run "$AB_TREE" "$AB_COMMIT" "$work"; fi
+                 tail -45 "$work/console.log"; pack "$step" "$work" ;;
     events-ab)   work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  for round in a b; do
                    events_run . "$COMMIT" "$work/this-$round"; events_run "$AB_TREE" "$AB_COMMIT" "$work/tree-$round"
@@ -155,17 +159,14 @@ for step in "$@"; do
                  pack "$step" "$work" ;;
     flush-probe) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  for flush in own 256; do extra=(); [ "$flush" = 256 ] && extra=(--plain-flush-mb 256)
-                   GDN_BENCH_COMMIT=$COMMIT timeout -s INT 270 python -m tools.tier_parity --out "$work/flush-$flush" \
-                     --solutions cuda-v4 --batches 1,8 --repeats 2 "${extra[@]}" > "$work/flush-$flush.log" 2>&1
-                   echo "-- plain flush: $flush"; grep -E "\| (cupti|contest) \||within" "$work/flush-$flush.log"
+                   PARITY_LIMIT_S=270 parity_run . "$COMMIT" "$work/flush-$flush" --solutions cuda-v4 --batches 1,8 \
+                     --repeats 2 "${extra[@]}"
+                   echo "-- plain flush: $flush"; grep -E "\| (cupti|contest) \||within" "$work/flush-$flush/console.log"
                  done
                  pack "$step" "$work" ;;
     events-rerun) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  events_run . "$COMMIT" "$work/run-a"; events_run . "$COMMIT" "$work/run-b"
                  compare "$work/run-a" "$work/run-b" "$work/compare.md"; cat "$work/compare.md"; pack "$step" "$work" ;;
-    parity-ab)   work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
-                 (cd "$AB_TREE" && GDN_BENCH_COMMIT=$AB_COMMIT timeout -s INT 540 python -m tools.tier_parity --out "$work" \
-                   > "$work/console.log" 2>&1); tail -45 "$work/console.log"; pack "$step" "$work" ;;
     tune-small)  work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  for side in this tree; do root=.; [ "$side" = tree ] && root=$AB_TREE
                    (cd "$root" && timeout -s INT 270 python -m tools.tune --algo cuda-v4 --batches 1,2,4,8 \
