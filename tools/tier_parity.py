@@ -159,8 +159,8 @@ def warm(fn, args: tuple, seconds: float) -> None:
 # ------------------------------------------------------------------ the comparison
 
 def compare(harness: dict, plain: dict) -> list[dict]:
-    """One row per (subject, B, tier) both sides measured: the harness's figure against the median of
-    the plain timer's repeats (µs; a single figure counts as one repeat), their ratio, whether it is
+    """One row per (subject, B, tier) both sides measured: the harness's figure (µs) against the median
+    of the plain timer's repeats (``plain[(subject, B)][tier]``, a list of µs), their ratio, whether it is
     within the tier's target, the repeats' min and max, and whether the harness's figure lies inside
     that range widened by the target (``within_spread``): the named timers' own run-to-run spread
     exceeds some targets (results/proof/20261126-H200-timers), so a ratio outside its target is
@@ -168,8 +168,7 @@ def compare(harness: dict, plain: dict) -> list[dict]:
     rows = []
     for key in sorted(set(harness) & set(plain)):
         for tier, target in TARGETS.items():
-            ours, repeats = harness[key].get(tier), plain[key].get(tier)
-            repeats = [] if repeats is None else repeats if isinstance(repeats, list) else [repeats]
+            ours, repeats = harness[key].get(tier), plain[key].get(tier, [])
             if ours is None or not repeats or min(repeats) <= 0:
                 continue
             theirs = statistics.median(repeats)
@@ -209,14 +208,14 @@ def write_report(out: Path, report: dict) -> None:
     if report.get("plain_flush_mb"):
         lines += ["", f"A probe: FlashInfer's timers in the plain process flushed {report['plain_flush_mb']} MB "
                       "(as the harness does), not their own 2 x L2."]
-    lines += ["", f"Plain µs: the median of {report.get('plain_repeats', 1)} repeat(s), each in a fresh process; "
+    lines += ["", f"Plain µs: the median of {report['plain_repeats']} repeat(s), each in a fresh process; "
                   "\"in plain's range\": the harness's figure within the repeats' min-max widened by the target.",
               "", "| subject | B | tier | harness µs | plain µs | plain min–max | harness / plain | target | within | "
                   "in plain's range |", "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['subject']} | {r['batch_size']} | {r['tier']} | {r['harness_us']:.3f} | {r['plain_us']:.3f} | "
-              f"{r.get('plain_min_us', r['plain_us']):.3f}–{r.get('plain_max_us', r['plain_us']):.3f} | "
+              f"{r['plain_min_us']:.3f}–{r['plain_max_us']:.3f} | "
               f"{r['ratio']:.3f} | ±{r['target']:.0%} | {'yes' if r['within'] else '**no**'} | "
-              f"{'yes' if r.get('within_spread', r['within']) else '**no**'} |" for r in report["rows"]]
+              f"{'yes' if r['within_spread'] else '**no**'} |" for r in report["rows"]]
     (out / "tier_parity.md").write_text("\n".join(lines) + "\n")
 
 
