@@ -24,7 +24,8 @@ Layouts (little-endian; every command and result ends with its HMAC-SHA256 under
 * result: ``magic u32, seq u64, tier u32, mode u32, first u64, count u32, calls u32,
   stopped u32 (1: run() raised after ``count`` calls), wall_ns f64, capture_bytes u64``, then
   ``count`` each of: samples (f64 µs), host times of ``run`` (f64 ns), and for the CUPTI tier (0
-  for the others) spans (f64 µs), records counted (f64) and the CUDA events' bracket of each call
+  for the others) spans (f64 µs), records counted (f64; :data:`UNTIMED_CHUNK` for every call of a
+  chunk CUPTI could not time) and the CUDA events' bracket of each call
   (f64 µs); then ``count`` x
   :data:`WORDS_PER_CALL` captured words (u64).
 * seeds: the first 8 bytes of HMAC(key, ``<5Q``: domain, a, b, c, d): domain 1 a random
@@ -71,6 +72,10 @@ DTYPE_CODES = {"float32": 1, "bfloat16": 2}
 SOURCE_CODES = {"none": 0, "random": 1, "stored": 2}
 #: As in gdn_core.c: most calls of a chunk, and the captured words each call's result carries.
 MAX_CHUNK, WORDS_PER_CALL = 64, 256
+#: As in gdn_core.c: the records count of every call of a CUPTI chunk in which CUPTI delivered a
+#: record without timestamps (CUpti_ActivityKernel: 0 for both when none could be collected) or
+#: unfinished: which call it belongs to is unknown, so the chunk has no figures and is timed again.
+UNTIMED_CHUNK = -1.0
 #: f64 figures a result carries per call: sample, host time, CUPTI span, CUPTI records, events' bracket.
 PER_CALL_FIGURES = 5
 MAGIC = 0x43444E47
@@ -196,6 +201,11 @@ class ChunkResult:
     wall_ns: float
     words: np.ndarray  # [count, WORDS_PER_CALL] uint64
     stopped: bool  # run() raised after the calls above (the worker sends its traceback beside the result)
+
+    @property
+    def untimed(self) -> bool:
+        """CUPTI could not time this chunk (:data:`UNTIMED_CHUNK`): its samples are no figures."""
+        return any(n == UNTIMED_CHUNK for n in self.records)
 
 
 class CoreLink:

@@ -500,7 +500,7 @@ class VariantJudge:
         host = host if host is not None and math.isfinite(host) and host >= 0 else None
         extra = dict(wall_s=wall_s, verified_calls=verified, span_median_us=end.span_median_us,
                      kernels_per_call=end.kernels_per_call, kernel_names=end.kernel_names[:8], host_call_us=host,
-                     after_return_us=end.after_return_us)
+                     after_return_us=end.after_return_us, retimed_calls=end.retimed_calls)
         if tier in STOP_RULE_TIERS:  # the judge's own account of why the tier stopped where it did
             extra.update(stop=stop_reason(samples, timing), noise=median_noise(samples))
         elif tier == CONTEST_TIER:  # all the contest's calls, or fewer by the slow-solution rule

@@ -262,6 +262,10 @@ class TierFigure(Record):
     """``cupti``: median µs the GPU went on after ``run`` returned (the timing core's CUDA events
     around the call, less its host time). CUPTI must have recorded at least that much work: the
     judge rejects the figure otherwise (docs/judging.md, "The timed call")."""
+    retimed_calls: int = 0
+    """``cupti``: timed calls whose chunk CUPTI could not time (a record without timestamps), so
+    the judge timed the chunk again on fresh calls; none of their samples is in the figure
+    (``harness.judge.core_tier.CUPTI_RETIMES``)."""
     timer: str | None = None
     """Which timer made the figure and with what settings, in words: the timing core's loop or an
     in-process timer's, FlashInfer's for ``contest``; the flush, the counts, the statistic
