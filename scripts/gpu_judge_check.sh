@@ -39,6 +39,9 @@
 #                 B = 8 CUPTI gap the flush, and does a longer flush hide a Python launch from the events timer?
 #                 Set it beside a `parity` run of the same session (its own-flush side). About 4 min
 #   tune-small    `python -m tools.tune --algo cuda-v4 --batches 1,2,4,8` here, then in AB_TREE (issue #33)
+#   events-sweep-ab  `run_local.py --algo cuda-v1,cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events` here,
+#                 then in AB_TREE, compared per batch size (an events-tier change against a `parity` run's plain
+#                 events timer of the same session; about 4 min)
 # Each step stops itself with Ctrl-C (the judge writes what finished) before the command's limit.
 set -uo pipefail
 OUT=${1:?usage: gpu_judge_check.sh OUT STEP...}
@@ -164,6 +167,15 @@ for step in "$@"; do
                    --batches 1,8 --repeats 2 --plain-flush-mb 256
                  grep -E "\| (cupti|contest|events) \||within" "$work/flush-256/console.log"
                  pack "$step" "$work" ;;
+    events-sweep-ab) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
+                 for side in this tree; do root=.; commit=$COMMIT; [ "$side" = tree ] && root=$AB_TREE && commit=$AB_COMMIT
+                   (cd "$root" && GDN_BENCH_COMMIT=$commit timeout -s INT 270 python run_local.py --results "$work/$side" \
+                     --no-progress --algo cuda-v1,cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events \
+                     > "$work/$side.log" 2>&1; echo "rc=$?" >> "$work/$side.log")
+                 done
+                 echo "tree: $AB_TREE at $AB_COMMIT" > "$work/trees.txt"
+                 python -m tools.compare_runs "$work"/this/runs/*/traces.jsonl "$work"/tree/runs/*/traces.jsonl \
+                   --tiers cupti,events > "$work/compare.md" 2>&1; cat "$work/compare.md"; pack "$step" "$work" ;;
     events-rerun) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  events_run . "$COMMIT" "$work/run-a"; events_run . "$COMMIT" "$work/run-b"
                  compare "$work/run-a" "$work/run-b" "$work/compare.md"; cat "$work/compare.md"; pack "$step" "$work" ;;
