@@ -108,7 +108,9 @@ def flashinfer_flush(flush_mb: int | None) -> dict:
     """Keyword arguments that set the L2 flush of FlashInfer's timers: none for their own (a
     buffer of twice the L2 zeroed, ``cold_l2_cache=True``), else its older parameters, which it
     still honours, for a buffer of ``flush_mb`` MB (256: the harness's flush on an H100 or H200,
-    ``harness.judge.timing.gpu_state.L2Flusher``). A probe of the B <= 8 CUPTI gap (docs/timing.md)."""
+    ``harness.judge.timing.gpu_state.L2Flusher``). A probe of the B <= 8 CUPTI gap (docs/timing.md).
+    FlashInfer 0.7.2's ``bench_gpu_time`` drops the size on its way to the events timer, so
+    :func:`plain_figures` then calls ``bench_gpu_time_with_cuda_event`` itself."""
     return {} if flush_mb is None else {"l2_flush": True, "l2_flush_size_mb": flush_mb}
 
 
@@ -118,7 +120,7 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     timers flush as :func:`flashinfer_flush` says."""
     import warnings
 
-    from flashinfer.testing import bench_gpu_time, bench_gpu_time_with_cupti
+    from flashinfer.testing import bench_gpu_time, bench_gpu_time_with_cuda_event, bench_gpu_time_with_cupti
     from flashinfer_bench.bench.timing import time_runnable
 
     flush = flashinfer_flush(flush_mb)
@@ -133,8 +135,9 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
             contest.append(statistics.median(bench_gpu_time_with_cupti(fn, input_args=args,
                                                                        **{**CONTEST_SETTINGS, **flush})))
         warm(fn, args, warm_s)
-        events = statistics.median(bench_gpu_time(fn, input_args=args, enable_cupti=False, use_cuda_graph=False,
-                                                  cold_l2_cache=True, **flush))
+        events = statistics.median(
+            bench_gpu_time(fn, input_args=args, enable_cupti=False, use_cuda_graph=False, cold_l2_cache=True)
+            if not flush else bench_gpu_time_with_cuda_event(fn, input_args=args, **flush))
         sync = []
         for _ in range(SYNC_TRIALS):
             warm(fn, args, warm_s)
