@@ -900,7 +900,12 @@ static int ready_call(uint32_t tier, uint64_t call, uint32_t k, int set) {
      * identical runs (results/proof/20261126-H100-events-rerun). */
     for (int i = 1; tier == TIER_EVENTS && i < EVENTS_LEAD_FLUSHES; i++)
         if (flush_l2() < 0) return -1;
-    return hand_over();
+    if (hand_over() < 0) return -1;
+    /* FlashInfer's events timer flushes on the stream it times, so its start event follows a
+     * kernel there, not a wait on another stream: the last flush goes where the call runs. */
+    if (tier == TIER_EVENTS && S.gpu && S.flush_bytes)
+        CU(cu.memsetD32Async(S.flush, 0, S.flush_bytes / 4, 0), "cuMemsetD32Async (L2 flush, stream 0)");
+    return 0;
 }
 
 /* Timed calls first .. first + count - 1 into `f`. Returns the calls completed: fewer than `count`
