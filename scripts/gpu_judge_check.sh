@@ -11,6 +11,7 @@
 #   parity        tools/tier_parity.py: each tier beside the timer it names, in a plain process (issue #29);
 #                 PARITY_SOLUTIONS picks the solutions (default cuda-v4,fla-recurrent; the copy always),
 #                 PARITY_REPEATS the plain-process repeats (default 3: about 8 min, so start:parity, wait:parity;
+#                 PARITY_HARNESS_REPEATS the harness runs, in rounds with them (default 1; each ~3 min with 4 solutions);
 #                 it stops at PARITY_LIMIT_S, 540 s, or 1500 s under start:)
 #   v2-gpus       `--algo all --workloads contest-v2 --gpus all`, timed (issue #31: a machine of several GPUs)
 #   v2-one        the same on one GPU, timed, to set beside v2-gpus (stops at V2_LIMIT_S, 570 s by default)
@@ -70,7 +71,8 @@ events_run() {  # events_run ROOT COMMIT WORK: one run of the events rerun comma
 parity_run() {  # parity_run ROOT COMMIT WORK [ARGS...]: tools/tier_parity.py in ROOT into WORK (console.log there)
   local root=$1 commit=$2 work=$3; shift 3; rm -rf "$work"; mkdir -p "$work"
   (cd "$root" && GDN_BENCH_COMMIT=$commit timeout -s INT "${PARITY_LIMIT_S:-540}" python -m tools.tier_parity \
-     --out "$work" --solutions "${PARITY_SOLUTIONS:-cuda-v4,fla-recurrent}" --repeats "${PARITY_REPEATS:-3}" "$@" \
+     --out "$work" --solutions "${PARITY_SOLUTIONS:-cuda-v4,fla-recurrent}" --repeats "${PARITY_REPEATS:-3}" \
+     --harness-repeats "${PARITY_HARNESS_REPEATS:-1}" "$@" \
      > "$work/console.log" 2>&1)
 }
 compare() {  # compare A B NAME: per-workload ratios of two runs' traces into NAME

@@ -3,7 +3,7 @@ it judges each ratio; the plain-process timers themselves need a GPU (results/ju
 
 from support.records import make_floor, make_trace, write_run
 
-from tools.tier_parity import COPY, COPY_METHOD, TARGETS, compare, flashinfer_flush, harness_figures
+from tools.tier_parity import COPY, COPY_METHOD, TARGETS, compare, extend, flashinfer_flush, harness_figures
 
 
 def test_the_harness_side_is_each_solutions_figures_and_the_torch_copy_of_the_floor(tmp_path):
@@ -18,7 +18,7 @@ def test_the_harness_side_is_each_solutions_figures_and_the_torch_copy_of_the_fl
 
 
 def test_each_ratio_is_judged_against_its_tiers_target():
-    harness = {("cuda-v4", 1): {"cupti": 2.03, "events": 5.0, "sync": 30.0}}
+    harness = {("cuda-v4", 1): {"cupti": [2.03], "events": [5.0], "sync": [30.0]}}
     plain = {("cuda-v4", 1): {"cupti": [2.0], "events": [4.0], "sync": [27.0], "contest": [2.0]}}
     rows = {r["tier"]: r for r in compare(harness, plain)}
     assert set(rows) == {"cupti", "events", "sync"}  # the contest tier only where both sides have it
@@ -28,7 +28,7 @@ def test_each_ratio_is_judged_against_its_tiers_target():
 
 
 def test_the_plain_figure_is_the_median_of_its_repeats_and_their_range_widened_by_the_target_is_reported():
-    harness = {("fla-recurrent", 8): {"sync": 60.0, "events": 7.5}}
+    harness = {("fla-recurrent", 8): {"sync": [60.0], "events": [7.5]}}
     plain = {("fla-recurrent", 8): {"sync": [40.0, 90.0, 45.0], "events": [7.0]}}
     rows = {r["tier"]: r for r in compare(harness, plain)}
     sync = rows["sync"]
@@ -41,7 +41,7 @@ def test_the_plain_figure_is_the_median_of_its_repeats_and_their_range_widened_b
 
 
 def test_a_harness_figure_outside_the_widened_range_is_not_within_the_spread():
-    rows = compare({("copy", 1): {"events": 4.0}}, {("copy", 1): {"events": [5.5, 5.6, 5.4]}})
+    rows = compare({("copy", 1): {"events": [4.0]}}, {("copy", 1): {"events": [5.5, 5.6, 5.4]}})
     assert not rows[0]["within"] and not rows[0]["within_spread"]  # 4.0 < 5.4 x 0.9
 
 
@@ -65,3 +65,21 @@ def test_plain_repeats_run_in_rounds_over_every_point(monkeypatch):
 def test_the_plain_flush_is_flashinfers_own_unless_a_size_is_given():
     assert flashinfer_flush(None) == {}  # cold_l2_cache=True: 2 x L2
     assert flashinfer_flush(256) == {"l2_flush": True, "l2_flush_size_mb": 256}  # its older parameters win
+
+
+def test_the_harness_figure_is_the_median_of_its_runs_and_its_range_must_meet_the_widened_plain_range():
+    harness = {("cuda-v4", 8): {"sync": [27.8, 18.8, 15.6]}}  # three H100 runs of 2026-11-26
+    plain = {("cuda-v4", 8): {"sync": [15.0, 15.4]}}
+    row = compare(harness, plain)[0]
+    assert row["harness_us"] == 18.8 and row["harness_repeats"] == 3
+    assert (row["harness_min_us"], row["harness_max_us"]) == (15.6, 27.8)
+    assert not row["within"]  # 18.8 / 15.2 = 1.24
+    assert row["within_spread"]  # 15.6 lies inside 15.0-15.4 widened by 15%
+    far = compare({("cuda-v4", 8): {"sync": [25.0, 27.8]}}, plain)[0]
+    assert not far["within_spread"]  # 25.0 > 15.4 x 1.15
+
+
+def test_runs_extend_per_point_and_tier():
+    found = extend({}, {("copy", 1): {"cupti": [2.0]}})
+    extend(found, {("copy", 1): {"cupti": [2.1], "events": [5.0]}, ("copy", 8): {"cupti": [4.4]}})
+    assert found == {("copy", 1): {"cupti": [2.0, 2.1], "events": [5.0]}, ("copy", 8): {"cupti": [4.4]}}
