@@ -39,7 +39,8 @@
 #                 timers flushing the harness's 256 MB (--plain-flush-mb 256) instead of their own 2 x L2: is the
 #                 B = 8 CUPTI gap the flush, and does a longer flush hide a Python launch from the events timer?
 #                 Set it beside a `parity` run of the same session (its own-flush side). About 4 min
-#   tune-small    `python -m tools.tune --algo cuda-v4 --batches 1,2,4,8` here, then in AB_TREE (issue #33)
+#   tune-small    `python -m tools.tune --algo cuda-v4 --batches 1,2,4,8` here, then in AB_TREE (issue #33);
+#                 TUNE_ROUNDS times, alternating (default 1; each round ~9 min: start:/wait: past one)
 #   events-sweep-ab  `run_local.py --algo cuda-v1,cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events` here,
 #                 then in AB_TREE, compared per batch size (an events-tier change against a `parity` run's plain
 #                 events timer of the same session; about 4 min)
@@ -182,10 +183,12 @@ for step in "$@"; do
                  events_run . "$COMMIT" "$work/run-a"; events_run . "$COMMIT" "$work/run-b"
                  compare "$work/run-a" "$work/run-b" "$work/compare.md"; cat "$work/compare.md"; pack "$step" "$work" ;;
     tune-small)  work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
-                 for side in this tree; do root=.; [ "$side" = tree ] && root=$AB_TREE
-                   (cd "$root" && timeout -s INT 270 python -m tools.tune --algo cuda-v4 --batches 1,2,4,8 \
-                     --out "$work/$side" > "$work/$side.log" 2>&1; echo "rc=$?" >> "$work/$side.log")
-                   echo "-- $side ($root)"; grep -h "^B=\|rc=" "$work/$side.log"
+                 for round in $(seq 1 "${TUNE_ROUNDS:-1}"); do
+                   for side in this tree; do root=.; [ "$side" = tree ] && root=$AB_TREE
+                     (cd "$root" && timeout -s INT 270 python -m tools.tune --algo cuda-v4 --batches 1,2,4,8 \
+                       --out "$work/$side-$round" > "$work/$side-$round.log" 2>&1; echo "rc=$?" >> "$work/$side-$round.log")
+                     echo "-- $side, round $round ($root)"; grep -h "^B=\|rc=" "$work/$side-$round.log"
+                   done
                  done
                  pack "$step" "$work" ;;
     *)           echo "unknown step $step" ;;
