@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import cuda.bench as bench
 
+    from harness.facts import Tier
     from harness.judge.timing import TimingConfig
     from tools.tier_parity import plain_figures
     from tools.timing_proof import in_fresh_process
@@ -146,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         bench.run_all_benchmarks(["nvbench_check", "--json", str(json_path)])
         keep.clear()
     # FlashInfer's timers in processes of their own (one CUPTI client each), the clock warmed first
-    plain = {(s, b): in_fresh_process(plain_figures, s, b, TimingConfig().warm_s) for s in subjects for b in batches}
+    plain = {(s, b): in_fresh_process(plain_figures, s, b, TimingConfig().warm_s, None, (Tier.CUPTI, Tier.EVENTS))
+             for s in subjects for b in batches}
     rows = compare(nvbench_figures(json_path), plain)
     (args.out / "nvbench_check.json").write_text(json.dumps(rows, indent=1) + "\n")
     report = markdown(rows, f"# NVBench beside FlashInfer's CUPTI and events timers (cuda-bench {bench.__version__})")

@@ -115,10 +115,11 @@ def flashinfer_flush(flush_mb: int | None) -> dict:
     return {} if flush_mb is None else {"l2_flush": True, "l2_flush_size_mb": flush_mb}
 
 
-def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int | None = None) -> dict[str, float]:
-    """The plain-process timers (:data:`PLAIN_TIMERS`) of one subject at one batch size (µs), each
-    after ``warm_s`` seconds of back-to-back flush + call (:func:`warm`; 0: none); FlashInfer's
-    timers flush as :func:`flashinfer_flush` says."""
+def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int | None = None,
+                  tiers: tuple[str, ...] = tuple(TARGETS)) -> dict[str, float]:
+    """The plain-process timers (:data:`PLAIN_TIMERS`) of ``tiers`` for one subject at one batch size
+    (µs), each after ``warm_s`` seconds of back-to-back flush + call (:func:`warm`; 0: none);
+    FlashInfer's timers flush as :func:`flashinfer_flush` says."""
     import warnings
 
     from flashinfer.testing import bench_gpu_time, bench_gpu_time_with_cuda_event, bench_gpu_time_with_cupti
@@ -126,25 +127,39 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
 
     flush = flashinfer_flush(flush_mb)
     warnings.filterwarnings("ignore", message=".*deprecated.*", category=DeprecationWarning)
-    with tempfile.TemporaryDirectory() as workdir:
-        fn, args = subject_call(subject, batch, Path(workdir))
+
+    def cupti() -> float:
         warm(fn, args, warm_s)
-        cupti = statistics.median(bench_gpu_time_with_cupti(fn, input_args=args, cold_l2_cache=True, **flush))
-        contest = []
+        return statistics.median(bench_gpu_time_with_cupti(fn, input_args=args, cold_l2_cache=True, **flush))
+
+    def contest() -> float:  # each trial after the clock warm-up, as the harness's contest trials
+        medians = []
         for _ in range(CONTEST_TRIALS):
             warm(fn, args, warm_s)
-            contest.append(statistics.median(bench_gpu_time_with_cupti(fn, input_args=args,
+            medians.append(statistics.median(bench_gpu_time_with_cupti(fn, input_args=args,
                                                                        **{**CONTEST_SETTINGS, **flush})))
+        return statistics.mean(medians)
+
+    def events() -> float:
         warm(fn, args, warm_s)
-        events = statistics.median(
+        return statistics.median(
             bench_gpu_time(fn, input_args=args, enable_cupti=False, use_cuda_graph=False, cold_l2_cache=True)
             if not flush else bench_gpu_time_with_cuda_event(fn, input_args=args, **flush))
-        sync = []
+
+    def sync() -> float:
+        means = []
         for _ in range(SYNC_TRIALS):
             warm(fn, args, warm_s)
-            sync.append(time_runnable(fn, list(args), SYNC_WARMUP, SYNC_ITERS, "cuda:0"))
-    return {Tier.CUPTI: cupti * 1e3, Tier.CONTEST: statistics.mean(contest) * 1e3, Tier.EVENTS: events * 1e3,
-            Tier.SYNC: statistics.mean(sync) * 1e3}
+            means.append(time_runnable(fn, list(args), SYNC_WARMUP, SYNC_ITERS, "cuda:0"))
+        return statistics.mean(means)
+
+    timers = {Tier.CUPTI: cupti, Tier.CONTEST: contest, Tier.EVENTS: events, Tier.SYNC: sync}
+    found = {}
+    with tempfile.TemporaryDirectory() as workdir:
+        fn, args = subject_call(subject, batch, Path(workdir))
+        for tier in tiers:
+            found[tier] = timers[tier]() * 1e3
+    return found
 
 
 def warm(fn, args: tuple, seconds: float) -> None:

@@ -83,3 +83,30 @@ def test_runs_extend_per_point_and_tier():
     found = extend({}, {("copy", 1): {"cupti": [2.0]}})
     extend(found, {("copy", 1): {"cupti": [2.1], "events": [5.0]}, ("copy", 8): {"cupti": [4.4]}})
     assert found == {("copy", 1): {"cupti": [2.0, 2.1], "events": [5.0]}, ("copy", 8): {"cupti": [4.4]}}
+
+
+def test_plain_figures_times_only_the_tiers_asked_and_a_flush_size_reaches_the_events_timer(monkeypatch):
+    import sys
+    import types
+
+    import tools.tier_parity as parity
+
+    called = []
+    testing = types.ModuleType("flashinfer.testing")
+    testing.bench_gpu_time = lambda fn, **kw: called.append(("bench_gpu_time", kw)) or [0.005]
+    testing.bench_gpu_time_with_cuda_event = lambda fn, **kw: called.append(("with_cuda_event", kw)) or [0.004]
+    testing.bench_gpu_time_with_cupti = lambda fn, **kw: called.append(("with_cupti", kw)) or [0.002]
+    timing = types.ModuleType("flashinfer_bench.bench.timing")
+    timing.time_runnable = lambda *a: called.append(("time_runnable", {})) or 0.015
+    monkeypatch.setitem(sys.modules, "flashinfer.testing", testing)
+    monkeypatch.setitem(sys.modules, "flashinfer_bench.bench.timing", timing)
+    monkeypatch.setattr(parity, "subject_call", lambda subject, batch, workdir: (lambda *a: None, ()))
+
+    found = parity.plain_figures("copy", 1, 0.0, 256, ("cupti", "events"))
+    assert found == {"cupti": 2.0, "events": 4.0}
+    assert [name for name, _ in called] == ["with_cupti", "with_cuda_event"]  # bench_gpu_time would drop the size
+    assert all(kw["l2_flush_size_mb"] == 256 for _, kw in called)
+
+    called.clear()
+    assert parity.plain_figures("copy", 1)["sync"] == 15.0  # all four by default, FlashInfer's own flush
+    assert [name for name, _ in called] == ["with_cupti"] * 4 + ["bench_gpu_time"] + ["time_runnable"] * 3
