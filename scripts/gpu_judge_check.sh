@@ -39,6 +39,8 @@
 #                 timers flushing the harness's 256 MB (--plain-flush-mb 256) instead of their own 2 x L2: is the
 #                 B = 8 CUPTI gap the flush, and does a longer flush hide a Python launch from the events timer?
 #                 Set it beside a `parity` run of the same session (its own-flush side). About 4 min
+#   placement     tools/placement_probe.py: the copy at B = 1, 8 with the state at five offsets, FlashInfer's CUPTI
+#                 timer (is the B <= 8 CUPTI offset where the buffers lie? about 1 min)
 #   tune-small    `python -m tools.tune --algo cuda-v4 --batches 1,2,4,8` here, then in AB_TREE (issue #33);
 #                 TUNE_ROUNDS times, alternating (default 1; each round ~9 min: start:/wait: past one)
 #   events-sweep-ab  `run_local.py --algo cuda-v1,cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events` here,
@@ -179,6 +181,9 @@ for step in "$@"; do
                  echo "tree: $AB_TREE at $AB_COMMIT" > "$work/trees.txt"
                  python -m tools.compare_runs "$work"/this/runs/*/traces.jsonl "$work"/tree/runs/*/traces.jsonl \
                    --tiers cupti,events > "$work/compare.md" 2>&1; cat "$work/compare.md"; pack "$step" "$work" ;;
+    placement)   work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
+                 timeout -s INT 240 python -m tools.placement_probe --out "$work" > "$work/console.log" 2>&1
+                 echo "rc=$?" >> "$work/console.log"; cat "$work/console.log"; pack "$step" "$work" ;;
     events-rerun) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  events_run . "$COMMIT" "$work/run-a"; events_run . "$COMMIT" "$work/run-b"
                  compare "$work/run-a" "$work/run-b" "$work/compare.md"; cat "$work/compare.md"; pack "$step" "$work" ;;
