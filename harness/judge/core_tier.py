@@ -193,11 +193,11 @@ class CoreTier:
             if self.retimed_chunks == CUPTI_RETIMES:
                 raise Rejection(Status.RUNTIME_ERROR, (
                     f"timing rejected: CUPTI delivered records without timestamps in {CUPTI_RETIMES + 1} chunks of "
-                    f"{tier} timed calls (the last from call {first}); no CUPTI figure"))
+                    f"{tier} timed calls (the last in place of calls {first}..{first + count - 1}); no CUPTI figure"))
             self.retimed_chunks += 1
             self.retimed_calls += count
-            first = RETIME_CALLS + (self.retimed_chunks << 32) + first
-            result = self.chunk(tier, core_mod.MODE_TIMED, first, count, warmup)
+            fresh = RETIME_CALLS + (self.retimed_chunks << 32) + first  # the nth retime of a tier: its own block
+            result = self.chunk(tier, core_mod.MODE_TIMED, fresh, count, warmup)
         return result.samples_us
 
     # ------------------------------------------------------------------ a chunk
