@@ -21,6 +21,7 @@ import argparse
 import json
 import statistics
 import sys
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -48,12 +49,10 @@ def copy_times_us(batch: int, repeats: int) -> dict[int, list[float]]:
     import torch
     from flashinfer.testing import bench_gpu_time_with_cupti
 
-    from harness.data.dataset import open_dataset
-    from harness.data.workloads import materialize_inputs
+    from tools.tier_parity import COPY, subject_call
 
-    dataset = open_dataset("sweep", show_progress=False)
-    workload = next(w for w in dataset.workloads if w.batch_size == batch)
-    state = materialize_inputs(workload, dataset.definition, dataset.files, "cuda", 0)["state"]
+    with tempfile.TemporaryDirectory() as workdir:  # the copy's call is the sweep workload's state, as tier_parity's
+        _, (state, _) = subject_call(COPY, batch, Path(workdir))
     count = state.numel()
     pool = torch.empty(pool_elements(count), dtype=torch.float32, device="cuda")
     found: dict[int, list[float]] = {offset: [] for offset in OFFSETS_KIB}
