@@ -128,11 +128,11 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     flush = flashinfer_flush(flush_mb)
     warnings.filterwarnings("ignore", message=".*deprecated.*", category=DeprecationWarning)
 
-    def cupti() -> float:
+    def cupti(fn, args) -> float:
         warm(fn, args, warm_s)
         return statistics.median(bench_gpu_time_with_cupti(fn, input_args=args, cold_l2_cache=True, **flush))
 
-    def contest() -> float:  # each trial after the clock warm-up, as the harness's contest trials
+    def contest(fn, args) -> float:  # each trial after the clock warm-up, as the harness's contest trials
         medians = []
         for _ in range(CONTEST_TRIALS):
             warm(fn, args, warm_s)
@@ -140,13 +140,13 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
                                                                        **{**CONTEST_SETTINGS, **flush})))
         return statistics.mean(medians)
 
-    def events() -> float:
+    def events(fn, args) -> float:
         warm(fn, args, warm_s)
         return statistics.median(
             bench_gpu_time(fn, input_args=args, enable_cupti=False, use_cuda_graph=False, cold_l2_cache=True)
             if not flush else bench_gpu_time_with_cuda_event(fn, input_args=args, **flush))
 
-    def sync() -> float:
+    def sync(fn, args) -> float:
         means = []
         for _ in range(SYNC_TRIALS):
             warm(fn, args, warm_s)
@@ -154,12 +154,9 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
         return statistics.mean(means)
 
     timers = {Tier.CUPTI: cupti, Tier.CONTEST: contest, Tier.EVENTS: events, Tier.SYNC: sync}
-    found = {}
     with tempfile.TemporaryDirectory() as workdir:
         fn, args = subject_call(subject, batch, Path(workdir))
-        for tier in tiers:
-            found[tier] = timers[tier]() * 1e3
-    return found
+        return {tier: timers[tier](fn, args) * 1e3 for tier in tiers}
 
 
 def warm(fn, args: tuple, seconds: float) -> None:
