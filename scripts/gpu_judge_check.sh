@@ -78,8 +78,8 @@ parity_run() {  # parity_run ROOT COMMIT WORK [ARGS...]: tools/tier_parity.py in
      --harness-repeats "${PARITY_HARNESS_REPEATS:-1}" "$@" \
      > "$work/console.log" 2>&1)
 }
-compare() {  # compare A B NAME: per-workload ratios of two runs' traces into NAME
-  python -m tools.compare_runs "$1"/runs/*/traces.jsonl "$2"/runs/*/traces.jsonl --per workload \
+compare() {  # compare A B NAME [PER]: ratios of two runs' traces, per workload (or PER), into NAME
+  python -m tools.compare_runs "$1"/runs/*/traces.jsonl "$2"/runs/*/traces.jsonl --per "${4:-workload}" \
     --tiers cupti,events > "$3" 2>&1
 }
 for step in "$@"; do
@@ -179,8 +179,7 @@ for step in "$@"; do
                      > "$work/$side.log" 2>&1; echo "rc=$?" >> "$work/$side.log")
                  done
                  echo "tree: $AB_TREE at $AB_COMMIT" > "$work/trees.txt"
-                 python -m tools.compare_runs "$work"/this/runs/*/traces.jsonl "$work"/tree/runs/*/traces.jsonl \
-                   --tiers cupti,events > "$work/compare.md" 2>&1; cat "$work/compare.md"; pack "$step" "$work" ;;
+                 compare "$work/this" "$work/tree" "$work/compare.md" batch; cat "$work/compare.md"; pack "$step" "$work" ;;
     placement)   work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  timeout -s INT 240 python -m tools.placement_probe --out "$work" > "$work/console.log" 2>&1
                  echo "rc=$?" >> "$work/console.log"; cat "$work/console.log"; pack "$step" "$work" ;;
