@@ -849,10 +849,12 @@ static int capture(uint32_t tier, uint64_t call, uint8_t *at, int set) {
 
 /* ------------------------------------------------------------------ run_chunk */
 
-static int flush_l2(void) {
-    if (S.gpu && S.flush_bytes) CU(cu.memsetD32Async(S.flush, 0, S.flush_bytes / 4, S.stream), "cuMemsetD32Async (L2 flush)");
+static int flush_l2_on(CUstream stream) {
+    if (S.gpu && S.flush_bytes) CU(cu.memsetD32Async(S.flush, 0, S.flush_bytes / 4, stream), "cuMemsetD32Async (L2 flush)");
     return 0;
 }
+
+static int flush_l2(void) { return flush_l2_on(S.stream); } /* the core's own stream */
 
 /* The solution's stream (0) waits for what the core's stream was given (inputs, flush). */
 static int hand_over(void) {
@@ -903,9 +905,7 @@ static int ready_call(uint32_t tier, uint64_t call, uint32_t k, int set) {
     if (hand_over() < 0) return -1;
     /* FlashInfer's events timer flushes on the stream it times, so its start event follows a
      * kernel there, not a wait on another stream: the last flush goes where the call runs. */
-    if (tier == TIER_EVENTS && S.gpu && S.flush_bytes)
-        CU(cu.memsetD32Async(S.flush, 0, S.flush_bytes / 4, 0), "cuMemsetD32Async (L2 flush, stream 0)");
-    return 0;
+    return tier == TIER_EVENTS ? flush_l2_on(0) : 0;
 }
 
 /* Timed calls first .. first + count - 1 into `f`. Returns the calls completed: fewer than `count`
