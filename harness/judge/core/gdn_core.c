@@ -904,7 +904,7 @@ static int ready_call(uint32_t tier, uint64_t call, uint32_t k, int set) {
         if (flush_l2() < 0) return -1;
     if (hand_over() < 0) return -1;
     /* FlashInfer's events timer flushes on the stream it times, so its start event follows a
-     * kernel there, not a wait on another stream: the last flush goes where the call runs. */
+     * kernel there, not a wait on another stream: one more flush where the call runs. */
     return tier == TIER_EVENTS ? flush_l2_on(0) : 0;
 }
 

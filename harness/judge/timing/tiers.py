@@ -70,7 +70,7 @@ _CORE_LOOPS = {
     Tier.CUPTI: "timing core: CUPTI records of every kernel, memcpy and memset in the call's window but the core's "
              "own, durations summed; fresh inputs, then the flush, then the call on an idle GPU",
     Tier.EVENTS: "timing core: a CUDA event pair around the call on its stream; fresh inputs, then the flush and "
-              "three more (a lead of ~0.3 ms on an H100), the last on the call's stream as FlashInfer's events "
+              "three more (a lead of ~0.3 ms on an H100), then one on the call's stream as FlashInfer's events "
               "timer flushes, the GPU still busy with them while the call launches",
     Tier.WALLCLOCK: "timing core: the host's monotonic clock around the call (CPU runs); fresh inputs",
 }
