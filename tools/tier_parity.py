@@ -198,7 +198,7 @@ def compare(harness: dict, plain: dict) -> list[dict]:
     return rows
 
 
-def harness_repeats(solutions: list[str], batches: set[int], scratch: Path) -> dict:
+def harness_run(solutions: list[str], batches: set[int], scratch: Path) -> dict:
     """One more harness run (:func:`run_harness`) as ``{(subject, B): {tier: [µs]}}``, to extend
     the runs before it with (:func:`extend`)."""
     run = run_harness(solutions, scratch)
@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     for round_ in range(max(args.harness_repeats, args.repeats, 1)):  # harness and plain in rounds: drift spreads
         if round_ < max(1, args.harness_repeats):
             with tempfile.TemporaryDirectory() as scratch:
-                extend(harness, harness_repeats(solutions, set(batches), Path(scratch)))
+                extend(harness, harness_run(solutions, set(batches), Path(scratch)))
         if round_ < max(1, args.repeats):
             extend(plain, plain_repeats([COPY, *solutions], batches, 1, args.warm_seconds, args.plain_flush_mb))
     rows = compare(harness, plain)
