@@ -65,8 +65,12 @@ class Entry:
     hands_over: bool = False
 
     def checked_call(self, args: dict) -> None:
-        """One call whose outputs are looked at: ``run`` on the arguments, then ``deliver``."""
+        """One call whose outputs are looked at: ``run`` on the arguments, then :meth:`settle`."""
         self.run(*args.values())  # as the contest calls it; what it returns is not looked at
+        self.settle()
+
+    def settle(self) -> None:
+        """The last call's results in its destinations (``deliver``, where the entry has one)."""
         if self.deliver is not None:
             self.deliver()
 
@@ -232,8 +236,7 @@ class Worker:
 
 
         def after(index: int) -> None:  # a value-returning entry's results into the call's destinations first
-            if self.entry.deliver is not None:
-                self.entry.deliver()
+            self.entry.settle()
             ring.called(index)
 
         # the contest libraries' timers call the entry as flashinfer-bench does; the others time run
