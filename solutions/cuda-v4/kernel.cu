@@ -131,6 +131,20 @@ __device__ __forceinline__ uint32_t to_bf16_bits(float x) {
 enum CachePolicy : int { kStream = 0, kNc = 1, kPlain = 2, kNoAlloc = 3 };
 constexpr int kNumCachePolicies = 4;
 
+// Ablations: builds that leave out one part of the work, for tools/ablation_probe.py only
+// (issue #33: which part costs time at small B). GDN_V4_ABLATE is a sum of the flags below;
+// their results are wrong by design. The shipped build leaves it undefined (0), and then
+// every test of it below keeps the full kernel: the same SASS as before the switches existed
+// (cuobjdump -sass of every shipped variant, nvcc 13.0 sm_90a, 2026-11-26).
+#ifndef GDN_V4_ABLATE
+#define GDN_V4_ABLATE 0
+#endif
+constexpr int kAblateOperands = 1;   // q, k, v and the gate inputs are constants: none of their loads
+constexpr int kAblateReduction = 2;  // no shuffle: a lane's own partial sums stand for the row sums
+constexpr int kAblateMath = 4;       // the state stored as loaded, no output: a copy with this geometry
+constexpr int kAblate = GDN_V4_ABLATE;
+static_assert(kAblate >= 0 && kAblate < 8, "GDN_V4_ABLATE is a sum of kAblate* flags");
+
 // One float4 of the state (16-byte aligned), with the cache policy POLICY.
 template <int POLICY>
 __device__ __forceinline__ float4 load_state4(const float* p) {
@@ -272,20 +286,33 @@ __device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R]
   }
 #pragma unroll
   for (int c = 0; c < PIECES; ++c) kq += dot4(k4[c], q4[c]);
-  const float mine = group_reduce_scatter<LANES>(x, sub);  // sum (sub / (kRowLanes / 2)) of x
-  kq = group_allreduce_sum<LANES>(kq);
-  const float theirs = __shfl_xor_sync(0xffffffffu, mine, kRowLanes / 2);
-  const bool holds_sq = (sub / (kRowLanes / 2)) % 2 != 0;
-  const float sk = holds_sq ? theirs : mine, sq = holds_sq ? mine : theirs;
+  float sk, sq;
+  if constexpr (kAblate & kAblateReduction) {  // the same arithmetic, no lane exchanges
+    sk = 0.0f;
+    sq = 0.0f;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      sk += x[2 * r];
+      sq += x[2 * r + 1];
+    }
+  } else {
+    const float mine = group_reduce_scatter<LANES>(x, sub);  // sum (sub / (kRowLanes / 2)) of x
+    kq = group_allreduce_sum<LANES>(kq);
+    const float theirs = __shfl_xor_sync(0xffffffffu, mine, kRowLanes / 2);
+    const bool holds_sq = (sub / (kRowLanes / 2)) % 2 != 0;
+    sk = holds_sq ? theirs : mine;
+    sq = holds_sq ? mine : theirs;
+  }
   const int row = sub / kRowLanes;  // of this lane's R rows
-  const float delta = gates.beta * (load_bf16(p.v + head * kHeadV + v0 + row) - gates.g * sk);
+  const float v_row = (kAblate & kAblateOperands) ? 0.5f : load_bf16(p.v + head * kHeadV + v0 + row);
+  const float delta = gates.beta * (v_row - gates.g * sk);
   if (sub % kRowLanes == 0) {
     p.output[head * kHeadV + v0 + row] =
         static_cast<uint16_t>(to_bf16_bits(p.scale * fmaf(gates.g, sq, delta * kq)));
   }
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    const float d = __shfl_sync(0xffffffffu, delta, group * LANES + r * kRowLanes);
+    const float d = (kAblate & kAblateReduction) ? delta : __shfl_sync(0xffffffffu, delta, group * LANES + r * kRowLanes);
 #pragma unroll
     for (int c = 0; c < PIECES; ++c) {
       store_state4<POLICY>(p.new_state + tile + r * kHeadK + c * kPiece * LANES,
@@ -331,15 +358,24 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
       s[r][c] = load_state4<POLICY>(p.state + tile + r * kHeadK + c * kPiece * LANES);
     }
   }
+  if constexpr (kAblate & kAblateMath) {
+#pragma unroll
+    for (int r = 0; r < kLaneRows; ++r) {
+#pragma unroll
+      for (int c = 0; c < kPieces; ++c) store_state4<POLICY>(p.new_state + tile + r * kHeadK + c * kPiece * LANES, s[r][c]);
+    }
+    return;
+  }
   const int64_t qk = (static_cast<int64_t>(batch) * kNumQKHeads + hq) * kHeadK + k0;
   float4 q4[kPieces], k4[kPieces];
 #pragma unroll
   for (int c = 0; c < kPieces; ++c) {  // 8-byte aligned: every piece starts at a multiple of 8 B
-    q4[c] = load_bf16x4(p.q + qk + c * kPiece * LANES);
-    k4[c] = load_bf16x4(p.k + qk + c * kPiece * LANES);
+    const bool constant = kAblate & kAblateOperands;
+    q4[c] = constant ? make_float4(0.01f, 0.02f, 0.03f, 0.04f) : load_bf16x4(p.q + qk + c * kPiece * LANES);
+    k4[c] = constant ? make_float4(0.04f, 0.03f, 0.02f, 0.01f) : load_bf16x4(p.k + qk + c * kPiece * LANES);
   }
-  update_and_store<kLaneRows, kPieces, POLICY, LANES>(p, s, q4, k4, load_gates(p, hv, head), head, v0, tile,
-                                                     group, sub);
+  const Gates gates = (kAblate & kAblateOperands) ? Gates{0.9f, 0.5f} : load_gates(p, hv, head);
+  update_and_store<kLaneRows, kPieces, POLICY, LANES>(p, s, q4, k4, gates, head, v0, tile, group, sub);
 }
 
 // Blocks an SM must hold at once, given to ptxas as __launch_bounds__'s second
