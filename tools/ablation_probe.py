@@ -4,9 +4,10 @@
     python -m tools.ablation_probe --out DIR [--batches 1,2,4,8] [--repeats 3]
 
 For each batch size, in a process of its own (one CUPTI client): cuda-v4 built once per
-:data:`ABLATIONS` entry (``-DGDN_V4_ABLATE=<flags>``, kernel.cu's ablation switches: each build
-leaves one part of the work out, and its results are wrong by design), each launching the
-variant its launch table picks for that B on this GPU, beside the copy floor's two kernels
+:data:`BUILDS` entry, kernel.cu's switches: ablations (``-DGDN_V4_ABLATE=<flags>``: each leaves
+one part of the work out, and its results are wrong by design) and candidates
+(``-DGDN_V4_CANDIDATE=<flags>``: changes that compute the same results), each launching the
+variant its launch table picks for that B on this GPU, beside the copy floor's kernels
 (torch ``copy_`` and the Triton streaming copies of :mod:`harness.judge.stream_copy`), all on
 the sweep workload's inputs. Each subject is timed with FlashInfer's
 ``bench_gpu_time_with_cupti(cold_l2_cache=True)`` (median of its calls) after a short clock
@@ -22,6 +23,13 @@ geometry costs nothing: the scatter tune tied ten geometries); ``no-exchange`` a
 under ``full``; ``no-operands`` at most 0.05 µs under ``full`` (their loads fly beside the
 state's). If ``no-exchange`` saves nothing, the exchanges are not on the path that sets the
 kernel's time, as the one-tick tie of the ``v``-early branch already suggests for ``v``.
+
+Measured (H200, 956f25b, the first five builds): ``no-operands`` 0.13-0.16 µs under ``full`` at
+every B <= 8, ``no-exchange`` 0.06 under at B = 1 and 0.13-0.26 over at B = 2-8, ``copy`` 0.03
+over the floor at B = 1, 2 and 8 (results/ablation/20261126-H200). The operands prediction was
+wrong. Second prediction (before the finer builds ran): the operands' cost is ``v``'s second
+round trip, so ``no-v`` and ``v-early`` each take >= 0.1 µs off ``full`` at B = 1, and
+``no-qk``, ``no-gates`` and ``operands-first`` <= 0.03 (one CUPTI tick).
 """
 
 from __future__ import annotations
@@ -36,21 +44,23 @@ from pathlib import Path
 
 from tools.timing_proof import in_fresh_process
 
-#: name -> kernel.cu's GDN_V4_ABLATE flags (kAblateOperands 1, kAblateReduction 2, kAblateMath 4).
-ABLATIONS = {"full": 0, "no-operands": 1, "no-exchange": 2, "no-operands-no-exchange": 3, "copy": 4}
+#: name -> kernel.cu's GDN_V4_ABLATE flags (kAblateQK 1, kAblateGates 2, kAblateV 4, kAblateExchange 8,
+#: kAblateMath 16): each build leaves that work out.
+ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, "no-exchange": 8,
+             "no-operands-no-exchange": 15, "copy": 16}
+#: name -> kernel.cu's GDN_V4_CANDIDATE flags (kCandidateVEarly 1, kCandidateOperandsFirst 2).
+CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3}
+#: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
+BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
+          **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}
 #: Seconds of back-to-back calls before each timing: an idle H100 times µs kernels up to 2x slow
 #: (tools.tier_parity.warm).
 WARM_S = 0.3
 TORCH_COPY = "torch copy_"
 
 
-def ablation_define(flags: int) -> str:
-    """The nvcc macro of one ablation build (``-D`` without the dash)."""
-    return f"GDN_V4_ABLATE={flags}"
-
-
 def build_ablations(workdir: Path) -> dict:
-    """``{name: cuda-v4 entry module}``, one build per :data:`ABLATIONS` entry, each loaded into
+    """``{name: cuda-v4 entry module}``, one build per :data:`BUILDS` entry, each loaded into
     this process from a folder of its own under ``workdir`` (modules stay distinct: each holds
     its own kernel.so)."""
     from harness.judge.solutions import load_meta, load_solution
@@ -58,8 +68,8 @@ def build_ablations(workdir: Path) -> dict:
 
     meta = load_meta(SOLUTIONS_DIR / "cuda-v4")
     builds = {}
-    for name, flags in ABLATIONS.items():
-        module = load_solution(meta, workdir / name, defines=(ablation_define(flags),) if flags else ())
+    for name, defines in BUILDS.items():
+        module = load_solution(meta, workdir / name, defines=defines)
         module.load()
         builds[name] = module
     return builds
@@ -77,9 +87,11 @@ def sweep_inputs(batch: int) -> dict:
     return {**inputs, **destinations(dataset.definition, workload.axes, "float32", "cuda")}
 
 
-def same_as_full(builds: dict, inputs: dict) -> list[str]:
-    """The ablations whose results equal the full build's: none, if each build loaded is its own
-    (an ablation that changed nothing would time the full kernel under another name)."""
+def misbuilt(builds: dict, inputs: dict) -> list[str]:
+    """The builds that compute what they should not: an ablation whose results equal the full
+    build's (it would time the full kernel under another name, e.g. a build not loaded as its
+    own) or a candidate whose results differ from it (a candidate must compute the same). None
+    if every build is what its name says."""
     import torch
 
     def results(module) -> tuple:
@@ -89,7 +101,7 @@ def same_as_full(builds: dict, inputs: dict) -> list[str]:
 
     full = results(builds["full"])
     return [name for name, module in builds.items() if name != "full"
-            and all(torch.equal(a, b) for a, b in zip(results(module), full))]
+            and (name in CANDIDATES) != all(torch.equal(a, b) for a, b in zip(results(module), full))]
 
 
 def subjects(builds: dict, inputs: dict) -> dict:
@@ -108,7 +120,7 @@ def subjects(builds: dict, inputs: dict) -> dict:
 
 
 def probe_batch(batch: int, repeats: int) -> dict:
-    """One batch size: ``{"launch": config, "same_as_full": [...], "times_us": {subject: [µs per repeat]}}``."""
+    """One batch size: ``{"launch": config, "misbuilt": [...], "times_us": {subject: [µs per repeat]}}``."""
     from flashinfer.testing import bench_gpu_time_with_cupti
 
     from tools.tier_parity import warm
@@ -117,7 +129,7 @@ def probe_batch(batch: int, repeats: int) -> dict:
     with tempfile.TemporaryDirectory() as workdir:
         builds = build_ablations(Path(workdir))
         inputs = sweep_inputs(batch)
-        same = same_as_full(builds, inputs)
+        wrong = misbuilt(builds, inputs)
         calls = subjects(builds, inputs)
         times: dict[str, list[float]] = {name: [] for name in calls}
         for _ in range(repeats):
@@ -125,14 +137,14 @@ def probe_batch(batch: int, repeats: int) -> dict:
                 warm(call, (), WARM_S)
                 times[name].append(statistics.median(bench_gpu_time_with_cupti(call, cold_l2_cache=True)) * 1e3)
         launch = config_name(builds["full"].launch_config(batch))
-    return {"launch": launch, "same_as_full": same, "times_us": times}
+    return {"launch": launch, "misbuilt": wrong, "times_us": times}
 
 
 def summarize(batch: int, probed: dict) -> list[dict]:
     """Rows of one batch size: each subject's median over the repeats (µs), its range, and its
     excess over the full kernel and over the floor (the fastest copy's median)."""
     medians = {name: statistics.median(times) for name, times in probed["times_us"].items()}
-    floor = min(value for name, value in medians.items() if name not in ABLATIONS)
+    floor = min(value for name, value in medians.items() if name not in BUILDS)
     return [{"batch_size": batch, "subject": name, "median_us": value, "min_us": min(probed["times_us"][name]),
              "max_us": max(probed["times_us"][name]), "minus_full_us": value - medians["full"],
              "over_floor_us": value - floor} for name, value in medians.items()]
@@ -154,9 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     rows, launches = [], {}
     for batch in sorted({int(b) for b in args.batches.split(",")}):
         probed = in_fresh_process(probe_batch, batch, max(1, args.repeats))
-        if probed["same_as_full"]:
-            print(f"error: B={batch}: {', '.join(probed['same_as_full'])} computed what the full build did: "
-                  "the ablation switches did nothing", file=sys.stderr)
+        if probed["misbuilt"]:
+            print(f"error: B={batch}: {', '.join(probed['misbuilt'])}: an ablation computed what the full build "
+                  "did, or a candidate did not", file=sys.stderr)
             return 1
         launches[batch] = probed["launch"]
         for row in summarize(batch, probed):
@@ -165,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"  vs full {row['minus_full_us']:+.3f}  over floor {row['over_floor_us']:+.3f}")
     args.out.mkdir(parents=True, exist_ok=True)
     report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
-              "hardware": hardware_name("cuda"), "ablations": ABLATIONS, "launch_configs": launches,
+              "hardware": hardware_name("cuda"), "builds": BUILDS, "launch_configs": launches,
               "timer": "flashinfer.testing.bench_gpu_time_with_cupti(cold_l2_cache=True), median", "rows": rows}
     (args.out / "ablation_probe.json").write_text(json.dumps(report, indent=1) + "\n")
     return 0

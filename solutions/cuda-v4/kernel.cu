@@ -131,19 +131,31 @@ __device__ __forceinline__ uint32_t to_bf16_bits(float x) {
 enum CachePolicy : int { kStream = 0, kNc = 1, kPlain = 2, kNoAlloc = 3 };
 constexpr int kNumCachePolicies = 4;
 
-// Ablations: builds that leave out one part of the work, for tools/ablation_probe.py only
-// (issue #33: which part costs time at small B). GDN_V4_ABLATE is a sum of the flags below;
-// their results are wrong by design. The shipped build leaves it undefined (0), and then
-// every test of it below keeps the full kernel: the same SASS as before the switches existed
-// (cuobjdump -sass of every shipped variant, nvcc 13.0 sm_90a, 2026-11-26).
+// Ablations and candidates: other builds of this file, for tools/ablation_probe.py only
+// (issue #33: which part of the work costs time at small B, and what would win it back).
+// GDN_V4_ABLATE is a sum of the kAblate* flags: each leaves one part of the work out, and the
+// results are wrong by design. GDN_V4_CANDIDATE is a sum of the kCandidate* flags: each is a
+// change of the kernel that computes the same results, measured before it ships. The shipped
+// build leaves both undefined (0), and then every test of them below keeps the shipped kernel:
+// the same SASS as before the switches existed (cuobjdump -sass of every shipped variant,
+// nvcc 13.0 sm_90a, 2026-11-26).
 #ifndef GDN_V4_ABLATE
 #define GDN_V4_ABLATE 0
 #endif
-constexpr int kAblateOperands = 1;   // q, k, v and the gate inputs are constants: none of their loads
-constexpr int kAblateReduction = 2;  // no shuffle: a lane's own partial sums stand for the row sums
-constexpr int kAblateMath = 4;       // the state stored as loaded, no output: a copy with this geometry
+#ifndef GDN_V4_CANDIDATE
+#define GDN_V4_CANDIDATE 0
+#endif
+constexpr int kAblateQK = 1;        // q and k are constants: none of their loads
+constexpr int kAblateGates = 2;     // the gates are constants: no load of A_log, dt_bias, a, b, no gate math
+constexpr int kAblateV = 4;         // v is a constant: none of its loads
+constexpr int kAblateExchange = 8;  // no shuffle: a lane's own partial sums stand for the row sums
+constexpr int kAblateMath = 16;     // the state stored as loaded, no output: a copy with this geometry
 constexpr int kAblate = GDN_V4_ABLATE;
-static_assert(kAblate >= 0 && kAblate < 8, "GDN_V4_ABLATE is a sum of kAblate* flags");
+static_assert(kAblate >= 0 && kAblate < 32, "GDN_V4_ABLATE is a sum of kAblate* flags");
+constexpr int kCandidateVEarly = 1;         // v's load issued with q's and k's, not after the reduction
+constexpr int kCandidateOperandsFirst = 2;  // every small operand's load issued before the state's
+constexpr int kCandidate = GDN_V4_CANDIDATE;
+static_assert(kCandidate >= 0 && kCandidate < 4, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 
 // One float4 of the state (16-byte aligned), with the cache policy POLICY.
 template <int POLICY>
@@ -255,9 +267,29 @@ struct Params {
   float* new_state;         // [B, HV, V, K] f32
 };
 
-// The gates of (batch, v-head) head = batch * HV + hv.
-__device__ __forceinline__ Gates load_gates(const Params& p, int hv, int64_t head) {
-  return compute_gates(__ldg(p.A_log + hv), __ldg(p.dt_bias + hv), load_bf16(p.a + head), load_bf16(p.b + head));
+// The gate inputs of one (batch, v-head), as loaded.
+struct GateInputs {
+  float A_log, dt_bias, a, b;
+};
+
+// Loads a lane's small operands (all but the state): its q and k pieces, which start at K column
+// k0 of q/k head hq, the gate inputs of head = batch * HV + hv and, where V_EARLY, v of its V row
+// v_row. The ablations put constants in place of some.
+template <int PIECES, int LANES, bool V_EARLY>
+__device__ __forceinline__ void load_operands(const Params& p, int batch, int hq, int k0, int hv, int64_t head,
+                                              int v_row, float4 (&q4)[PIECES], float4 (&k4)[PIECES],
+                                              GateInputs& in, float& v) {
+  const int64_t qk = (static_cast<int64_t>(batch) * kNumQKHeads + hq) * kHeadK + k0;
+#pragma unroll
+  for (int c = 0; c < PIECES; ++c) {  // 8-byte aligned: every piece starts at a multiple of 8 B
+    const bool constant = kAblate & kAblateQK;
+    q4[c] = constant ? make_float4(0.01f, 0.02f, 0.03f, 0.04f) : load_bf16x4(p.q + qk + c * kPiece * LANES);
+    k4[c] = constant ? make_float4(0.04f, 0.03f, 0.02f, 0.01f) : load_bf16x4(p.k + qk + c * kPiece * LANES);
+  }
+  if constexpr (!(kAblate & kAblateGates)) {
+    in = {__ldg(p.A_log + hv), __ldg(p.dt_bias + hv), load_bf16(p.a + head), load_bf16(p.b + head)};
+  }
+  if constexpr (V_EARLY && !(kAblate & kAblateV)) v = load_bf16(p.v + head * kHeadV + v_row);
 }
 
 // Everything after the loads, for a lane's R rows (see Math in the header).
@@ -265,10 +297,10 @@ __device__ __forceinline__ Gates load_gates(const Params& p, int hv, int64_t hea
 // the LANES / R lanes of row r (sub / (LANES / R) == r) hold its two sums (half
 // of them each; one shuffle swaps), compute d_r and o_r, the lane group's R
 // values of d are broadcast, and every lane stores its pieces of S1.
-template <int R, int PIECES, int POLICY, int LANES>
+template <int R, int PIECES, int POLICY, int LANES, bool V_EARLY>
 __device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R][PIECES],
                                                  const float4 (&q4)[PIECES], const float4 (&k4)[PIECES],
-                                                 Gates gates, int64_t head, int v0, int64_t tile,
+                                                 Gates gates, float v_early, int64_t head, int v0, int64_t tile,
                                                  int group, int sub) {
   constexpr int kRowLanes = LANES / R;  // lanes that end up holding one row's sums
   static_assert(kRowLanes >= 2, "a row's two sums need two lanes");
@@ -287,7 +319,7 @@ __device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R]
 #pragma unroll
   for (int c = 0; c < PIECES; ++c) kq += dot4(k4[c], q4[c]);
   float sk, sq;
-  if constexpr (kAblate & kAblateReduction) {  // the same arithmetic, no lane exchanges
+  if constexpr (kAblate & kAblateExchange) {  // the same arithmetic, no lane exchanges
     sk = 0.0f;
     sq = 0.0f;
 #pragma unroll
@@ -304,7 +336,7 @@ __device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R]
     sq = holds_sq ? mine : theirs;
   }
   const int row = sub / kRowLanes;  // of this lane's R rows
-  const float v_row = (kAblate & kAblateOperands) ? 0.5f : load_bf16(p.v + head * kHeadV + v0 + row);
+  const float v_row = (kAblate & kAblateV) ? 0.5f : V_EARLY ? v_early : load_bf16(p.v + head * kHeadV + v0 + row);
   const float delta = gates.beta * (v_row - gates.g * sk);
   if (sub % kRowLanes == 0) {
     p.output[head * kHeadV + v0 + row] =
@@ -312,7 +344,7 @@ __device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R]
   }
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    const float d = (kAblate & kAblateReduction) ? delta : __shfl_sync(0xffffffffu, delta, group * LANES + r * kRowLanes);
+    const float d = (kAblate & kAblateExchange) ? delta : __shfl_sync(0xffffffffu, delta, group * LANES + r * kRowLanes);
 #pragma unroll
     for (int c = 0; c < PIECES; ++c) {
       store_state4<POLICY>(p.new_state + tile + r * kHeadK + c * kPiece * LANES,
@@ -347,9 +379,19 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   const int hq = hv / kGroup;  // GVA: q/k head h / 2 serves v head h
   const int64_t head = static_cast<int64_t>(batch) * kNumVHeads + hv;
   const int k0 = kPiece * sub;
-  // All loads first: the state rows (the DRAM traffic), then the small operands.
+  // All loads first: the state rows (the DRAM traffic), then the small operands (the
+  // operands-first candidate: the other way round).
   // 16-byte aligned: rows are 512 B apart and every piece starts at a multiple of 16 B.
   const int64_t tile = (head * kHeadV + v0) * kHeadK + k0;  // state[batch, hv, v0, k0]
+  // v early: not where a lane holds 8 rows of 32-lane pieces, where one more live register
+  // spilled 4 bytes under the 64-register bound (branch cuda-v4-v-early).
+  constexpr bool kVEarly = (kCandidate & kCandidateVEarly) && 4 * ROWS + 256 / LANES < 40;
+  const int v_row = v0 + sub / (LANES / kLaneRows);  // the row update_and_store gives this lane
+  constexpr bool kOperandsFirst = kCandidate & kCandidateOperandsFirst;
+  float4 q4[kPieces], k4[kPieces];
+  GateInputs in;
+  float v_early = 0.0f;
+  if constexpr (kOperandsFirst) load_operands<kPieces, LANES, kVEarly>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
   float4 s[kLaneRows][kPieces];
 #pragma unroll
   for (int r = 0; r < kLaneRows; ++r) {
@@ -366,16 +408,9 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
     }
     return;
   }
-  const int64_t qk = (static_cast<int64_t>(batch) * kNumQKHeads + hq) * kHeadK + k0;
-  float4 q4[kPieces], k4[kPieces];
-#pragma unroll
-  for (int c = 0; c < kPieces; ++c) {  // 8-byte aligned: every piece starts at a multiple of 8 B
-    const bool constant = kAblate & kAblateOperands;
-    q4[c] = constant ? make_float4(0.01f, 0.02f, 0.03f, 0.04f) : load_bf16x4(p.q + qk + c * kPiece * LANES);
-    k4[c] = constant ? make_float4(0.04f, 0.03f, 0.02f, 0.01f) : load_bf16x4(p.k + qk + c * kPiece * LANES);
-  }
-  const Gates gates = (kAblate & kAblateOperands) ? Gates{0.9f, 0.5f} : load_gates(p, hv, head);
-  update_and_store<kLaneRows, kPieces, POLICY, LANES>(p, s, q4, k4, gates, head, v0, tile, group, sub);
+  if constexpr (!kOperandsFirst) load_operands<kPieces, LANES, kVEarly>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
+  const Gates gates = (kAblate & kAblateGates) ? Gates{0.9f, 0.5f} : compute_gates(in.A_log, in.dt_bias, in.a, in.b);
+  update_and_store<kLaneRows, kPieces, POLICY, LANES, kVEarly>(p, s, q4, k4, gates, v_early, head, v0, tile, group, sub);
 }
 
 // Blocks an SM must hold at once, given to ptxas as __launch_bounds__'s second

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from conftest import CUDA_V4_KERNEL, REPO
-from tools.ablation_probe import ABLATIONS, ablation_define, main, summarize
+from tools.ablation_probe import BUILDS, main, summarize
 
 
 SOURCE = REPO / "solutions" / "cuda-v4" / "kernel.cu"
@@ -24,11 +24,11 @@ def shipped():
     return build.kernel_resources(SOURCE)
 
 
-@pytest.mark.parametrize("name", ["no-operands-no-exchange", "copy"])
+@pytest.mark.parametrize("name", ["no-operands-no-exchange", "copy", "v-early-operands-first"])
 def test_an_ablation_build_compiles_the_shipped_variants_without_spilling(name, shipped):
     from harness.judge import build
 
-    ablated = build.kernel_resources(SOURCE, defines=(ablation_define(ABLATIONS[name]),))
+    ablated = build.kernel_resources(SOURCE, defines=BUILDS[name])
     assert {re.search(CUDA_V4_KERNEL, k).groups() for k in ablated} == \
         {re.search(CUDA_V4_KERNEL, k).groups() for k in shipped}
     assert all(used.spill_store_bytes == 0 and used.spill_load_bytes == 0 for used in ablated.values())
@@ -38,7 +38,7 @@ def test_an_ablation_define_outside_the_flags_does_not_compile(shipped):
     from harness.judge import build
 
     with pytest.raises(build.CompileError, match="GDN_V4_ABLATE"):
-        build.kernel_resources(SOURCE, defines=(ablation_define(8),))
+        build.kernel_resources(SOURCE, defines=("GDN_V4_ABLATE=32",))
 
 
 def test_the_summary_measures_each_subject_from_the_full_kernel_and_the_fastest_copy():
