@@ -43,7 +43,8 @@
 #                 timer (is the B <= 8 CUPTI offset where the buffers lie? about 1 min)
 #   ablation      tools/ablation_probe.py: cuda-v4 built with each of kernel.cu's ablation switches beside the copy
 #                 floor's kernels at B = 1, 2, 4, 8, FlashInfer's CUPTI timer (issue #33: which part of the work
-#                 costs time at small B; about 3 min)
+#                 costs time at small B, and the candidates that would win it back; ABLATION_BUILDS picks builds;
+#                 about 5 min for all)
 #   tune-small    `python -m tools.tune --algo cuda-v4 --batches 1,2,4,8` here, then in AB_TREE (issue #33);
 #                 TUNE_ROUNDS times, alternating (default 1; each round ~9 min: start:/wait: past one)
 #   events-sweep-ab  `run_local.py --algo cuda-v1,cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events` here,
@@ -187,7 +188,8 @@ for step in "$@"; do
                  timeout -s INT 240 python -m tools.placement_probe --out "$work" > "$work/console.log" 2>&1
                  echo "rc=$?" >> "$work/console.log"; cat "$work/console.log"; pack "$step" "$work" ;;
     ablation)    work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
-                 timeout -s INT 420 python -m tools.ablation_probe --out "$work" > "$work/console.log" 2>&1
+                 timeout -s INT 420 python -m tools.ablation_probe --out "$work" ${ABLATION_BUILDS:+--builds "$ABLATION_BUILDS"} \
+                   > "$work/console.log" 2>&1
                  echo "rc=$?" >> "$work/console.log"; cat "$work/console.log"; pack "$step" "$work" ;;
     events-rerun) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  events_run . "$COMMIT" "$work/run-a"; events_run . "$COMMIT" "$work/run-b"

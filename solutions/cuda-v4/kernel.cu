@@ -154,8 +154,9 @@ constexpr int kAblate = GDN_V4_ABLATE;
 static_assert(kAblate >= 0 && kAblate < 32, "GDN_V4_ABLATE is a sum of kAblate* flags");
 constexpr int kCandidateVEarly = 1;         // v's load issued with q's and k's, not after the reduction
 constexpr int kCandidateOperandsFirst = 2;  // every small operand's load issued before the state's
+constexpr int kCandidateFastGates = 4;      // the gates with the SFU's exp2/log2, no branch (compute_gates_fast)
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-static_assert(kCandidate >= 0 && kCandidate < 4, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
+static_assert(kCandidate >= 0 && kCandidate < 8, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 
 // One float4 of the state (16-byte aligned), with the cache policy POLICY.
 template <int POLICY>
@@ -247,6 +248,21 @@ __device__ __forceinline__ Gates compute_gates(float A_log, float dt_bias, float
   Gates gates;
   gates.g = expf(-expf(A_log) * softplus);
   gates.beta = 1.0f / (1.0f + expf(-b));
+  return gates;
+}
+
+// compute_gates with the SFU's approximate exp2 and log2 (__expf, __logf, __fdividef): a few
+// instructions each and no branch, where expf, log1pf and the IEEE division are longer sequences
+// with slow-path branches, and ptxas emits the whole chain before the row sums (the SASS of
+// <8, 2, 3, 32>). Candidate fast gates (issue #33): the no-gates ablation took 0.10-0.13 µs
+// off the kernel at B <= 8 on an H200. Errors: __expf 2 + 1.16 |x| ulp, relative; log(1 + e^x)
+// drops e^x under ~6e-8 (1 + e^x rounds to 1), an absolute error fp32 makes there anyway.
+__device__ __forceinline__ Gates compute_gates_fast(float A_log, float dt_bias, float a, float b) {
+  const float x = a + dt_bias;
+  const float softplus = x > 20.0f ? x : __logf(1.0f + __expf(x));
+  Gates gates;
+  gates.g = __expf(-__expf(A_log) * softplus);
+  gates.beta = __fdividef(1.0f, 1.0f + __expf(-b));
   return gates;
 }
 
@@ -409,7 +425,9 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
     return;
   }
   if constexpr (!kOperandsFirst) load_operands<kPieces, LANES, kVEarly>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
-  const Gates gates = (kAblate & kAblateGates) ? Gates{0.9f, 0.5f} : compute_gates(in.A_log, in.dt_bias, in.a, in.b);
+  const Gates gates = (kAblate & kAblateGates)              ? Gates{0.9f, 0.5f}
+                      : (kCandidate & kCandidateFastGates) ? compute_gates_fast(in.A_log, in.dt_bias, in.a, in.b)
+                                                           : compute_gates(in.A_log, in.dt_bias, in.a, in.b);
   update_and_store<kLaneRows, kPieces, POLICY, LANES, kVEarly>(p, s, q4, k4, gates, v_early, head, v0, tile, group, sub);
 }
 

@@ -24,7 +24,7 @@ def shipped():
     return build.kernel_resources(SOURCE)
 
 
-@pytest.mark.parametrize("name", ["no-operands-no-exchange", "copy", "v-early-operands-first"])
+@pytest.mark.parametrize("name", ["no-operands-no-exchange", "copy", "v-early-operands-first", "fast-gates"])
 def test_an_ablation_build_compiles_the_shipped_variants_without_spilling(name, shipped):
     from harness.judge import build
 
@@ -57,3 +57,8 @@ def test_without_a_gpu_it_says_so_and_exits_2(tmp_path, monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert main(["--out", str(tmp_path)]) == 2
+
+
+def test_an_unknown_build_is_a_clear_error(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), "--builds", "full,no-such"]) == 2
+    assert "no-such" in capsys.readouterr().err
