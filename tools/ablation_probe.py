@@ -36,7 +36,9 @@ Measured (H200, 0a2c1d7): wrong again. ``no-gates`` takes 0.10-0.13 µs off at e
 IEEE division are long sequences with slow-path branches, emitted as one chain before the row
 sums, so a warp runs them after its loads land and before its first dot product. Third
 prediction (before ``fast-gates`` ran): branch-free SFU gates take 0.03-0.13 µs off ``full`` at
-B = 1-8, at most what ``no-gates`` takes.
+B = 1-8, at most what ``no-gates`` takes. Measured (H200, 4274833): -0.096 at B = 1, -0.031 at
+B = 2, +0.03 at B = 4 and 8 with the table's variants for the shipped build: in range at B = 1-2
+only (results/cuda-notes.md).
 """
 
 from __future__ import annotations
