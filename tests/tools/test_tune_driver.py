@@ -1,13 +1,14 @@
 """The one tuner (``python -m tools.tune``) on the CPU: the driver end to end for
 fla-recurrent under the Triton interpreter (a deterministic fake timer, a real
-correctness check), each adapter's search space against its kernel, and the
-command line's refusals."""
+correctness check), each adapter's search space against its kernel, a candidate
+build of cuda-v4 (``--defines``, its build mocked) and the command line's refusals."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -186,6 +187,14 @@ def test_cutedsl_adapter_offers_configs_its_kernel_compiles(tmp_path):
     (["--algo", "fla-recurrent", "--iters", "-5"], "-5 is not >= 1"),
     (["--algo", "fla-recurrent", "--dtypes", "float64"], "unknown state dtype float64"),
     (["--algo", "fla-recurrent", "--only", "("], "not a regular expression"),
+    (["--algo", "cuda-v4", "--defines", "1X=2"], "argument --defines: '1X=2': a macro is NAME or NAME=VALUE"),
+    (["--algo", "cuda-v4", "--defines", "A B,C-D"], "'A B', 'C-D': a macro is NAME or NAME=VALUE"),
+    (["--algo", "cuda-v4", "--defines", "A="], "'A=': a macro is NAME or NAME=VALUE"),
+    (["--algo", "cuda-v4", "--defines", " , "], "argument --defines: no macro named"),
+    (["--algo", "cuda-v4", "--defines", "A=1,B,A=2"], "argument --defines: A defined more than once"),
+    (["--algo", "fla-recurrent", "--defines", "GDN_V4_CANDIDATE=4"],
+     "--defines: not for fla-recurrent (only cuda-v4 is built with preprocessor macros: --algo cuda-v4)"),
+    (["--algo", "all", "--defines", "GDN_V4_CANDIDATE=4"], "--defines: not for fla-recurrent, cutedsl-bf16 (only"),
 ])
 def test_bad_command_lines_exit_2_with_a_message(args, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
@@ -193,10 +202,71 @@ def test_bad_command_lines_exit_2_with_a_message(args, message, capsys):
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_the_module_exits_2_without_a_traceback():
-    done = subprocess.run([sys.executable, "-m", "tools.tune", "--algo", "nope", "--iters", "-1"], cwd=REPO_ROOT,
-                          capture_output=True, text=True)
+@pytest.mark.parametrize("args", [["--algo", "nope", "--iters", "-1"], ["--algo", "fla-recurrent", "--defines", "X"]])
+def test_the_module_exits_2_without_a_traceback(args):
+    done = subprocess.run([sys.executable, "-m", "tools.tune", *args], cwd=REPO_ROOT, capture_output=True, text=True)
     assert done.returncode == 2 and "error:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_defines_are_parsed_in_order_each_once():
+    assert cli.macros(" GDN_V4_CANDIDATE=4, _X1 ,GDN_V4_CANDIDATE=4,Y=-2") == ("GDN_V4_CANDIDATE=4", "_X1", "Y=-2")
+    assert cli.parser().parse_args(["--algo", "cuda-v4"]).defines == ()  # the shipped build unless asked
+
+
+@pytest.fixture
+def mocked_v4(monkeypatch):
+    """cuda-v4's adapter with its build mocked (no nvcc) and the measuring replaced by a canned
+    result; records the build's defines, the tuned adapter and any table-file write."""
+    from tools.tune import cuda_v4
+
+    seen = {"builds": [], "tuned": [], "table_writes": []}
+
+    def build(meta, defines=()):
+        seen["builds"].append(defines)
+        return SimpleNamespace(load=lambda: None)
+
+    def tune(adapter, batches, timer, device, only, dtypes):
+        seen["tuned"].append(adapter)
+        return {"float32": {"batches": [], "table": [[None, "r4/nc"]], "native": "  X(INT64_MAX, 4, kNc, 32, 8)",
+                            "no_correct_config": []}}
+
+    monkeypatch.setattr(cuda_v4, "load_solution", build)
+    monkeypatch.setattr(cli, "unavailable_reason", lambda adapter: None)
+    monkeypatch.setattr(cli, "tune_solution", tune)
+    monkeypatch.setattr(cli, "write_table_files", lambda adapter, report, path: seen["table_writes"].append(path) or [])
+    return seen
+
+
+@pytest.mark.parametrize("defines", [(), ("GDN_V4_CANDIDATE=4",), ("GDN_V4_CANDIDATE=3", "GDN_V4_ALL_VARIANTS")])
+def test_a_candidate_build_is_tuned_recorded_and_writes_no_table_file(defines, mocked_v4, tmp_path, capsys):
+    from tools.tune.cuda_v4 import ALL_VARIANTS
+    from tools.tune.report import report_path
+
+    argv = ["--algo", "cuda-v4", "--batches", "1", "--out", str(tmp_path)]
+    argv += ["--defines", ",".join(defines)] if defines else []
+    assert cli.main(argv, timer=FakeTimer(), device="cpu") == 0
+    # the macros reach the adapter's build, beside the all-variants one (once)
+    assert mocked_v4["builds"] == [tuple(dict.fromkeys((ALL_VARIANTS, *defines)))]
+    assert mocked_v4["tuned"][0].defines == defines
+    report = json.loads(report_path(tmp_path, "cuda-v4", "cpu").read_text())
+    assert report["defines"] == list(defines) and report["only"] == ""
+    assert report["command"] == "python -m tools.tune " + " ".join(argv)
+    out = capsys.readouterr().out
+    if not defines:  # the shipped build: this GPU's table file, as before
+        assert len(mocked_v4["table_writes"]) == 1 and "no table file written" not in out
+        assert out.startswith("cuda-v4 on ")
+        return
+    assert mocked_v4["table_writes"] == []
+    assert f"no table file written for cuda-v4: --defines {','.join(defines)} built a candidate" in out
+    assert out.startswith("cuda-v4" + "".join(f" -D{d}" for d in defines) + " on ")
+
+
+def test_a_modal_tune_refuses_defines_for_another_solution_before_any_gpu_time():
+    from tools.tune.remote import tuner_argv
+
+    assert tuner_argv("cuda-v4", "--defines GDN_V4_CANDIDATE=4")[-1] == "GDN_V4_CANDIDATE=4"
+    with pytest.raises(ValueError, match="--defines: not for fla-recurrent"):
+        tuner_argv("fla-recurrent", "--defines GDN_V4_CANDIDATE=4")
 
 
 def test_default_output_is_a_new_run_folder_under_results_tuning():

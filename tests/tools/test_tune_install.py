@@ -98,6 +98,8 @@ def _bad(tmp_path: Path, case: str) -> Path:
         return _report(tmp_path, state_dtypes={"float32": {"batches": [], "table": [], "native": None}})
     if case == "--only":
         return _report(tmp_path, only="bv8")
+    if case == "--defines":  # a candidate build, tuned to compare, never installed
+        return _report(tmp_path, defines=["GDN_V4_CANDIDATE=4"])
     if case == "unknown config":  # the search space changed since the tune
         rows = json.loads(read_stored(H200_REPORTS / "fla-recurrent" / "NVIDIA-H200.json"))["state_dtypes"]
         rows["float32"]["table"] = [[None, "bv3/w1"]]
@@ -109,6 +111,7 @@ def _bad(tmp_path: Path, case: str) -> Path:
     ("missing", "cannot read"), ("not json", "not JSON"), ("legacy form", "not of a tuned solution"),
     ("unknown solution", "'cuda-v1', not of a tuned solution"), ("no table", "no launch table in it"),
     ("--only", "measured only the configs matching --only 'bv8'"),
+    ("--defines", "a candidate build (--defines GDN_V4_CANDIDATE=4): no table to install"),
     ("unknown config", "names configs fla-recurrent no longer has: bv3/w1"),
 ])
 def test_bad_input_is_one_line_and_status_2_and_writes_nothing(case, message, tmp_path, capsys):

@@ -4,7 +4,7 @@ Usage (from the repository root, on a GPU machine)::
 
     python -m tools.tune --algo all                       # fla-recurrent, cuda-v4, cutedsl-bf16
     python -m tools.tune --algo cuda-v4 [--batches 1,2,4,...] [--iters 100] [--only REGEX]
-        [--dtypes float32,bfloat16] [--out DIR]
+        [--dtypes float32,bfloat16] [--defines NAME[=VALUE],...] [--out DIR]
 
 Per solution, state dtype and batch size it checks every configuration of the
 solution's search space against the reference and times it (the harness's
@@ -17,7 +17,11 @@ folder (:func:`tools.tune.table_files.write_table_files`; replacing this GPU's
 file if there is one: that is the command's purpose), which the solution
 picks at run time on this GPU. (``python -m tools.tune.install REPORT`` writes
 the same files later from a report.) With ``--only`` (part of the search space) it
-writes no table file. A bad option exits with status 2 and a message; a
+writes no table file. ``--defines`` builds cuda-v4 with extra preprocessor
+macros beside its all-variants one (a candidate build, e.g.
+``GDN_V4_CANDIDATE=4``; the report records them): a candidate is compared with
+the shipped kernel, never installed, so it writes no table file either, and
+another ``--algo`` refuses them. A bad option exits with status 2 and a message; a
 solution that cannot run here is skipped with its reason (status 0).
 """
 
@@ -39,6 +43,9 @@ from tools.tune.table_files import write_table_files
 from tools.tune.measure import KernelTimer
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+#: A preprocessor macro as nvcc's ``-D`` takes it: NAME or NAME=VALUE, NAME a C identifier (VALUE
+#: without blanks or commas: the list is comma-separated and each macro is one ``-D`` argument).
+_MACRO = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(=[^\s,]+)?")
 
 
 def _names(text: str, known, what: str) -> list[str]:
@@ -92,6 +99,22 @@ def regex(text: str) -> str:
     return text
 
 
+def macros(text: str) -> tuple[str, ...]:
+    """Comma-separated preprocessor macros, each NAME or NAME=VALUE (NAME a C identifier), each NAME once."""
+    given = list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    bad = [macro for macro in given if not _MACRO.fullmatch(macro)]
+    if bad:
+        raise argparse.ArgumentTypeError(f"{', '.join(map(repr, bad))}: a macro is NAME or NAME=VALUE, "
+                                         "NAME a C identifier")
+    if not given:
+        raise argparse.ArgumentTypeError("no macro named (NAME or NAME=VALUE, comma-separated)")
+    names = [macro.split("=")[0] for macro in given]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:  # nvcc would take the last one: say which was meant
+        raise argparse.ArgumentTypeError(f"{', '.join(twice)} defined more than once")
+    return tuple(given)
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line (see the module doc)."""
     p = argparse.ArgumentParser(prog="python -m tools.tune", description=__doc__.split("\n\n")[0])
@@ -102,9 +125,37 @@ def parser() -> argparse.ArgumentParser:
                    help="regular expression: measure only the matching config names (plus the one in use); "
                         "writes no table file")
     p.add_argument("--dtypes", type=dtypes, default=None, help="state dtypes to tune (default: each solution's)")
+    p.add_argument("--defines", type=macros, default=(),
+                   help="comma-separated preprocessor macros (NAME or NAME=VALUE) for a candidate build of "
+                        "cuda-v4, e.g. GDN_V4_CANDIDATE=4; writes no table file")
     p.add_argument("--out", type=Path, default=None, help="folder for <solution>/<GPU>.json (default: a new "
                                                           "results/tuning/<UTC time>/)")
     return p
+
+
+def check_arguments(cli: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """What the parser cannot check alone: ``--defines`` only for solutions whose adapter builds
+    with them (``takes_defines``: cuda-v4). Calls ``cli.error`` (status 2) otherwise."""
+    takers = [name for name, adapter in ADAPTERS.items() if getattr(adapter, "takes_defines", False)]
+    refused = [name for name in args.algo if name not in takers]
+    if args.defines and refused:
+        cli.error(f"--defines: not for {', '.join(refused)} (only {', '.join(takers)} is built with "
+                  f"preprocessor macros: --algo {','.join(takers)})")
+
+
+def make_adapter(name: str, defines: tuple[str, ...]):
+    """The adapter of ``name``, building with ``defines`` when there are any."""
+    return ADAPTERS[name](defines=defines) if defines else ADAPTERS[name]()
+
+
+def no_table_reason(args: argparse.Namespace) -> str | None:
+    """Why this tune writes no table file (a table holds the shipped build's choice over its whole
+    search space), or None."""
+    if args.only:
+        return "--only measured part of the search space"
+    if args.defines:
+        return f"--defines {','.join(args.defines)} built a candidate, not the shipped kernel"
+    return None
 
 
 def load(adapter) -> str | None:
@@ -127,11 +178,13 @@ def main(argv: list[str] | None = None, *, timer=None, device=None) -> int:
 
     Returns:
         0, or 2 after a message for bad input (an unknown solution, no batch
-        sizes, a count below 1, no GPU, a report file that exists).
+        sizes, a count below 1, a malformed macro or ``--defines`` for a solution
+        other than cuda-v4, no GPU, a report file that exists).
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     cli = parser()
     args = cli.parse_args(argv)
+    check_arguments(cli, args)
     if device is None:
         if not torch.cuda.is_available():
             cli.error("no CUDA GPU here: the tuner times kernels on a GPU")
@@ -144,7 +197,7 @@ def main(argv: list[str] | None = None, *, timer=None, device=None) -> int:
     timer = timer or KernelTimer(device, iters=args.iters)
     command = shlex.join(["python", "-m", "tools.tune", *argv])
     for name in args.algo:
-        adapter = ADAPTERS[name]()
+        adapter = make_adapter(name, args.defines)
         wanted = [dtype for dtype in adapter.state_dtypes() if args.dtypes is None or dtype in args.dtypes]
         reason = (None if wanted else f"no state dtype of {', '.join(adapter.state_dtypes())} in --dtypes") \
             or unavailable_reason(adapter) or load(adapter)
@@ -152,11 +205,12 @@ def main(argv: list[str] | None = None, *, timer=None, device=None) -> int:
             print(f"skipped {name}: {reason}", file=sys.stderr)
             continue
         results = tune_solution(adapter, args.batches, timer, device, args.only, tuple(wanted))
-        report = build_report(name, device, command, timer, args.only, results)
+        report = build_report(name, device, command, timer, args.only, results, defines=args.defines)
         print(format_report(report))
         print(f"wrote {write_report(paths[name], report)}")
-        if args.only:
-            print(f"no table file written for {name}: --only measured part of the search space")
+        why_not = no_table_reason(args)
+        if why_not:
+            print(f"no table file written for {name}: {why_not}")
             continue
         for path in write_table_files(adapter, report, paths[name]):
             print(f"wrote {path}")

@@ -7,6 +7,10 @@ that ``LaunchConfig.is_compiled`` accepts (tests/tools/test_tune_driver.py check
 against the build's own kernels). A variant runs through
 ``main.run_with_config`` (kernel.cu's ``gdn_decode_config``).
 
+``--defines`` (:mod:`tools.tune.cli`) adds macros to that build: a candidate
+(``GDN_V4_CANDIDATE=<flags>``, the same results by other code) tuned to set
+beside the shipped kernel's tune, never installed.
+
 A GPU's table is the C++ header ``launch_table.<device slug>.cuh`` in the
 solution folder, one ``GDN_V4_GPU("<device name>", X(...) ...)`` entry after
 ``// key: value`` provenance lines; ``launch_tables.cuh`` includes every such
@@ -122,17 +126,24 @@ class CudaV4:
 
     name = "cuda-v4"
     baselines = ("cuda-v1",)  # its predecessor, as the earlier tunes recorded it
+    takes_defines = True  # the tuner's --defines reach its build (the other adapters refuse them)
 
-    def __init__(self, solution: ModuleType | None = None, source_dir: Path | None = None):
+    def __init__(self, solution: ModuleType | None = None, source_dir: Path | None = None,
+                 defines: tuple[str, ...] = ()):
         """``solution``: its entry module, already loaded (tests); else :meth:`load` builds it.
-        ``source_dir``: the folder its table files are written to (default ``solutions/cuda-v4``)."""
+        ``source_dir``: the folder its table files are written to (default ``solutions/cuda-v4``).
+        ``defines``: preprocessor macros (``NAME`` or ``NAME=VALUE``) built beside
+        :data:`ALL_VARIANTS`."""
         self.solution = solution
         self.source_dir = Path(source_dir) if source_dir else SOLUTIONS_DIR / self.name
+        self.defines = tuple(defines)
 
     def load(self) -> None:
-        """Build kernel.cu with every variant (the harness's builder, cached) and load it."""
+        """Build kernel.cu with every variant and :attr:`defines` (the harness's builder, cached
+        per set of macros) and load it."""
         if self.solution is None:
-            self.solution = load_solution(load_meta(SOLUTIONS_DIR / self.name), defines=(ALL_VARIANTS,))
+            defines = tuple(dict.fromkeys((ALL_VARIANTS, *self.defines)))
+            self.solution = load_solution(load_meta(SOLUTIONS_DIR / self.name), defines=defines)
         self.solution.load()
 
     def state_dtypes(self) -> tuple[str, ...]:

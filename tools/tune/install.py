@@ -20,7 +20,8 @@ checked before any file is written. A bad input prints one line on stderr and
 exits with status 2: a missing or unreadable file, a file that is not JSON,
 a report of a solution that has no adapter, or a report with no table. A
 report has no table when it comes from another tuner's form, when ``--only``
-measured only part of the search space, or when it had no correct config.
+measured only part of the search space, when ``--defines`` built a candidate
+instead of the shipped kernel, or when it had no correct config.
 A table that names a config the solution no longer has is also an error.
 """
 
@@ -74,6 +75,8 @@ def read_report(path: Path) -> Report:
         raise InstallError(f"{path}: a report of {solution!r}, not of a tuned solution ({', '.join(ADAPTERS)})")
     if data.get("only"):  # the tuner itself writes no table from part of the search space
         raise InstallError(f"{path}: measured only the configs matching --only {data['only']!r}: no table to install")
+    if data.get("defines"):  # a candidate build's choice is not the shipped kernel's table
+        raise InstallError(f"{path}: a candidate build (--defines {','.join(data['defines'])}): no table to install")
     if not report_tables(data):
         raise InstallError(f"{path}: no launch table in it (not a python -m tools.tune report, "
                            "or no correct config at any batch size)")

@@ -26,6 +26,10 @@ class Adapter(Protocol):
         source_dir: the folder :meth:`table_files` are written to (``solutions/<name>``).
         baselines: other solutions timed beside it at every batch size, besides
             the ones every tune times (:data:`tools.tune.driver.COMMON_BASELINES`).
+
+    An adapter whose class sets ``takes_defines = True`` (cuda-v4's) also takes
+    ``defines=`` (preprocessor macros for its build) in its constructor: the
+    tuner's ``--defines``, refused for every other solution.
     """
 
     name: str

@@ -32,8 +32,8 @@ MODAL_RECORD = "modal.json"
 
 def tuner_argv(algo: str, options: str = "") -> list[str]:
     """The ``python -m tools.tune`` arguments the container runs: ``--algo algo`` plus the
-    tuner ``options`` (``--batches``, ``--iters``, ``--only``, ``--dtypes``), checked here
-    by the tuner's own parser so that a mistake costs no GPU time.
+    tuner ``options`` (``--batches``, ``--iters``, ``--only``, ``--dtypes``, ``--defines``), checked
+    here by the tuner's own parser and checks so that a mistake costs no GPU time.
 
     Raises:
         ValueError: no ``--algo``, an unknown solution, a bad option or value, or
@@ -41,7 +41,7 @@ def tuner_argv(algo: str, options: str = "") -> list[str]:
     """
     import shlex
 
-    from tools.tune.cli import parser
+    from tools.tune.cli import check_arguments, parser
 
     if not algo.strip():
         raise ValueError("--tune needs --algo NAME[,NAME] or --algo all (the solutions to tune)")
@@ -56,6 +56,7 @@ def tuner_argv(algo: str, options: str = "") -> list[str]:
         args = cli.parse_args(argv)
     except SystemExit:  # --help inside --options: argparse printed it
         raise ValueError("--options=--help: see `python -m tools.tune --help` for the tuner's options") from None
+    check_arguments(cli, args)  # --defines for a solution that takes none
     if args.out is not None:  # parsed, so that an abbreviation (--ou) is caught too
         raise ValueError(f"--out {args.out}: the container chooses its output folder "
                          "(the reports come back under results/tuning/)")

@@ -3,10 +3,11 @@
 ``<out>/<solution>/<device slug>.json`` holds the device name exactly as the
 harness records it (:func:`harness.records.environment.hardware_name`), the
 commit, the command line, the UTC date, the timing tier and settings, the
-GPU's properties the default launch model reads, the per-batch measurements
-and the chosen table, also in the form the solution's table file holds it
-(``native``). A run writes into a new folder and never over a file (the table
-file it writes into the solution folder is :mod:`tools.tune.cli`'s).
+``--only`` pattern, the build's ``--defines`` macros, the GPU's properties the
+default launch model reads, the per-batch measurements and the chosen table,
+also in the form the solution's table file holds it (``native``). A run writes
+into a new folder and never over a file (the table file it writes into the
+solution folder is :mod:`tools.tune.cli`'s).
 """
 
 from __future__ import annotations
@@ -60,15 +61,17 @@ def device_properties(device) -> dict:
             "bandwidth_bytes_per_s": 2.0 * props.memory_clock_rate * 1e3 * props.memory_bus_width / 8}
 
 
-def build_report(solution: str, device, command: str, timer, only: str, dtypes: dict[str, dict]) -> dict:
-    """The JSON object of one solution's tune (``dtypes``: :func:`tools.tune.driver.tune_solution`'s result)."""
+def build_report(solution: str, device, command: str, timer, only: str, dtypes: dict[str, dict],
+                 defines: tuple[str, ...] = ()) -> dict:
+    """The JSON object of one solution's tune (``dtypes``: :func:`tools.tune.driver.tune_solution`'s result;
+    ``defines``: the macros of a candidate build, ``[]`` for the shipped one)."""
     cuda = str(device).startswith("cuda") and torch.cuda.is_available()
     return {"solution": solution, "device": hardware_name(str(device)),
             "capability": list(torch.cuda.get_device_capability(device)) if cuda else None,
             "properties": device_properties(device) if cuda else None,
             "commit": git_commit(), "command": command,
             "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "libs": libs(),
-            "timing": timing_record(timer), "only": only,
+            "timing": timing_record(timer), "only": only, "defines": list(defines),
             "inputs": INPUTS_DESCRIPTION, "state_dtypes": dtypes}
 
 
@@ -102,7 +105,8 @@ def format_report(report: dict) -> str:
     the fastest correct one, the baselines; µs and × copy floor), the configs
     that failed, then the chosen table in the solution's own form."""
     timing = report["timing"]
-    lines = [f"{report['solution']} on {report['device']}  ({timing['tier']} tier, median of "
+    built = "".join(f" -D{macro}" for macro in report.get("defines") or ())  # older reports have none
+    lines = [f"{report['solution']}{built} on {report['device']}  ({timing['tier']} tier, median of "
              f"{timing['iters']} cold-L2 calls, µs)"]
     for dtype, part in report["state_dtypes"].items():
         lines.append(f"== {dtype} state")
