@@ -45,6 +45,8 @@
 #                 floor's kernels at B = 1, 2, 4, 8, FlashInfer's CUPTI timer (issue #33: which part of the work
 #                 costs time at small B, and the candidates that would win it back; ABLATION_BUILDS picks builds;
 #                 about 5 min for all)
+#   events-loops  tools/events_loop_probe.py: the copy at B = 1, 8 under five events loops, from FlashInfer's to the
+#                 floor's (issue #29: where FlashInfer's events timer's extra 0.45-0.94 µs comes from; about 1 min)
 #   tune-small    `python -m tools.tune --algo cuda-v4 --batches 1,2,4,8` here, then in AB_TREE (issue #33);
 #                 TUNE_ROUNDS times, alternating (default 1; each round ~9 min: start:/wait: past one)
 #   tune-candidate  the same tune of the shipped cuda-v4, then of a candidate build (--defines "$TUNE_DEFINES", default
@@ -194,6 +196,9 @@ for step in "$@"; do
     ablation)    work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  timeout -s INT 420 python -m tools.ablation_probe --out "$work" ${ABLATION_BUILDS:+--builds "$ABLATION_BUILDS"} \
                    > "$work/console.log" 2>&1
+                 echo "rc=$?" >> "$work/console.log"; cat "$work/console.log"; pack "$step" "$work" ;;
+    events-loops) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
+                 timeout -s INT 240 python -m tools.events_loop_probe --out "$work" > "$work/console.log" 2>&1
                  echo "rc=$?" >> "$work/console.log"; cat "$work/console.log"; pack "$step" "$work" ;;
     events-rerun) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  events_run . "$COMMIT" "$work/run-a"; events_run . "$COMMIT" "$work/run-b"

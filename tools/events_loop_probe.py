@@ -1,0 +1,136 @@
+"""Why does FlashInfer's events timer read 0.45-0.94 µs more than the harness's events loops at
+B <= 8? A probe that steps from one loop to the other (issue #29, docs/timing.md):
+
+    python -m tools.events_loop_probe --out DIR [--batches 1,8] [--repeats 3]
+
+For each batch size, in a process of its own: torch ``copy_`` of the sweep workload's state (the
+copy the floor and tools.tier_parity time), timed by each loop of :data:`LOOPS`, after a short
+clock warm-up, ``--repeats`` times in rounds over the loops; each figure is the median of the
+loop's calls (µs). The loops, from FlashInfer's to the harness's:
+
+* ``flashinfer``: ``flashinfer.testing.bench_gpu_time_with_cuda_event(fn, cold_l2_cache=True)``,
+  as tools.tier_parity calls it (its own counts: as many calls as fill 100 ms, ~3,000 here);
+* ``flashinfer-100``: the same with ``dry_run_iters=10, repeat_iters=100``, the harness's counts;
+* ``hand-100``: FlashInfer's loop written out (zero a 2 x L2 int8 buffer, start event, call, end
+  event, no synchronization inside), 100 calls;
+* ``hand-100-harness-flush``: the same with the harness's flush (its ``L2Flusher``: a 256 MB int32
+  buffer);
+* ``harness``: the floor's loop itself (``harness.judge.timing.events.bench_events``, default
+  TimingConfig, its stop rule).
+
+Writes ``DIR/events_loop_probe.json`` and prints each loop's median over the repeats and range.
+Needs a CUDA GPU and flashinfer-python.
+
+Known before it runs (results/proof/20261126-H200-probes): the flush's size is not the cause
+(FlashInfer's loop with a 256 MB flush read the same), and the gap is there on both GPUs for the
+copy and for cuda-v4. The prediction it tests (written 2026-11-26, before any run, with low
+confidence): the gap is the call count. FlashInfer's ~3,000 calls without a synchronization fill
+the launch queue, the harness's ~100 do not; so ``flashinfer-100`` and ``hand-100`` read within
+0.1 µs of ``harness``, and ``flashinfer`` 0.4 µs or more above them at B = 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+from tools.timing_proof import in_fresh_process
+
+LOOPS = ("flashinfer", "flashinfer-100", "hand-100", "hand-100-harness-flush", "harness")
+#: Calls of the hand-written loops and of ``flashinfer-100`` (the harness's TimingConfig.iters).
+CALLS = 100
+#: Seconds of back-to-back calls before each timing (tools.tier_parity.warm).
+WARM_S = 0.2
+
+
+def hand_loop(call, zero, calls: int) -> list[float]:
+    """FlashInfer's events loop written out: per call ``zero()`` (the L2 flush), start event,
+    ``call()``, end event; one synchronization after all of them. µs per call."""
+    import torch
+
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    torch.cuda.synchronize()
+    for start, end in zip(starts, ends):
+        zero()
+        start.record()
+        call()
+        end.record()
+    torch.cuda.synchronize()
+    return [start.elapsed_time(end) * 1e3 for start, end in zip(starts, ends)]
+
+
+def loop_timers(state, target) -> dict:
+    """``{loop: () -> median µs}`` for the copy of ``state`` into ``target``."""
+    import torch
+    from flashinfer.testing import bench_gpu_time_with_cuda_event
+
+    from harness.judge.timing import L2Flusher
+    from harness.judge.timing.events import bench_events
+    from harness.judge.timing.settings import TimingConfig
+
+    def call():
+        target.copy_(state)
+
+    flashinfer_buffer = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.int8,
+                                    device="cuda")
+    harness_flush = L2Flusher("cuda")
+    return {
+        "flashinfer": lambda: statistics.median(bench_gpu_time_with_cuda_event(call, cold_l2_cache=True)) * 1e3,
+        "flashinfer-100": lambda: statistics.median(bench_gpu_time_with_cuda_event(
+            call, dry_run_iters=10, repeat_iters=CALLS, cold_l2_cache=True)) * 1e3,
+        "hand-100": lambda: statistics.median(hand_loop(call, flashinfer_buffer.zero_, CALLS)),
+        "hand-100-harness-flush": lambda: statistics.median(hand_loop(call, harness_flush, CALLS)),
+        "harness": lambda: bench_events(lambda given: target.copy_(given), lambda index=None: state, harness_flush,
+                                        TimingConfig()).median_us,
+    }
+
+
+def probe_batch(batch: int, repeats: int) -> dict[str, list[float]]:
+    """``{loop: [median µs per repeat]}`` for the copy of batch ``batch``'s state."""
+    from tools.tier_parity import COPY, subject_call, warm
+
+    with tempfile.TemporaryDirectory() as workdir:
+        fn, (state, target) = subject_call(COPY, batch, Path(workdir))
+        timers = loop_timers(state, target)
+        found: dict[str, list[float]] = {loop: [] for loop in LOOPS}
+        for _ in range(repeats):
+            for loop in LOOPS:
+                warm(fn, (state, target), WARM_S)
+                found[loop].append(timers[loop]())
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--batches", default="1,8")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    import torch
+
+    from harness.records.environment import git_commit, hardware_name
+
+    if not torch.cuda.is_available():
+        print("error: the events loop probe needs a CUDA GPU", file=sys.stderr)
+        return 2
+    rows = []
+    for batch in sorted({int(b) for b in args.batches.split(",")}):
+        for loop, times in in_fresh_process(probe_batch, batch, max(1, args.repeats)).items():
+            rows.append({"batch_size": batch, "loop": loop, "median_us": statistics.median(times),
+                         "min_us": min(times), "max_us": max(times), "repeats": times})
+            print(f"B={batch} {loop:<24} {rows[-1]['median_us']:.3f} µs ({rows[-1]['min_us']:.3f}-{rows[-1]['max_us']:.3f})")
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
+              "hardware": hardware_name("cuda"), "loops": list(LOOPS), "calls": CALLS, "rows": rows}
+    (args.out / "events_loop_probe.json").write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
