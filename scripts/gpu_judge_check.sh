@@ -52,7 +52,8 @@
 #   tune-candidate  the same tune of the shipped cuda-v4, then of a candidate build (--defines "$TUNE_DEFINES", default
 #                 GDN_V4_CANDIDATE=4; no table file written): best variant per batch size, shipped vs candidate
 #                 (issue #33); TUNE_ROUNDS times, alternating (default 1; each round ~9 min: start:/wait: past one);
-#                 TUNE_ONLY, a --only pattern for both sides, measures part of the space in less time
+#                 TUNE_ONLY, a --only pattern for both sides (default ., every variant: --only writes no table
+#                 file, so the steps after it run the shipped tables; tune-small likewise), measures less in less time
 #   events-sweep-ab  `run_local.py --algo cuda-v1,cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events` here,
 #                 then in AB_TREE, compared per batch size (an events-tier change against a `parity` run's plain
 #                 events timer of the same session; about 4 min)
@@ -207,7 +208,8 @@ for step in "$@"; do
                  for round in $(seq 1 "${TUNE_ROUNDS:-1}"); do
                    for side in this tree; do root=.; [ "$side" = tree ] && root=$AB_TREE
                      (cd "$root" && timeout -s INT 270 python -m tools.tune --algo cuda-v4 --batches 1,2,4,8 \
-                       --out "$work/$side-$round" > "$work/$side-$round.log" 2>&1; echo "rc=$?" >> "$work/$side-$round.log")
+                       --only "${TUNE_ONLY:-.}" --out "$work/$side-$round" > "$work/$side-$round.log" 2>&1
+                      echo "rc=$?" >> "$work/$side-$round.log")
                      echo "-- $side, round $round ($root)"; grep -h "^B=\|rc=" "$work/$side-$round.log"
                    done
                  done
@@ -216,7 +218,7 @@ for step in "$@"; do
                  for round in $(seq 1 "${TUNE_ROUNDS:-1}"); do
                    for side in shipped candidate; do
                      build=(); [ "$side" = candidate ] && build=(--defines "${TUNE_DEFINES:-GDN_V4_CANDIDATE=4}")
-                     [ -n "${TUNE_ONLY:-}" ] && build+=(--only "$TUNE_ONLY")
+                     build+=(--only "${TUNE_ONLY:-.}")  # writes no table file: later steps keep the shipped tables
                      timeout -s INT 270 python -m tools.tune --algo cuda-v4 --batches 1,2,4,8 "${build[@]}" \
                        --out "$work/$side-$round" > "$work/$side-$round.log" 2>&1; echo "rc=$?" >> "$work/$side-$round.log"
                      echo "-- $side, round $round${build[*]:+ (${build[*]})}"; grep -h "^B=\|rc=" "$work/$side-$round.log"

@@ -32,7 +32,9 @@ round trip, so ``no-v`` and ``v-early`` each take >= 0.1 µs off ``full`` at B =
 ``no-qk``, ``no-gates`` and ``operands-first`` <= 0.03 (one CUPTI tick).
 
 Measured (H200, 0a2c1d7): wrong again. ``no-gates`` takes 0.10-0.13 µs off at every B <= 8,
-``no-v``, ``v-early`` and ``operands-first`` nothing. The SASS shows why: expf, log1pf and the
+``no-v``, ``v-early`` and ``operands-first`` nothing (found later: ``v-early`` at B = 2-8 and
+``operands-first`` at B = 1 compiled to the full build's code, which :func:`same_code_as_full`
+now flags). The SASS shows why: expf, log1pf and the
 IEEE division are long sequences with slow-path branches, emitted as one chain before the row
 sums, so a warp runs them after its loads land and before its first dot product. Third
 prediction (before ``fast-gates`` ran): branch-free SFU gates take 0.03-0.13 µs off ``full`` at
@@ -63,6 +65,8 @@ CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "f
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
           **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}
+#: cuda-v4's kernel names: gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES> (mangled).
+KERNEL_NAME = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E"
 #: Seconds of back-to-back calls before each timing: an idle H100 times µs kernels up to 2x slow
 #: (tools.tier_parity.warm).
 WARM_S = 0.3
@@ -101,7 +105,8 @@ def misbuilt(builds: dict, inputs: dict) -> list[str]:
     """The builds that compute what they should not: an ablation whose results equal the full
     build's bit for bit (it would time the full kernel under another name, e.g. a build not
     loaded as its own) or a candidate whose results fail the judge's default tolerance against
-    it (a candidate must compute the same). None if every build is what its name says."""
+    it (a candidate must compute the same). Empty if every build is what its name says. (A
+    candidate that compiles to the full build's code passes here: :func:`same_code_as_full`.)"""
     import torch
 
     from harness.facts import DEFAULT_TOLERANCE
@@ -142,7 +147,8 @@ def subjects(builds: dict, inputs: dict) -> dict:
 
 
 def probe_batch(batch: int, repeats: int, names: list[str]) -> dict:
-    """One batch size: ``{"launch": config, "misbuilt": [...], "times_us": {subject: [µs per repeat]}}``."""
+    """One batch size: ``{"launch": config name, "kernel": its template arguments (WARPS, ROWS,
+    POLICY, LANES), "misbuilt": [...], "times_us": {subject: [µs per repeat]}}``."""
     from flashinfer.testing import bench_gpu_time_with_cupti
 
     from tools.tier_parity import warm
@@ -158,8 +164,36 @@ def probe_batch(batch: int, repeats: int, names: list[str]) -> dict:
             for name, call in calls.items():
                 warm(call, (), WARM_S)
                 times[name].append(statistics.median(bench_gpu_time_with_cupti(call, cold_l2_cache=True)) * 1e3)
-        launch = config_name(builds["full"].launch_config(batch))
-    return {"launch": launch, "misbuilt": wrong, "times_us": times}
+        config = builds["full"].launch_config(batch)
+        kernel = (config.warps_per_block, config.rows_per_warp, builds["full"].CACHE_POLICIES.index(config.cache_policy),
+                  config.lanes_per_row)
+    return {"launch": config_name(config), "kernel": kernel, "misbuilt": wrong, "times_us": times}
+
+
+def same_code_as_full(names: list[str], kernels: dict[int, tuple], target: tuple[str, str]) -> dict[int, list[str]]:
+    """``{B: [candidates]}``: the candidates whose build of the kernel launched at B (``kernels``:
+    B -> its template arguments) is the full build's machine code for ``target``, byte for byte
+    (their times are the full kernel's under another name: ptxas may schedule a change in source
+    order away, and a candidate may leave some variants alone). Compiles each build once (nvcc,
+    the shipped flags; a few seconds each).
+
+    Raises:
+        harness.judge.build.CompileError: nvcc or tvm-ffi missing, or a build does not compile.
+    """
+    import re
+
+    from harness.judge.build import kernel_code
+    from harness.paths import SOLUTIONS_DIR
+
+    def by_variant(code: dict[str, bytes]) -> dict[tuple, bytes]:
+        return {tuple(map(int, re.search(KERNEL_NAME, name).groups())): text for name, text in code.items()
+                if re.search(KERNEL_NAME, name)}
+
+    source = SOLUTIONS_DIR / "cuda-v4" / "kernel.cu"
+    full = by_variant(kernel_code(source, target))
+    codes = {name: by_variant(kernel_code(source, target, BUILDS[name])) for name in names if name in CANDIDATES}
+    return {batch: [name for name, code in codes.items() if code[kernel] == full[kernel]]
+            for batch, kernel in kernels.items()}
 
 
 def summarize(batch: int, probed: dict) -> list[dict]:
@@ -184,6 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := [n for n in names if n not in BUILDS]:
         print(f"error: --builds: no build named {', '.join(unknown)} (known: {', '.join(BUILDS)})", file=sys.stderr)
         return 2
+    try:
+        batches = sorted({int(b) for b in args.batches.split(",")})
+    except ValueError:
+        print(f"error: --batches {args.batches!r}: comma-separated batch sizes of the sweep set", file=sys.stderr)
+        return 2
     import torch
 
     from harness.records.environment import git_commit, hardware_name
@@ -191,21 +230,28 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("error: the ablation probe needs a CUDA GPU", file=sys.stderr)
         return 2
-    rows, launches = [], {}
-    for batch in sorted({int(b) for b in args.batches.split(",")}):
-        probed = in_fresh_process(probe_batch, batch, max(1, args.repeats), names)
-        if probed["misbuilt"]:
-            print(f"error: B={batch}: {', '.join(probed['misbuilt'])}: an ablation computed what the full build "
-                  "did, or a candidate did not", file=sys.stderr)
+    probed = {}
+    for batch in batches:
+        probed[batch] = in_fresh_process(probe_batch, batch, max(1, args.repeats), names)
+        if probed[batch]["misbuilt"]:
+            print(f"error: B={batch}: {', '.join(probed[batch]['misbuilt'])}: an ablation computed what the full "
+                  "build did, or a candidate did not", file=sys.stderr)
             return 1
-        launches[batch] = probed["launch"]
-        for row in summarize(batch, probed):
+    major, minor = torch.cuda.get_device_capability()
+    target = (f"compute_{major}{minor}a", f"sm_{major}{minor}a")
+    same = same_code_as_full(names, {batch: tuple(p["kernel"]) for batch, p in probed.items()}, target)
+    rows = []
+    for batch in batches:
+        for row in summarize(batch, probed[batch]):
+            row["same_code_as_full"] = row["subject"] in same[batch] if row["subject"] in CANDIDATES else None
             rows.append(row)
             print(f"B={batch} {row['subject']:<34} {row['median_us']:.3f} µs ({row['min_us']:.3f}-{row['max_us']:.3f})"
-                  f"  vs full {row['minus_full_us']:+.3f}  over floor {row['over_floor_us']:+.3f}")
+                  f"  vs full {row['minus_full_us']:+.3f}  over floor {row['over_floor_us']:+.3f}"
+                  + ("  [the full build's code]" if row["same_code_as_full"] else ""))
     args.out.mkdir(parents=True, exist_ok=True)
     report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
-              "hardware": hardware_name("cuda"), "builds": BUILDS, "launch_configs": launches,
+              "hardware": hardware_name("cuda"), "builds": {name: BUILDS[name] for name in names},
+              "launch_configs": {batch: p["launch"] for batch, p in probed.items()}, "target": target[1],
               "timer": "flashinfer.testing.bench_gpu_time_with_cupti(cold_l2_cache=True), median", "rows": rows}
     (args.out / "ablation_probe.json").write_text(json.dumps(report, indent=1) + "\n")
     return 0

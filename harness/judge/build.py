@@ -371,6 +371,51 @@ def kernel_resources(source: str | os.PathLike, target: tuple[str, str] = ("comp
     return parse_ptxas_report(log)
 
 
+def cubin_kernel_code(cubin: bytes) -> dict[str, bytes]:
+    """Mangled kernel name -> its machine code (the ``.text.<name>`` section's bytes) in an ELF64
+    cubin, as nvcc writes it for one target: two builds whose kernel has the same bytes run the
+    same instructions.
+
+    Raises:
+        ValueError: not an ELF64 little-endian file, or section headers out of its bounds.
+    """
+    import struct
+
+    if cubin[:4] != b"\x7fELF" or cubin[4] != 2 or cubin[5] != 1:
+        raise ValueError("not an ELF64 little-endian cubin")
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    if shoff + shnum * shentsize > len(cubin) or shstrndx >= shnum:
+        raise ValueError("cubin section headers lie outside the file")
+
+    def section(index: int) -> tuple[int, int, int]:  # (name offset, data offset, size)
+        name, _, _, _, offset, size = struct.unpack_from("<IIQQQQ", cubin, shoff + index * shentsize)
+        return name, offset, size
+
+    _, names_at, _ = section(shstrndx)
+    code = {}
+    for index in range(shnum):
+        name_at, offset, size = section(index)
+        name = cubin[names_at + name_at:cubin.index(b"\0", names_at + name_at)].decode()
+        if name.startswith(".text."):
+            code[name[len(".text."):]] = cubin[offset:offset + size]
+    return code
+
+
+def kernel_code(source: str | os.PathLike, target: tuple[str, str] = ("compute_90a", "sm_90a"),
+                defines: Sequence[str] = ()) -> dict[str, bytes]:
+    """Mangled kernel name -> machine code of every kernel in ``source`` for one cubin target,
+    compiled with the shipped flags and ``defines`` (:func:`cubin_kernel_code`); no GPU needed.
+
+    Raises:
+        CompileError: nvcc or tvm-ffi missing, or the source does not compile.
+    """
+    with tempfile.TemporaryDirectory() as out_dir:
+        cubin = Path(out_dir) / "kernel.cubin"
+        _compile_object(source, cubin, [target], defines=defines, mode="cubin")
+        return cubin_kernel_code(cubin.read_bytes())
+
+
 #: Suffixes of the headers a CUDA solution's sources may include from their own folder.
 HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
 

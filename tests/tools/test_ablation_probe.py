@@ -1,44 +1,86 @@
-"""The ablation probe (tools/ablation_probe.py) on the CPU: its ablation builds of cuda-v4 compile
-for Hopper without spilling, and its arithmetic; the timing itself needs a GPU."""
+"""The ablation probe (tools/ablation_probe.py) on the CPU: its builds of cuda-v4 compile for
+Hopper without spilling, a candidate's code is told apart from the full build's, a build that
+computes what it should not is refused, and its arithmetic; the timing itself needs a GPU."""
 
 import re
 
 import pytest
+import torch
 
 from conftest import CUDA_V4_KERNEL, REPO
-from tools.ablation_probe import BUILDS, main, summarize
-
+from tools.ablation_probe import BUILDS, main, misbuilt, same_code_as_full, summarize
 
 SOURCE = REPO / "solutions" / "cuda-v4" / "kernel.cu"
 
 
+def variants(names) -> set:
+    return {re.search(CUDA_V4_KERNEL, name).groups() for name in names}
+
+
 @pytest.fixture(scope="module")
-def shipped():
-    """ptxas's report of the shipped build (the launch tables' variants) for sm_90a; skips without nvcc or tvm-ffi."""
+def shipped_code():
+    """The shipped build's machine code per kernel for sm_90a; skips without nvcc or tvm-ffi."""
     from harness.judge import build
 
     try:
         build.find_nvcc(), build.tvm_ffi_paths()
     except build.CompileError as exc:
         pytest.skip(str(exc))
-    return build.kernel_resources(SOURCE)
+    return build.kernel_code(SOURCE)
 
 
-@pytest.mark.parametrize("name", ["no-operands-no-exchange", "copy", "v-early-operands-first", "fast-gates"])
-def test_an_ablation_build_compiles_the_shipped_variants_without_spilling(name, shipped):
+@pytest.mark.parametrize("name", ["no-operands-no-exchange", "copy", "v-early-operands-first"])
+def test_a_build_compiles_the_shipped_variants_without_spilling(name, shipped_code):
     from harness.judge import build
 
     ablated = build.kernel_resources(SOURCE, defines=BUILDS[name])
-    assert {re.search(CUDA_V4_KERNEL, k).groups() for k in ablated} == \
-        {re.search(CUDA_V4_KERNEL, k).groups() for k in shipped}
+    assert variants(ablated) == variants(shipped_code)
     assert all(used.spill_store_bytes == 0 and used.spill_load_bytes == 0 for used in ablated.values())
 
 
-def test_an_ablation_define_outside_the_flags_does_not_compile(shipped):
+def test_the_fast_gates_candidate_changes_every_shipped_kernels_code(shipped_code):
+    from harness.judge import build
+
+    fast = build.kernel_code(SOURCE, defines=BUILDS["fast-gates"])
+    assert fast.keys() == shipped_code.keys()
+    assert all(fast[name] != code for name, code in shipped_code.items())
+    assert build.kernel_code(SOURCE) == shipped_code  # the same build twice: the same bytes
+
+
+def test_an_ablation_define_outside_the_flags_does_not_compile(shipped_code):
     from harness.judge import build
 
     with pytest.raises(build.CompileError, match="GDN_V4_ABLATE"):
         build.kernel_resources(SOURCE, defines=("GDN_V4_ABLATE=32",))
+
+
+def test_a_candidate_with_the_full_builds_code_at_the_launched_kernel_is_named(monkeypatch):
+    full = {"k_gdn_decode_v4_kernelILi8ELi2ELi2ELi32EE": b"A", "k_gdn_decode_v4_kernelILi4ELi8ELi1ELi8EE": b"B"}
+    builds = {(): full,
+              BUILDS["operands-first"]: {**full, "k_gdn_decode_v4_kernelILi4ELi8ELi1ELi8EE": b"C"},
+              BUILDS["fast-gates"]: {name: code + b"!" for name, code in full.items()}}
+    monkeypatch.setattr("harness.judge.build.kernel_code", lambda source, target, defines=(): builds[tuple(defines)])
+    same = same_code_as_full(["full", "operands-first", "fast-gates", "no-gates"], {1: (8, 2, 2, 32), 4: (4, 8, 1, 8)},
+                             ("compute_90a", "sm_90a"))
+    assert same == {1: ["operands-first"], 4: []}
+
+
+class FakeBuild:
+    """A build's ``run``: writes ``value`` into both destinations."""
+
+    def __init__(self, value: float):
+        self.value = value
+
+    def run(self, given: dict) -> None:
+        given["output"].fill_(self.value)
+        given["new_state"].fill_(self.value)
+
+
+def test_a_build_that_computes_what_it_should_not_is_refused():
+    inputs = {"output": torch.zeros(4), "new_state": torch.zeros(4)}
+    builds = {"full": FakeBuild(1.0), "no-gates": FakeBuild(1.0), "no-v": FakeBuild(2.0),
+              "fast-gates": FakeBuild(1.001), "v-early": FakeBuild(1.5)}
+    assert misbuilt(builds, inputs) == ["no-gates", "v-early"]
 
 
 def test_the_summary_measures_each_subject_from_the_full_kernel_and_the_fastest_copy():
@@ -52,13 +94,12 @@ def test_the_summary_measures_each_subject_from_the_full_kernel_and_the_fastest_
     assert (rows["full"]["min_us"], rows["full"]["max_us"]) == (2.0, 2.2)
 
 
-def test_without_a_gpu_it_says_so_and_exits_2(tmp_path, monkeypatch):
-    import torch
+@pytest.mark.parametrize("args, says", [(["--builds", "full,no-such"], "no-such"), (["--batches", "1,x"], "--batches")])
+def test_bad_arguments_are_a_clear_error(tmp_path, capsys, args, says):
+    assert main(["--out", str(tmp_path), *args]) == 2
+    assert says in capsys.readouterr().err
 
+
+def test_without_a_gpu_it_says_so_and_exits_2(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert main(["--out", str(tmp_path)]) == 2
-
-
-def test_an_unknown_build_is_a_clear_error(tmp_path, capsys):
-    assert main(["--out", str(tmp_path), "--builds", "full,no-such"]) == 2
-    assert "no-such" in capsys.readouterr().err

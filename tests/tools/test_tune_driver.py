@@ -195,6 +195,7 @@ def test_cutedsl_adapter_offers_configs_its_kernel_compiles(tmp_path):
     (["--algo", "fla-recurrent", "--defines", "GDN_V4_CANDIDATE=4"],
      "--defines: not for fla-recurrent (only cuda-v4 is built with preprocessor macros: --algo cuda-v4)"),
     (["--algo", "all", "--defines", "GDN_V4_CANDIDATE=4"], "--defines: not for fla-recurrent, cutedsl-bf16 (only"),
+    (["--algo", "cuda-v4", "--defines", "GDN_V4_ABLATE=2"], "an ablation build computes wrong results by design"),
 ])
 def test_bad_command_lines_exit_2_with_a_message(args, message, capsys):
     with pytest.raises(SystemExit) as exit_info:

@@ -141,6 +141,9 @@ def check_arguments(cli: argparse.ArgumentParser, args: argparse.Namespace) -> N
     if args.defines and refused:
         cli.error(f"--defines: not for {', '.join(refused)} (only {', '.join(takers)} is built with "
                   f"preprocessor macros: --algo {','.join(takers)})")
+    if ablations := [macro for macro in args.defines if macro.split("=")[0] == "GDN_V4_ABLATE"]:
+        cli.error(f"--defines {','.join(ablations)}: an ablation build computes wrong results by design "
+                  "(python -m tools.ablation_probe times it)")
 
 
 def make_adapter(name: str, defines: tuple[str, ...]):
