@@ -112,6 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", default="1,8")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
+    try:
+        batches = sorted({int(b) for b in args.batches.split(",")})
+    except ValueError:
+        print(f"error: --batches {args.batches!r}: comma-separated batch sizes of the sweep set", file=sys.stderr)
+        return 2
     import torch
 
     from harness.records.environment import git_commit, hardware_name
@@ -120,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: the events loop probe needs a CUDA GPU", file=sys.stderr)
         return 2
     rows = []
-    for batch in sorted({int(b) for b in args.batches.split(",")}):
+    for batch in batches:
         for loop, times in in_fresh_process(probe_batch, batch, max(1, args.repeats)).items():
             rows.append({"batch_size": batch, "loop": loop, "median_us": statistics.median(times),
                          "min_us": min(times), "max_us": max(times), "repeats": times})

@@ -34,3 +34,8 @@ def test_the_written_out_loop_flushes_then_brackets_each_call_and_synchronizes_o
 def test_without_a_gpu_it_says_so_and_exits_2(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert main(["--out", str(tmp_path)]) == 2
+
+
+def test_a_bad_batch_list_is_a_clear_error(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), "--batches", "1,x"]) == 2
+    assert "--batches" in capsys.readouterr().err
