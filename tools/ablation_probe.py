@@ -45,14 +45,12 @@ only (results/cuda-notes.md).
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 
+from tools.probe_cli import batch_sizes, has_gpu, probe_parser, spread, write_report
 from tools.timing_proof import in_fresh_process
 
 #: name -> kernel.cu's GDN_V4_ABLATE flags (kAblateQK 1, kAblateGates 2, kAblateV 4, kAblateExchange 8,
@@ -199,18 +197,15 @@ def same_code_as_full(names: list[str], kernels: dict[int, tuple], target: tuple
 def summarize(batch: int, probed: dict) -> list[dict]:
     """Rows of one batch size: each subject's median over the repeats (µs), its range, and its
     excess over the full kernel and over the floor (the fastest copy's median)."""
-    medians = {name: statistics.median(times) for name, times in probed["times_us"].items()}
-    floor = min(value for name, value in medians.items() if name not in BUILDS)
-    return [{"batch_size": batch, "subject": name, "median_us": value, "min_us": min(probed["times_us"][name]),
-             "max_us": max(probed["times_us"][name]), "minus_full_us": value - medians["full"],
-             "over_floor_us": value - floor} for name, value in medians.items()]
+    points = {name: spread(times) for name, times in probed["times_us"].items()}
+    floor = min(point["median_us"] for name, point in points.items() if name not in BUILDS)
+    return [{"batch_size": batch, "subject": name, **point,
+             "minus_full_us": point["median_us"] - points["full"]["median_us"],
+             "over_floor_us": point["median_us"] - floor} for name, point in points.items()]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--batches", default="1,2,4,8")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser = probe_parser(__doc__, "1,2,4,8")
     parser.add_argument("--builds", default=",".join(BUILDS),
                         help="comma-separated names of BUILDS to time (full is always timed); default: all")
     args = parser.parse_args(argv)
@@ -218,18 +213,11 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := [n for n in names if n not in BUILDS]:
         print(f"error: --builds: no build named {', '.join(unknown)} (known: {', '.join(BUILDS)})", file=sys.stderr)
         return 2
-    try:
-        batches = sorted({int(b) for b in args.batches.split(",")})
-    except ValueError:
-        print(f"error: --batches {args.batches!r}: comma-separated batch sizes of the sweep set", file=sys.stderr)
+    batches = batch_sizes(args.batches)
+    if batches is None or not has_gpu("the ablation probe"):
         return 2
     import torch
 
-    from harness.records.environment import git_commit, hardware_name
-
-    if not torch.cuda.is_available():
-        print("error: the ablation probe needs a CUDA GPU", file=sys.stderr)
-        return 2
     probed = {}
     for batch in batches:
         probed[batch] = in_fresh_process(probe_batch, batch, max(1, args.repeats), names)
@@ -248,12 +236,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"B={batch} {row['subject']:<34} {row['median_us']:.3f} µs ({row['min_us']:.3f}-{row['max_us']:.3f})"
                   f"  vs full {row['minus_full_us']:+.3f}  over floor {row['over_floor_us']:+.3f}"
                   + ("  [the full build's code]" if row["same_code_as_full"] else ""))
-    args.out.mkdir(parents=True, exist_ok=True)
-    report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
-              "hardware": hardware_name("cuda"), "builds": {name: BUILDS[name] for name in names},
-              "launch_configs": {batch: p["launch"] for batch, p in probed.items()}, "target": target[1],
-              "timer": "flashinfer.testing.bench_gpu_time_with_cupti(cold_l2_cache=True), median", "rows": rows}
-    (args.out / "ablation_probe.json").write_text(json.dumps(report, indent=1) + "\n")
+    write_report(args.out, "ablation_probe", builds={name: BUILDS[name] for name in names},
+                 launch_configs={batch: p["launch"] for batch, p in probed.items()}, target=target[1],
+                 timer="flashinfer.testing.bench_gpu_time_with_cupti(cold_l2_cache=True), median", rows=rows)
     return 0
 
 

@@ -31,14 +31,12 @@ the launch queue, the harness's ~100 do not; so ``flashinfer-100`` and ``hand-10
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 
+from tools.probe_cli import batch_sizes, has_gpu, probe_parser, spread, write_report
 from tools.timing_proof import in_fresh_process
 
 LOOPS = ("flashinfer", "flashinfer-100", "hand-100", "hand-100-harness-flush", "harness")
@@ -107,33 +105,16 @@ def probe_batch(batch: int, repeats: int) -> dict[str, list[float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--batches", default="1,8")
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
-    try:
-        batches = sorted({int(b) for b in args.batches.split(",")})
-    except ValueError:
-        print(f"error: --batches {args.batches!r}: comma-separated batch sizes of the sweep set", file=sys.stderr)
-        return 2
-    import torch
-
-    from harness.records.environment import git_commit, hardware_name
-
-    if not torch.cuda.is_available():
-        print("error: the events loop probe needs a CUDA GPU", file=sys.stderr)
+    args = probe_parser(__doc__, "1,8").parse_args(argv)
+    batches = batch_sizes(args.batches)
+    if batches is None or not has_gpu("the events loop probe"):
         return 2
     rows = []
     for batch in batches:
         for loop, times in in_fresh_process(probe_batch, batch, max(1, args.repeats)).items():
-            rows.append({"batch_size": batch, "loop": loop, "median_us": statistics.median(times),
-                         "min_us": min(times), "max_us": max(times), "repeats": times})
+            rows.append({"batch_size": batch, "loop": loop, **spread(times)})
             print(f"B={batch} {loop:<24} {rows[-1]['median_us']:.3f} µs ({rows[-1]['min_us']:.3f}-{rows[-1]['max_us']:.3f})")
-    args.out.mkdir(parents=True, exist_ok=True)
-    report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
-              "hardware": hardware_name("cuda"), "loops": list(LOOPS), "calls": CALLS, "rows": rows}
-    (args.out / "events_loop_probe.json").write_text(json.dumps(report, indent=1) + "\n")
+    write_report(args.out, "events_loop_probe", loops=list(LOOPS), calls=CALLS, rows=rows)
     return 0
 
 

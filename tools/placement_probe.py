@@ -17,14 +17,12 @@ harness reads (4.45-4.51 µs on an H100, where FlashInfer's timer reads 4.64 µs
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 
+from tools.probe_cli import batch_sizes, has_gpu, probe_parser, spread, write_report
 from tools.timing_proof import in_fresh_process
 
 #: Where the state starts in the pool (KiB); the destination starts one state size plus the same
@@ -67,34 +65,17 @@ def copy_times_us(batch: int, repeats: int) -> dict[int, list[float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--batches", default="1,8")
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
-    try:
-        batches = sorted({int(b) for b in args.batches.split(",")})
-    except ValueError:
-        print(f"error: --batches {args.batches!r}: comma-separated batch sizes of the sweep set", file=sys.stderr)
-        return 2
-    import torch
-
-    from harness.records.environment import git_commit, hardware_name
-
-    if not torch.cuda.is_available():
-        print("error: the placement probe needs a CUDA GPU", file=sys.stderr)
+    args = probe_parser(__doc__, "1,8").parse_args(argv)
+    batches = batch_sizes(args.batches)
+    if batches is None or not has_gpu("the placement probe"):
         return 2
     rows = []
     for batch in batches:
         for offset, times in in_fresh_process(copy_times_us, batch, max(1, args.repeats)).items():
-            rows.append({"batch_size": batch, "offset_kib": offset, "median_us": statistics.median(times),
-                         "min_us": min(times), "max_us": max(times), "repeats": times})
+            rows.append({"batch_size": batch, "offset_kib": offset, **spread(times)})
             print(f"B={batch} offset {offset:>5} KiB: {rows[-1]['median_us']:.3f} µs "
                   f"({rows[-1]['min_us']:.3f}-{rows[-1]['max_us']:.3f})")
-    args.out.mkdir(parents=True, exist_ok=True)
-    report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
-              "hardware": hardware_name("cuda"), "offsets_kib": list(OFFSETS_KIB), "rows": rows}
-    (args.out / "placement_probe.json").write_text(json.dumps(report, indent=1) + "\n")
+    write_report(args.out, "placement_probe", offsets_kib=list(OFFSETS_KIB), rows=rows)
     return 0
 
 

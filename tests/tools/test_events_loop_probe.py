@@ -1,9 +1,9 @@
 """The events loop probe (tools/events_loop_probe.py) on the CPU: the written-out loop's order of
-operations (FlashInfer's), and its refusal without a GPU; the timing itself needs a GPU."""
+operations (FlashInfer's); the timing itself needs a GPU (the command line: test_probe_cli.py)."""
 
 import torch
 
-from tools.events_loop_probe import hand_loop, main
+from tools.events_loop_probe import hand_loop
 
 
 class FakeEvent:
@@ -29,13 +29,3 @@ def test_the_written_out_loop_flushes_then_brackets_each_call_and_synchronizes_o
     times = hand_loop(lambda: log.append("call"), lambda: log.append("zero"), 3)
     assert log == ["sync", *["zero", "record", "call", "record"] * 3, "sync"]
     assert times == [2000.0] * 3  # ms -> µs
-
-
-def test_without_a_gpu_it_says_so_and_exits_2(tmp_path, monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert main(["--out", str(tmp_path)]) == 2
-
-
-def test_a_bad_batch_list_is_a_clear_error(tmp_path, capsys):
-    assert main(["--out", str(tmp_path), "--batches", "1,x"]) == 2
-    assert "--batches" in capsys.readouterr().err

@@ -3,7 +3,7 @@ destination; the timing itself needs a GPU."""
 
 import pytest
 
-from tools.placement_probe import OFFSETS_KIB, main, placement, pool_elements
+from tools.placement_probe import OFFSETS_KIB, placement, pool_elements
 
 
 @pytest.mark.parametrize("offset", OFFSETS_KIB)
@@ -13,15 +13,3 @@ def test_the_state_and_its_destination_lie_apart_in_the_pool_at_the_offset(offse
     assert source.start == offset * 256 and source.stop - source.start == count
     assert target.stop - target.start == count and source.stop <= target.start
     assert target.stop <= pool_elements(count)
-
-
-def test_without_a_gpu_it_says_so_and_exits_2(tmp_path, monkeypatch):
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert main(["--out", str(tmp_path)]) == 2
-
-
-def test_a_bad_batch_list_is_a_clear_error(tmp_path, capsys):
-    assert main(["--out", str(tmp_path), "--batches", "1,x"]) == 2
-    assert "--batches" in capsys.readouterr().err

@@ -1,0 +1,60 @@
+"""What the one-question GPU probes share (tools/placement_probe.py, tools/events_loop_probe.py,
+tools/ablation_probe.py): their command line (``--out DIR --batches B,B --repeats N``), its
+errors (a clear line and exit 2, never a traceback), each measured point's spread over the
+repeats, and the JSON report with the date, commit and GPU it was measured on."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+
+def probe_parser(doc: str, batches: str) -> argparse.ArgumentParser:
+    """The probes' common options; ``doc``: the probe's module doc (its first line describes it),
+    ``batches``: the default batch sizes."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder for the JSON report")
+    parser.add_argument("--batches", default=batches, help="comma-separated batch sizes of the sweep set")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds over the probe's subjects (at least 1)")
+    return parser
+
+
+def batch_sizes(text: str) -> list[int] | None:
+    """The sorted batch sizes of ``--batches``, or None after an error line on stderr."""
+    try:
+        return sorted({int(b) for b in text.split(",")})
+    except ValueError:
+        print(f"error: --batches {text!r}: comma-separated batch sizes of the sweep set", file=sys.stderr)
+        return None
+
+
+def has_gpu(probe: str) -> bool:
+    """Whether torch sees a CUDA GPU; if not, an error line naming ``probe`` on stderr."""
+    import torch
+
+    if torch.cuda.is_available():
+        return True
+    print(f"error: {probe} needs a CUDA GPU", file=sys.stderr)
+    return False
+
+
+def spread(times_us: list[float]) -> dict:
+    """One point over its repeats (µs): ``median_us``, ``min_us``, ``max_us`` and the ``repeats``."""
+    return {"median_us": statistics.median(times_us), "min_us": min(times_us), "max_us": max(times_us),
+            "repeats": list(times_us)}
+
+
+def write_report(out: Path, name: str, **fields) -> Path:
+    """``out/<name>.json``: ``fields`` after the date (UTC), the commit and the GPU's name."""
+    from harness.records.environment import git_commit, hardware_name
+
+    out.mkdir(parents=True, exist_ok=True)
+    report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
+              "hardware": hardware_name("cuda"), **fields}
+    path = out / f"{name}.json"
+    path.write_text(json.dumps(report, indent=1) + "\n")
+    return path
