@@ -70,9 +70,6 @@ def small_dataset(tmp_path):
     return write_small_dataset(tmp_path / "dataset")
 
 
-#: cuda-v4's kernel names: gdn_decode_v4_kernel<warps, rows, cache policy, lanes>.
-CUDA_V4_KERNEL = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E"
-
 
 @pytest.fixture(scope="session")
 def cuda_v4_all_variants():
@@ -82,10 +79,11 @@ def cuda_v4_all_variants():
     import re
 
     from harness.judge import build
+    from tools.tune.cuda_v4 import KERNEL_NAME
 
     try:
         build.find_nvcc(), build.tvm_ffi_paths()
     except build.CompileError as exc:  # no toolchain here; a source that does not compile fails below
         pytest.skip(str(exc))
     report = build.kernel_resources(REPO / "solutions" / "cuda-v4" / "kernel.cu", defines=("GDN_V4_ALL_VARIANTS",))
-    return {tuple(map(int, re.search(CUDA_V4_KERNEL, name).groups())): used for name, used in report.items()}
+    return {tuple(map(int, re.search(KERNEL_NAME, name).groups())): used for name, used in report.items()}

@@ -63,8 +63,6 @@ CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "f
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
           **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}
-#: cuda-v4's kernel names: gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES> (mangled).
-KERNEL_NAME = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E"
 #: Seconds of back-to-back calls before each timing: an idle H100 times µs kernels up to 2x slow
 #: (tools.tier_parity.warm).
 WARM_S = 0.3
@@ -85,18 +83,6 @@ def build_ablations(workdir: Path, names: list[str]) -> dict:
         module.load()
         builds[name] = module
     return builds
-
-
-def sweep_inputs(batch: int) -> dict:
-    """The sweep workload of batch ``batch``: its inputs on the GPU and NaN-filled destinations."""
-    from harness.data.dataset import open_dataset
-    from harness.data.workloads import materialize_inputs
-    from harness.judge.worker import destinations
-
-    dataset = open_dataset("sweep", show_progress=False)
-    workload = next(w for w in dataset.workloads if w.batch_size == batch)
-    inputs = materialize_inputs(workload, dataset.definition, dataset.files, "cuda", 0)
-    return {**inputs, **destinations(dataset.definition, workload.axes, "float32", "cuda")}
 
 
 def misbuilt(builds: dict, inputs: dict) -> list[str]:
@@ -149,12 +135,12 @@ def probe_batch(batch: int, repeats: int, names: list[str]) -> dict:
     POLICY, LANES), "misbuilt": [...], "times_us": {subject: [µs per repeat]}}``."""
     from flashinfer.testing import bench_gpu_time_with_cupti
 
-    from tools.tier_parity import warm
+    from tools.tier_parity import solution_inputs, warm
     from tools.tune.cuda_v4 import config_name
 
     with tempfile.TemporaryDirectory() as workdir:
         builds = build_ablations(Path(workdir), names)
-        inputs = sweep_inputs(batch)
+        _, inputs = solution_inputs(batch)
         wrong = misbuilt(builds, inputs)
         calls = subjects(builds, inputs)
         times: dict[str, list[float]] = {name: [] for name in calls}
@@ -182,10 +168,11 @@ def same_code_as_full(names: list[str], kernels: dict[int, tuple], target: tuple
 
     from harness.judge.build import kernel_code
     from harness.paths import SOLUTIONS_DIR
+    from tools.tune.cuda_v4 import KERNEL_NAME
 
     def by_variant(code: dict[str, bytes]) -> dict[tuple, bytes]:
-        return {tuple(map(int, re.search(KERNEL_NAME, name).groups())): text for name, text in code.items()
-                if re.search(KERNEL_NAME, name)}
+        return {tuple(map(int, found.groups())): text for name, text in code.items()
+                if (found := re.search(KERNEL_NAME, name))}
 
     source = SOLUTIONS_DIR / "cuda-v4" / "kernel.cu"
     full = by_variant(kernel_code(source, target))

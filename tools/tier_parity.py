@@ -83,25 +83,39 @@ def run_harness(solutions: list[str], scratch: Path) -> Path:
 
 # ------------------------------------------------------------------ the plain process
 
+def sweep_workload(batch: int):
+    """``(definition, workload, inputs)``: the sweep set's workload of batch ``batch`` and its inputs
+    on the GPU (the judge's, call 0)."""
+    from harness.data.dataset import open_dataset
+    from harness.data.workloads import materialize_inputs
+
+    dataset = open_dataset("sweep", show_progress=False)
+    workload = next(w for w in dataset.workloads if w.batch_size == batch)
+    return dataset.definition, workload, materialize_inputs(workload, dataset.definition, dataset.files, "cuda", 0)
+
+
+def solution_inputs(batch: int):
+    """``(definition, given)``: what the judge's worker gives a solution on the sweep workload of
+    batch ``batch``: its inputs and NaN-filled fp32-state destinations, by name."""
+    from harness.judge.worker import destinations
+
+    definition, workload, inputs = sweep_workload(batch)
+    return definition, {**inputs, **destinations(definition, workload.axes, "float32", "cuda")}
+
+
 def subject_call(subject: str, batch: int, workdir: Path):
     """``(fn, args)``: the subject's positional call on the sweep workload of batch ``batch``."""
     import torch
 
-    from harness.data.dataset import open_dataset
-    from harness.data.workloads import materialize_inputs
     from harness.judge import dps
     from harness.judge.solutions import load_meta
-    from harness.judge.worker import destinations
     from harness.paths import SOLUTIONS_DIR
 
-    dataset = open_dataset("sweep", show_progress=False)
-    definition = dataset.definition
-    workload = next(w for w in dataset.workloads if w.batch_size == batch)
-    inputs = materialize_inputs(workload, definition, dataset.files, "cuda", 0)
     if subject == COPY:
-        return (lambda state, target: target.copy_(state)), (inputs["state"], torch.empty_like(inputs["state"]))
+        state = sweep_workload(batch)[2]["state"]
+        return (lambda state, target: target.copy_(state)), (state, torch.empty_like(state))
+    definition, given = solution_inputs(batch)
     run = dps.load_entry(load_meta(SOLUTIONS_DIR / subject), definition, workdir)
-    given = {**inputs, **destinations(definition, workload.axes, "float32", "cuda")}
     return run, tuple(given[name] for name in dps.argument_order(definition))
 
 

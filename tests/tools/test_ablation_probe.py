@@ -7,14 +7,15 @@ import re
 import pytest
 import torch
 
-from conftest import CUDA_V4_KERNEL, REPO
+from conftest import REPO
 from tools.ablation_probe import BUILDS, main, misbuilt, same_code_as_full, summarize
+from tools.tune.cuda_v4 import KERNEL_NAME
 
 SOURCE = REPO / "solutions" / "cuda-v4" / "kernel.cu"
 
 
 def variants(names) -> set:
-    return {re.search(CUDA_V4_KERNEL, name).groups() for name in names}
+    return {re.search(KERNEL_NAME, name).groups() for name in names}
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,8 @@ from tools.tune.table_files import PROVENANCE_FIELDS, table_stem
 
 #: cuda-v4's kernel.cu compiles only its launch tables' (and default model's) variants unless this macro is defined.
 ALL_VARIANTS = "GDN_V4_ALL_VARIANTS"
+#: kernel.cu's kernels by their mangled names: gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES>.
+KERNEL_NAME = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E"
 #: The header that includes every GPU's table file.
 INDEX = "launch_tables.cuh"
 #: one entry of a table: X(largest batch, rows, CachePolicy, lanes, warps)
