@@ -50,7 +50,7 @@
 #   tune-small    `python -m tools.tune --algo cuda-v4 --batches 1,2,4,8` here, then in AB_TREE (issue #33);
 #                 TUNE_ROUNDS times, alternating (default 1; each round ~9 min: start:/wait: past one)
 #   tune-candidate  the same tune of the shipped cuda-v4, then of a candidate build (--defines "$TUNE_DEFINES", default
-#                 GDN_V4_CANDIDATE=4; no table file written): best variant per batch size, shipped vs candidate
+#                 GDN_V4_CANDIDATE=4, the precise gates; no table file written): best variant per batch size, shipped vs candidate
 #                 (issue #33); TUNE_ROUNDS times, alternating (default 1; each round ~9 min: start:/wait: past one);
 #                 TUNE_ONLY, a --only pattern for both sides (default ., every variant: --only writes no table
 #                 file, so the steps after it run the shipped tables; tune-small likewise), measures less in less time

@@ -40,7 +40,9 @@ sums, so a warp runs them after its loads land and before its first dot product.
 prediction (before ``fast-gates`` ran): branch-free SFU gates take 0.03-0.13 µs off ``full`` at
 B = 1-8, at most what ``no-gates`` takes. Measured (H200, 4274833): -0.096 at B = 1, -0.031 at
 B = 2, +0.03 at B = 4 and 8 with the table's variants for the shipped build: in range at B = 1-2
-only (results/cuda-notes.md).
+only (results/cuda-notes.md). Tuned (H100, c73de30, 3 rounds each, each side's best variant):
+-0.07..-0.11 µs at B = 1-4, +0.00..+0.09 at B = 8. The fast gates shipped; the build that was
+shipped before is the candidate ``precise-gates`` now.
 """
 
 from __future__ import annotations
@@ -57,9 +59,9 @@ from tools.timing_proof import in_fresh_process
 #: kAblateMath 16): each build leaves that work out.
 ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, "no-exchange": 8,
              "no-operands-no-exchange": 15, "copy": 16}
-#: name -> kernel.cu's GDN_V4_CANDIDATE flags (kCandidateVEarly 1, kCandidateOperandsFirst 2, kCandidateFastGates 4).
-CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "fast-gates": 4,
-              "fast-gates-operands-first": 6}
+#: name -> kernel.cu's GDN_V4_CANDIDATE flags (kCandidateVEarly 1, kCandidateOperandsFirst 2, kCandidatePreciseGates 4).
+CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,
+              "precise-gates-operands-first": 6}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
           **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}

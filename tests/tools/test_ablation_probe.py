@@ -39,12 +39,12 @@ def test_a_build_compiles_the_shipped_variants_without_spilling(name, shipped_co
     assert all(used.spill_store_bytes == 0 and used.spill_load_bytes == 0 for used in ablated.values())
 
 
-def test_the_fast_gates_candidate_changes_every_shipped_kernels_code(shipped_code):
+def test_the_precise_gates_candidate_changes_every_shipped_kernels_code(shipped_code):
     from harness.judge import build
 
-    fast = build.kernel_code(SOURCE, defines=BUILDS["fast-gates"])
-    assert fast.keys() == shipped_code.keys()
-    assert all(fast[name] != code for name, code in shipped_code.items())
+    precise = build.kernel_code(SOURCE, defines=BUILDS["precise-gates"])
+    assert precise.keys() == shipped_code.keys()
+    assert all(precise[name] != code for name, code in shipped_code.items())
     assert build.kernel_code(SOURCE) == shipped_code  # the same build twice: the same bytes
 
 
@@ -59,9 +59,9 @@ def test_a_candidate_with_the_full_builds_code_at_the_launched_kernel_is_named(m
     full = {"k_gdn_decode_v4_kernelILi8ELi2ELi2ELi32EE": b"A", "k_gdn_decode_v4_kernelILi4ELi8ELi1ELi8EE": b"B"}
     builds = {(): full,
               BUILDS["operands-first"]: {**full, "k_gdn_decode_v4_kernelILi4ELi8ELi1ELi8EE": b"C"},
-              BUILDS["fast-gates"]: {name: code + b"!" for name, code in full.items()}}
+              BUILDS["precise-gates"]: {name: code + b"!" for name, code in full.items()}}
     monkeypatch.setattr("harness.judge.build.kernel_code", lambda source, target, defines=(): builds[tuple(defines)])
-    same = same_code_as_full(["full", "operands-first", "fast-gates", "no-gates"], {1: (8, 2, 2, 32), 4: (4, 8, 1, 8)},
+    same = same_code_as_full(["full", "operands-first", "precise-gates", "no-gates"], {1: (8, 2, 2, 32), 4: (4, 8, 1, 8)},
                              ("compute_90a", "sm_90a"))
     assert same == {1: ["operands-first"], 4: []}
 
@@ -80,7 +80,7 @@ class FakeBuild:
 def test_a_build_that_computes_what_it_should_not_is_refused():
     inputs = {"output": torch.zeros(4), "new_state": torch.zeros(4)}
     builds = {"full": FakeBuild(1.0), "no-gates": FakeBuild(1.0), "no-v": FakeBuild(2.0),
-              "fast-gates": FakeBuild(1.001), "v-early": FakeBuild(1.5)}
+              "precise-gates": FakeBuild(1.001), "v-early": FakeBuild(1.5)}
     assert misbuilt(builds, inputs) == ["no-gates", "v-early"]
 
 
