@@ -27,6 +27,11 @@ copy and for cuda-v4. The prediction it tests (written 2026-11-26, before any ru
 confidence): the gap is the call count. FlashInfer's ~3,000 calls without a synchronization fill
 the launch queue, the harness's ~100 do not; so ``flashinfer-100`` and ``hand-100`` read within
 0.1 µs of ``harness``, and ``flashinfer`` 0.4 µs or more above them at B = 1.
+
+Measured (H100, c73de30, results/proof/20261126-H100-probes): held at B = 8 (``flashinfer-100``
+7.18 against ``harness`` 7.20 µs; ``flashinfer`` 7.65), half at B = 1: the count takes 0.58 of
+FlashInfer's 0.98 µs over the harness, and ``flashinfer-100`` / ``hand-100`` still read 0.37-0.40
+above it (4.83 / 4.80 against 4.43), with either flush.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ and prints each offset's median and range. Needs a CUDA GPU, flashinfer-python a
 The prediction it tests (written 2026-11-26, before any run): if placement is the offset, the
 B = 8 figure spans at least 3% across these offsets and its fastest offsets read what the
 harness reads (4.45-4.51 µs on an H100, where FlashInfer's timer reads 4.64 µs in a plain process).
+Measured: refuted on both GPUs, B = 8 spans 1.7% on the H200 and 2.2% on the H100 (4.42-4.51 µs;
+results/proof/20261126-H200-probes, results/proof/20261126-H100-probes).
 """
 
 from __future__ import annotations

@@ -65,13 +65,11 @@ def test_the_index_includes_every_table_file_once():
     assert tune.indexed_files(tune.with_file(index, "launch_table.NVIDIA-B200.cuh"))[-1] == "launch_table.NVIDIA-B200.cuh"
 
 
-def test_the_h100_table_is_the_tuned_one(table):
-    assert table == [[1, (2, "noalloc", 32, 8)], [2, (8, "nc", 8, 2)], [4, (4, "noalloc", 16, 8)],
-                     [8, (8, "noalloc", 8, 4)], [16, (4, "noalloc", 16, 8)], [32, (8, "noalloc", 16, 2)],
-                     [128, (8, "nc", 16, 2)], [None, (16, "nc", 16, 4)]]
-
-
-def test_the_h200_table_is_its_reports_choice(main):
+@pytest.mark.parametrize("device, report", [
+    ("NVIDIA H100 80GB HBM3", "results/tuning/20261126-H100-fast-gates/cuda-v4/NVIDIA-H100-80GB-HBM3.json"),
+    ("NVIDIA H200", "results/tuning/20261123-H200/cuda-v4/NVIDIA-H200.json"),
+])
+def test_each_gpus_table_is_its_reports_choice(main, device, report):
     """Installed from its report (python -m tools.tune.install): the tuner's own rule over the
     report's rows gives the header's table, and the header cites that report."""
     import json
@@ -79,11 +77,11 @@ def test_the_h200_table_is_its_reports_choice(main):
     from harness.paths import REPO_ROOT
     from harness.records.store import read_stored
 
-    origin = tune.gpu_table_origins(V4)["NVIDIA H200"]
-    assert origin["report"] == "results/tuning/20261123-H200/cuda-v4/NVIDIA-H200.json"
+    origin = tune.gpu_table_origins(V4)[device]
+    assert origin["report"] == report
     rows = json.loads(read_stored(REPO_ROOT / origin["report"]))["state_dtypes"]["float32"]["batches"]
     space = tune.CudaV4(main).configs("float32")
-    assert [[limit, tuple(space[name])] for limit, name in chosen_table(rows)] == tune.gpu_tables(V4)["NVIDIA H200"]
+    assert [[limit, tuple(space[name])] for limit, name in chosen_table(rows)] == tune.gpu_tables(V4)[device]
 
 
 def test_tune_names_every_variant_once(main, table):
@@ -109,23 +107,3 @@ def test_cache_policy_indices_match_the_kernels_enum(main):
     enum = dict(re.findall(r"k(\w+) = (\d+)", source[source.index("enum CachePolicy"):].split("};")[0]))
     assert {_POLICY[name]: int(value) for name, value in enum.items()} == \
         {name: index for index, name in enumerate(main.CACHE_POLICIES)}
-
-
-def test_launch_table_is_what_the_recorded_tune_suggests(main, table):
-    """The H100 table must follow from the tuning files it cites, by the tuner's own rule
-    (tools.tune.driver.chosen_table). Those files (of the earlier tools/tune_cuda_v4.py) name
-    variants ``cuda-v4/<name>`` and hold both reduction forms; the ``.../rs`` names are the one kept."""
-    import json
-
-    from harness.paths import REPO_ROOT
-    from harness.records.store import read_stored
-
-    rows = []
-    for part in ("small", "large"):
-        report = json.loads(read_stored(REPO_ROOT / "results" / "tuning" / f"cuda_tune_scatter_{part}.json"))
-        for row in report["batches"]:
-            configs = {name.removeprefix("cuda-v4/").removesuffix("/rs"): r for name, r in row["configs"].items()
-                       if name.startswith("cuda-v4/r") and name.endswith("/rs")}
-            rows.append(dict(row, configs=configs))
-    space = tune.CudaV4(main).configs("float32")
-    assert [[limit, tuple(space[name])] for limit, name in chosen_table(rows)] == table

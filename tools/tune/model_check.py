@@ -67,7 +67,6 @@ PRESETS = {"h100": KNOWN_BANDWIDTH[H100], "h200": KNOWN_BANDWIDTH[H200], "b200":
 #: Reports of the tables tuned before the tuner named one report per table (results/tuning/).
 LEGACY_REPORTS = {
     ("fla-recurrent", H100): ("fla_recurrent_tune.json",),
-    ("cuda-v4", H100): ("cuda_tune_scatter_small.json", "cuda_tune_scatter_large.json"),
     ("cutedsl-bf16", H100): tuple(f"cutedsl_tune{part}.json" for part in (
         "", "_mixed_bf16", "_mixed_bf16_small", "_mixed_f32", "_parts_bf16", "_parts_f32", "_regs_bf16", "_regs_f32",
         "_tile128_b64_b128")),
