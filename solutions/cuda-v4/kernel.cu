@@ -510,7 +510,7 @@ struct LaunchConfig {
 // take twice the rows (amortizing its fixed work over more of them) while the SMs still hold
 // enough bytes in flight. GDN_V4_DEFAULT_LADDER lists one variant per octave of rho,
 // X(smallest rho, rows per warp, cache policy, lanes per row, warps per block): the last entry
-// whose rho is <= the batch's wins. L and the octaves are fitted to the H100 table
+// whose rho is <= the batch's wins. L and the octaves are fitted to the H100 table of 2026-11-23
 // (tools/tune/model_check.py compares the model with every GPU's table).
 #define GDN_V4_DEFAULT_LADDER(X) \
   X(0.0, 2, kNoAlloc, 32, 8) \
@@ -518,7 +518,7 @@ struct LaunchConfig {
   X(4.0, 8, kNc, 16, 2) \
   X(8.0, 16, kNc, 16, 4)
 
-constexpr double kMemoryLatencySeconds = 0.9e-6;  // L of the default model, fitted to the H100 table
+constexpr double kMemoryLatencySeconds = 0.9e-6;  // L of the default model, fitted to the H100 table of 2026-11-23
 constexpr double kStateBytesPerBatch = 4.0 * kNumVHeads * kHeadV * kHeadK;  // fp32 state: 512 KiB
 
 // Peak DRAM bandwidth in bytes/s from the memory clock (kHz) and bus width (bits): double data rate.
