@@ -89,6 +89,11 @@ parity_run() {  # parity_run ROOT COMMIT WORK [ARGS...]: tools/tier_parity.py in
      --harness-repeats "${PARITY_HARNESS_REPEATS:-1}" "$@" \
      > "$work/console.log" 2>&1)
 }
+probe_step() {  # probe_step STEP MODULE LIMIT [ARGS...]: python -m tools.MODULE --out WORK, its console, packed
+  local step=$1 module=$2 limit=$3 work=/tmp/gdn-check-$1; shift 3; rm -rf "$work"; mkdir -p "$work"
+  timeout -s INT "$limit" python -m "tools.$module" --out "$work" "$@" > "$work/console.log" 2>&1
+  echo "rc=$?" >> "$work/console.log"; cat "$work/console.log"; pack "$step" "$work"
+}
 compare() {  # compare A B NAME [PER]: ratios of two runs' traces, per workload (or PER), into NAME
   python -m tools.compare_runs "$1"/runs/*/traces.jsonl "$2"/runs/*/traces.jsonl --per "${4:-workload}" \
     --tiers cupti,events > "$3" 2>&1
@@ -191,16 +196,9 @@ for step in "$@"; do
                  done
                  echo "tree: $AB_TREE at $AB_COMMIT" > "$work/trees.txt"
                  compare "$work/this" "$work/tree" "$work/compare.md" batch; cat "$work/compare.md"; pack "$step" "$work" ;;
-    placement)   work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
-                 timeout -s INT 240 python -m tools.placement_probe --out "$work" > "$work/console.log" 2>&1
-                 echo "rc=$?" >> "$work/console.log"; cat "$work/console.log"; pack "$step" "$work" ;;
-    ablation)    work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
-                 timeout -s INT 420 python -m tools.ablation_probe --out "$work" ${ABLATION_BUILDS:+--builds "$ABLATION_BUILDS"} \
-                   > "$work/console.log" 2>&1
-                 echo "rc=$?" >> "$work/console.log"; cat "$work/console.log"; pack "$step" "$work" ;;
-    events-loops) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
-                 timeout -s INT 240 python -m tools.events_loop_probe --out "$work" > "$work/console.log" 2>&1
-                 echo "rc=$?" >> "$work/console.log"; cat "$work/console.log"; pack "$step" "$work" ;;
+    placement)   probe_step "$step" placement_probe 240 ;;
+    ablation)    probe_step "$step" ablation_probe 420 ${ABLATION_BUILDS:+--builds "$ABLATION_BUILDS"} ;;
+    events-loops) probe_step "$step" events_loop_probe 240 ;;
     events-rerun) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  events_run . "$COMMIT" "$work/run-a"; events_run . "$COMMIT" "$work/run-b"
                  compare "$work/run-a" "$work/run-b" "$work/compare.md"; cat "$work/compare.md"; pack "$step" "$work" ;;

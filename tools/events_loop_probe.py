@@ -41,8 +41,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tools.probe_cli import batch_sizes, has_gpu, probe_parser, spread, write_report
-from tools.timing_proof import in_fresh_process
+from tools.probe_cli import batch_sizes, has_gpu, probe_parser, time_batches, write_report
 
 LOOPS = ("flashinfer", "flashinfer-100", "hand-100", "hand-100-harness-flush", "harness")
 #: Calls of the hand-written loops and of ``flashinfer-100`` (the harness's TimingConfig.iters).
@@ -114,11 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     batches = batch_sizes(args.batches)
     if batches is None or not has_gpu("the events loop probe"):
         return 2
-    rows = []
-    for batch in batches:
-        for loop, times in in_fresh_process(probe_batch, batch, max(1, args.repeats)).items():
-            rows.append({"batch_size": batch, "loop": loop, **spread(times)})
-            print(f"B={batch} {loop:<24} {rows[-1]['median_us']:.3f} µs ({rows[-1]['min_us']:.3f}-{rows[-1]['max_us']:.3f})")
+    rows = time_batches(probe_batch, batches, args.repeats, "loop", lambda loop: f"{loop:<24}")
     write_report(args.out, "events_loop_probe", loops=list(LOOPS), calls=CALLS, rows=rows)
     return 0
 

@@ -21,11 +21,8 @@ from __future__ import annotations
 
 import statistics
 import sys
-import tempfile
-from pathlib import Path
 
-from tools.probe_cli import batch_sizes, has_gpu, probe_parser, spread, write_report
-from tools.timing_proof import in_fresh_process
+from tools.probe_cli import batch_sizes, has_gpu, probe_parser, time_batches, write_report
 
 #: Where the state starts in the pool (KiB); the destination starts one state size plus the same
 #: offset after it. 0 and 2048: 2 MB-aligned, as the core's cuMemAlloc and torch's large blocks are.
@@ -49,10 +46,9 @@ def copy_times_us(batch: int, repeats: int) -> dict[int, list[float]]:
     import torch
     from flashinfer.testing import bench_gpu_time_with_cupti
 
-    from tools.tier_parity import COPY, subject_call
+    from tools.tier_parity import sweep_workload
 
-    with tempfile.TemporaryDirectory() as workdir:  # the copy's call is the sweep workload's state, as tier_parity's
-        _, (state, _) = subject_call(COPY, batch, Path(workdir))
+    state = sweep_workload(batch)[2]["state"]  # the state tier_parity's copy copies
     count = state.numel()
     pool = torch.empty(pool_elements(count), dtype=torch.float32, device="cuda")
     found: dict[int, list[float]] = {offset: [] for offset in OFFSETS_KIB}
@@ -71,12 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     batches = batch_sizes(args.batches)
     if batches is None or not has_gpu("the placement probe"):
         return 2
-    rows = []
-    for batch in batches:
-        for offset, times in in_fresh_process(copy_times_us, batch, max(1, args.repeats)).items():
-            rows.append({"batch_size": batch, "offset_kib": offset, **spread(times)})
-            print(f"B={batch} offset {offset:>5} KiB: {rows[-1]['median_us']:.3f} µs "
-                  f"({rows[-1]['min_us']:.3f}-{rows[-1]['max_us']:.3f})")
+    rows = time_batches(copy_times_us, batches, args.repeats, "offset_kib", lambda offset: f"offset {offset:>5} KiB:")
     write_report(args.out, "placement_probe", offsets_kib=list(OFFSETS_KIB), rows=rows)
     return 0
 

@@ -1,7 +1,7 @@
 """What the one-question GPU probes share (tools/placement_probe.py, tools/events_loop_probe.py,
 tools/ablation_probe.py): their command line (``--out DIR --batches B,B --repeats N``), its
 errors (a clear line and exit 2, never a traceback), each measured point's spread over the
-repeats, and the JSON report with the date, commit and GPU it was measured on."""
+repeats, the loop over batch sizes in fresh processes, and the JSON report with the date, commit and GPU it was measured on."""
 
 from __future__ import annotations
 
@@ -46,6 +46,21 @@ def spread(times_us: list[float]) -> dict:
     """One point over its repeats (µs): ``median_us``, ``min_us``, ``max_us`` and the ``repeats``."""
     return {"median_us": statistics.median(times_us), "min_us": min(times_us), "max_us": max(times_us),
             "repeats": list(times_us)}
+
+
+def time_batches(measure, batches: list[int], repeats: int, key: str, label) -> list[dict]:
+    """Rows ``{"batch_size", key: subject, **spread}``: per batch size, in a process of its own
+    (one CUPTI client each), ``measure(batch, repeats)`` -> ``{subject: [µs per repeat]}``; each row
+    printed as ``B=<batch> <label(subject)> <median> µs (<min>-<max>)``."""
+    from tools.timing_proof import in_fresh_process
+
+    rows = []
+    for batch in batches:
+        for subject, times in in_fresh_process(measure, batch, max(1, repeats)).items():
+            rows.append({"batch_size": batch, key: subject, **spread(times)})
+            print(f"B={batch} {label(subject)} {rows[-1]['median_us']:.3f} µs "
+                  f"({rows[-1]['min_us']:.3f}-{rows[-1]['max_us']:.3f})")
+    return rows
 
 
 def write_report(out: Path, name: str, **fields) -> Path:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tools import ablation_probe, events_loop_probe, placement_probe
-from tools.probe_cli import batch_sizes, spread, write_report
+from tools.probe_cli import batch_sizes, spread, time_batches, write_report
 
 
 def test_batch_sizes_are_sorted_once_each_and_a_bad_list_is_an_error_line(capsys):
@@ -17,6 +17,21 @@ def test_batch_sizes_are_sorted_once_each_and_a_bad_list_is_an_error_line(capsys
 
 def test_a_point_keeps_its_median_range_and_repeats():
     assert spread([2.0, 1.0, 4.0]) == {"median_us": 2.0, "min_us": 1.0, "max_us": 4.0, "repeats": [2.0, 1.0, 4.0]}
+
+
+def test_each_batch_is_measured_in_a_fresh_process_and_each_point_printed_with_its_range(monkeypatch, capsys):
+    measured = []
+
+    def fresh(measure, batch, repeats):
+        measured.append((measure, batch, repeats))
+        return measure(batch, repeats)
+
+    monkeypatch.setattr("tools.timing_proof.in_fresh_process", fresh)
+    rows = time_batches(lambda batch, repeats: {"a": [float(batch)] * repeats}, [1, 8], 0, "loop",
+                        lambda subject: f"{subject:<3}")
+    assert [(batch, repeats) for _, batch, repeats in measured] == [(1, 1), (8, 1)]  # at least one repeat
+    assert rows == [{"batch_size": 1, "loop": "a", **spread([1.0])}, {"batch_size": 8, "loop": "a", **spread([8.0])}]
+    assert capsys.readouterr().out.splitlines() == ["B=1 a   1.000 µs (1.000-1.000)", "B=8 a   8.000 µs (8.000-8.000)"]
 
 
 def test_the_report_says_when_on_what_commit_and_gpu_it_was_measured(tmp_path, monkeypatch):
