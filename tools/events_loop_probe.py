@@ -15,6 +15,10 @@ loop's calls (µs). The loops, from FlashInfer's to the harness's:
   event, no synchronization inside), 100 calls;
 * ``hand-100-harness-flush``: the same with the harness's flush (its ``L2Flusher``: a 256 MB int32
   buffer);
+* ``hand-chunked``: ``hand-100`` with a synchronization after the stop rule's chunks (20 calls,
+  then 10 at a time, as ``bench_events`` times them), run to 100 calls;
+* ``hand-20``: ``hand-100`` cut to the stop rule's first chunk, the 20 calls after which
+  ``bench_events`` often stops;
 * ``harness``: the floor's loop itself (``harness.judge.timing.events.bench_events``, default
   TimingConfig, its stop rule).
 
@@ -32,6 +36,11 @@ Measured (H100, c73de30, results/proof/20261126-H100-probes): held at B = 8 (``f
 7.18 against ``harness`` 7.20 µs; ``flashinfer`` 7.65), half at B = 1: the count takes 0.58 of
 FlashInfer's 0.98 µs over the harness, and ``flashinfer-100`` / ``hand-100`` still read 0.37-0.40
 above it (4.83 / 4.80 against 4.43), with either flush.
+
+The next prediction (2026-11-26, before the run that added ``hand-chunked`` and ``hand-20``): what
+is left at B = 1 is how many calls wait queued, not how many are timed. ``bench_events`` never
+queues more than 20 calls, ``hand-100`` queues all 100: so ``hand-chunked`` and ``hand-20`` read
+within 0.1 µs of ``harness`` at B = 1, and ``hand-100`` stays 0.3 µs or more above them.
 """
 
 from __future__ import annotations
@@ -43,28 +52,41 @@ from pathlib import Path
 
 from tools.probe_cli import batch_sizes, has_gpu, probe_parser, time_batches, write_report
 
-LOOPS = ("flashinfer", "flashinfer-100", "hand-100", "hand-100-harness-flush", "harness")
+LOOPS = ("flashinfer", "flashinfer-100", "hand-100", "hand-100-harness-flush", "hand-chunked", "hand-20", "harness")
 #: Calls of the hand-written loops and of ``flashinfer-100`` (the harness's TimingConfig.iters).
 CALLS = 100
 #: Seconds of back-to-back calls before each timing (tools.tier_parity.warm).
 WARM_S = 0.2
 
 
-def hand_loop(call, zero, calls: int) -> list[float]:
+def hand_loop(call, zero, chunks: tuple[int, ...]) -> list[float]:
     """FlashInfer's events loop written out: per call ``zero()`` (the L2 flush), start event,
-    ``call()``, end event; one synchronization after all of them. µs per call."""
+    ``call()``, end event; a synchronization after each chunk of ``chunks`` calls (FlashInfer's
+    loop is one chunk). µs per call."""
     import torch
 
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    samples: list[float] = []
     torch.cuda.synchronize()
-    for start, end in zip(starts, ends):
-        zero()
-        start.record()
-        call()
-        end.record()
-    torch.cuda.synchronize()
-    return [start.elapsed_time(end) * 1e3 for start, end in zip(starts, ends)]
+    for calls in chunks:
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+        for start, end in zip(starts, ends):
+            zero()
+            start.record()
+            call()
+            end.record()
+        torch.cuda.synchronize()
+        samples += [start.elapsed_time(end) * 1e3 for start, end in zip(starts, ends)]
+    return samples
+
+
+def stop_rule_chunks(calls: int) -> tuple[int, ...]:
+    """The chunks ``stop_rule.until_stable`` times ``calls`` calls in when it never stops early."""
+    from harness.judge.timing.stop_rule import STOP_CHECK_EVERY, STOP_MIN_SAMPLES
+
+    first = min(STOP_MIN_SAMPLES, calls)
+    rest = calls - first
+    return (first,) + (STOP_CHECK_EVERY,) * (rest // STOP_CHECK_EVERY) + ((rest % STOP_CHECK_EVERY,) if rest % STOP_CHECK_EVERY else ())
 
 
 def loop_timers(state, target) -> dict:
@@ -86,8 +108,10 @@ def loop_timers(state, target) -> dict:
         "flashinfer": lambda: statistics.median(bench_gpu_time_with_cuda_event(call, cold_l2_cache=True)) * 1e3,
         "flashinfer-100": lambda: statistics.median(bench_gpu_time_with_cuda_event(
             call, dry_run_iters=10, repeat_iters=CALLS, cold_l2_cache=True)) * 1e3,
-        "hand-100": lambda: statistics.median(hand_loop(call, flashinfer_buffer.zero_, CALLS)),
-        "hand-100-harness-flush": lambda: statistics.median(hand_loop(call, harness_flush, CALLS)),
+        "hand-100": lambda: statistics.median(hand_loop(call, flashinfer_buffer.zero_, (CALLS,))),
+        "hand-100-harness-flush": lambda: statistics.median(hand_loop(call, harness_flush, (CALLS,))),
+        "hand-chunked": lambda: statistics.median(hand_loop(call, flashinfer_buffer.zero_, stop_rule_chunks(CALLS))),
+        "hand-20": lambda: statistics.median(hand_loop(call, flashinfer_buffer.zero_, stop_rule_chunks(20))),
         "harness": lambda: bench_events(lambda given: target.copy_(given), lambda index=None: state, harness_flush,
                                         TimingConfig()).median_us,
     }

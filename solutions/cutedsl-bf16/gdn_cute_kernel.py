@@ -93,15 +93,23 @@ def decay_and_beta(A_log_h: cutlass.Float32, a_x: cutlass.Float32, dt_bias_h: cu
                    b_x: cutlass.Float32):
     """``g = exp(-exp(A_log) * softplus(a + dt_bias))`` and ``beta = sigmoid(b)``.
 
-    softplus is written as ``max(x, 0) + log1p(exp(-|x|))``: accurate for
-    every x and never overflows. Every thread evaluates the gates itself (a
-    few dozen instructions, once per CTA), which is cheaper than a
-    shared-memory broadcast and its barrier.
+    softplus is written as ``max(x, 0) + log(1 + exp(-|x|))``: it never
+    overflows, and where ``exp(-|x|)`` drops under ~6e-8 the sum rounds to 1,
+    an absolute error fp32 makes there anyway. ``fastmath`` makes each exp a
+    multiply and one ``ex2.approx`` and the log one ``lg2.approx`` and a
+    multiply, and beta's division ``rcp.approx``: no range reduction, no
+    polynomial, no branch (issue #33: the same change in cuda-v4's
+    ``compute_gates`` took 0.07-0.11 µs off at B = 1-4 on an H100). Errors
+    stay ~1e-6 relative, far inside the judge's 1e-2. Every thread evaluates
+    the gates itself (a few dozen instructions, once per CTA), which is
+    cheaper than a shared-memory broadcast and its barrier.
     """
     x = a_x + dt_bias_h
-    softplus = cute.math.max(x, cutlass.Float32(0.0)) + cute.math.log1p(cute.math.exp(-cute.math.abs(x)))
-    g = cute.math.exp(-cute.math.exp(A_log_h) * softplus)
-    beta = cutlass.Float32(1.0) / (cutlass.Float32(1.0) + cute.math.exp(-b_x))
+    one = cutlass.Float32(1.0)
+    tail = cute.math.log(one + cute.math.exp(-cute.math.abs(x), fastmath=True), fastmath=True)
+    softplus = cute.math.max(x, cutlass.Float32(0.0)) + tail
+    g = cute.math.exp(-cute.math.exp(A_log_h, fastmath=True) * softplus, fastmath=True)
+    beta = cute.arch.rcp_approx(one + cute.math.exp(-b_x, fastmath=True))
     return g, beta
 
 
