@@ -246,14 +246,32 @@ Table = tuple[tuple[int | None, LaunchConfig], ...]
 
 #: The default model of a GPU without a table, or of a state dtype its table lacks
 #: (docs/tuning.md): rho = state bytes of the batch / (bandwidth x L); the last
-#: ``(smallest rho, config)`` rung with rho >= its smallest rho wins. Fitted to the H100
-#: tables (tools/tune/model_check.py compares it with every GPU's).
+#: ``(smallest rho, config)`` rung with rho >= its smallest rho wins. One config per octave of rho,
+#: fitted to the H100 tune of 2026-11-26 with the fast gates (``python -m tools.tune.model_check
+#: --algo cutedsl-bf16 --fit "NVIDIA H100 80GB HBM3"``); the H200's tables test it
+#: (tools/tune/model_check.py compares it with every GPU's).
 DEFAULT_LADDER: dict[torch.dtype, tuple[tuple[float, LaunchConfig], ...]] = {
-    torch.float32: ((0.0, LaunchConfig(8, 1)), (4.0, LaunchConfig(16, 2)),
-                    (8.0, LaunchConfig(64, 1, "mixed", False, 2, 1)), (64.0, LaunchConfig(32, 4, "regs", False, 2))),
-    torch.bfloat16: ((0.0, LaunchConfig(8, 1)), (0.5, LaunchConfig(16, 1, "mixed", True, 1, 1)),
-                     (2.0, LaunchConfig(32, 4, "regs", True)), (4.0, LaunchConfig(64, 2, "mixed", True, 2, 2)),
-                     (8.0, LaunchConfig(128, 4, "mixed", True, 1, 4))),
+    torch.float32: (
+        (0.0, LaunchConfig(16, 1, "regs", True, 2)),
+        (0.5, LaunchConfig(16, 1, "mixed", False, 2, 1)),
+        (1.0, LaunchConfig(16, 1, "mixed", True, 2, 1)),
+        (2.0, LaunchConfig(32, 1, "mixed", True, 2, 2)),
+        (4.0, LaunchConfig(32, 2, "mixed", True, 2, 2)),
+        (8.0, LaunchConfig(64, 1, "mixed", True, 2, 4)),
+        (16.0, LaunchConfig(64, 4, "smem", False, 2)),
+        (32.0, LaunchConfig(64, 2, "smem", False, 2)),
+        (64.0, LaunchConfig(32, 4, "smem", False, 2)),
+    ),
+    torch.bfloat16: (
+        (0.0, LaunchConfig(16, 2, "regs", True)),
+        (0.5, LaunchConfig(16, 1, "regs", True)),
+        (1.0, LaunchConfig(32, 1, "mixed", True, 2, 1)),
+        (2.0, LaunchConfig(64, 4, "regs", True, 2)),
+        (4.0, LaunchConfig(64, 2, "mixed", True, 1, 2)),
+        (8.0, LaunchConfig(128, 4, "mixed", True, 1, 4)),
+        (16.0, LaunchConfig(128, 4, "smem", False)),
+        (32.0, LaunchConfig(64, 2, "smem", False)),
+    ),
 }
 MEMORY_LATENCY_S = 0.9e-6  # L: DRAM latency the bytes in flight must cover, fitted
 #: Bandwidth the model assumes off a CUDA device (compiling without a GPU): an H100's.

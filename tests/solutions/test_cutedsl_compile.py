@@ -336,7 +336,7 @@ def test_the_gpus_table_wins_over_the_heuristic_for_the_tuned_shape(build, monke
     tile = build.choose_tile_v(512, 16, 128, 128, torch.float32, 132)
     assert choose(512, (4, 16, 128, 128)) == (tile, build.rows_per_stage(tile, 128, torch.float32), "smem", False, 1,
                                               0)
-    assert build.choose_config(1, 4, 8, 128, 128, torch.bfloat16, 132, gpu_a) == build.LaunchConfig(8, 1)
+    assert build.choose_config(1, 4, 8, 128, 128, torch.bfloat16, 132, gpu_a) == build.LaunchConfig(16, 2, "regs", True)
     assert gpu_a.source(torch.bfloat16) == "default model (3352 GB/s)"
 
 
@@ -344,19 +344,35 @@ def test_the_gpus_table_wins_over_the_heuristic_for_the_tuned_shape(build, monke
 def test_a_gpu_without_a_table_gets_the_default_model(build):
     b200 = build.select("NVIDIA B200", 8e12)
     assert b200.tables == {} and b200.source(torch.float32) == "default model (8000 GB/s)"
-    # rho = B x 512 KiB / (8 TB/s x 0.9 us) (fp32), half that for bf16
-    assert [b200.config(b, torch.float32).tile_v for b in (1, 54, 55, 110, 1000)] == [8, 8, 16, 64, 32]
-    assert [b200.config(b, torch.bfloat16).tile_v for b in (1, 14, 55, 110, 220)] == [8, 16, 32, 64, 128]
+    # rho = B x 512 KiB / (8 TB/s x 0.9 us) = 0.0728 B (fp32), half that for bf16: the rungs of
+    # 0.5, 1, 2, ... start at B = 7, 14, 28, ... (fp32) and 14, 28, 55, ... (bf16)
+    fp32 = {b: b200.config(b, torch.float32).name for b in (1, 6, 7, 13, 14, 55, 879)}
+    assert fp32 == {1: "t16/s1/regs/cs/p2", 6: "t16/s1/regs/cs/p2", 7: "t16/s1/mix1/p2", 13: "t16/s1/mix1/p2",
+                    14: "t16/s1/mix1/cs/p2", 55: "t32/s2/mix2/cs/p2", 879: "t32/s4/p2"}
+    assert [b200.config(b, torch.bfloat16).name for b in (1, 13, 14, 55, 220, 879)] == [
+        "t16/s2/regs/cs", "t16/s2/regs/cs", "t16/s1/regs/cs", "t64/s4/regs/cs/p2", "t128/s4/mix4/cs", "t64/s2"]
 
 
 @needs_cutlass
-def test_the_h100_tables_are_the_tuned_ones(build):
-    tables = build.LAUNCH_TABLES["NVIDIA H100 80GB HBM3"]
-    assert [(limit, config.name) for limit, config in tables[torch.float32]] == [
-        (16, "t8/s1"), (32, "t16/s2"), (64, "t64/s1/mix2/cs/p2"), (128, "t64/s1/mix1/p2"), (None, "t32/s4/regs/p2")]
-    assert [(limit, config.name) for limit, config in tables[torch.bfloat16]] == [
-        (4, "t8/s1"), (8, "t16/s1/mix1/cs"), (16, "t16/s1/mix1"), (32, "t32/s4/regs/cs"), (64, "t64/s2/mix2/cs/p2"),
-        (128, "t128/s4/mix4/cs"), (None, "t128/s4/mix4")]
+@pytest.mark.parametrize("device, report", [
+    ("NVIDIA H100 80GB HBM3", "results/tuning/20261126-H100-fast-gates/cutedsl-bf16/NVIDIA-H100-80GB-HBM3.json"),
+    ("NVIDIA H200", "results/tuning/20261123-H200/cutedsl-bf16/NVIDIA-H200.json"),
+])
+def test_each_gpus_tables_are_its_reports_choice(build, device, report):
+    """Installed from its report (python -m tools.tune.install): the tuner's own rule over the
+    report's rows gives each state dtype's table, and the file cites that report."""
+    import json
+
+    from harness.paths import REPO_ROOT
+    from harness.records.store import read_stored
+    from tools.tune.driver import chosen_table
+
+    data = json.loads((build.TABLES_DIR / f"{device.replace(' ', '-')}.json").read_text())
+    assert data["device"] == device and data["report"] == report
+    dtypes = json.loads(read_stored(REPO_ROOT / report))["state_dtypes"]
+    for name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
+        installed = [[limit, config.name] for limit, config in build.LAUNCH_TABLES[device][dtype]]
+        assert installed == chosen_table(dtypes[name]["batches"]), (device, name)
 
 
 @needs_cutlass

@@ -22,6 +22,9 @@ recorded either, :data:`LEGACY_REPORTS` and :data:`KNOWN_BANDWIDTH`.
 prints the batch ranges of each config the model gives a GPU without a table
 of that peak bandwidth (bytes/s, or a GPU of :data:`PRESETS`: ``b200``).
 
+``--fit GPU`` prints, per solution and state dtype, a ladder fitted to that GPU's tuning report
+(:func:`fit_octaves`: one config per octave of ``rho``), to write into the solution by hand.
+
 ``--batches`` (with ``--predict``) prints, per batch size instead, the config,
 the bytes a call moves (``harness.judge.figures.bytes_moved``), their time at
 that bandwidth (the floor) and a predicted µs, floor + ``t0`` (:func:`predict_latency`):
@@ -42,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.data.dataset import OUR_DEFINITION
-from harness.data.definition import load_definition
+from harness.data.definition import TORCH_DTYPES, load_definition
 from harness.data.workloads import InputSpec, Workload
 from harness.judge.figures import bytes_moved
 from harness.judge.solutions import load_meta, load_solution
@@ -67,9 +70,6 @@ PRESETS = {"h100": KNOWN_BANDWIDTH[H100], "h200": KNOWN_BANDWIDTH[H200], "b200":
 #: Reports of the tables tuned before the tuner named one report per table (results/tuning/).
 LEGACY_REPORTS = {
     ("fla-recurrent", H100): ("fla_recurrent_tune.json",),
-    ("cutedsl-bf16", H100): tuple(f"cutedsl_tune{part}.json" for part in (
-        "", "_mixed_bf16", "_mixed_bf16_small", "_mixed_f32", "_parts_bf16", "_parts_f32", "_regs_bf16", "_regs_f32",
-        "_tile128_b64_b128")),
 }
 
 #: Where each solution defines the default model's L (seconds): solutions are standalone, so the one
@@ -278,6 +278,52 @@ class LatencyPrediction:
         return self.floor_us + self.fixed_us if self.measured else None
 
 
+#: Where a fitted ladder's rungs may start: octaves of ``rho`` (docs/tuning.md: each doubling of
+#: ``rho`` may take a config with more rows per warp), from 0 (every batch below 0.5).
+OCTAVES = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+
+
+def state_bytes(batch: int, state_dtype: str) -> int:
+    """Bytes of the state of a batch (``[B, HV, V, K]`` of ``state_dtype``): the ``S(B)`` of ``rho``."""
+    definition = load_definition(OUR_DEFINITION)
+    axes = definition.resolve_axes({"batch_size": batch})
+    return math.prod(axes[axis] for axis in definition.inputs["state"].shape) * TORCH_DTYPES[state_dtype].itemsize
+
+
+def fit_octaves(times: dict[int, dict[str, float]], state_dtype: str, bandwidth: float,
+                latency: float) -> list[tuple[float, str]]:
+    """A default-model ladder fitted to one GPU's report: ``[(smallest rho, config name)]``.
+
+    Each batch size of ``times`` (batch -> config -> µs) falls in one octave of :data:`OCTAVES` by
+    its ``rho = S(B) / (bandwidth x latency)``; per octave the config timed at all its batch sizes
+    with the least summed ``log(µs / that batch size's best µs)`` wins; adjacent octaves with the
+    same winner merge into one rung. With one batch size per octave (B = 1, 2, 4, ... on an H100)
+    the ladder picks the report's best at every timed batch size: the test of the fit is another GPU.
+
+    Raises:
+        ValueError: ``times`` is empty.
+    """
+    if not times:
+        raise ValueError(f"no timed batch sizes of the {state_dtype} state to fit")
+    by_octave: dict[float, list[dict[str, float]]] = {}
+    for batch, at in times.items():
+        rho = state_bytes(batch, state_dtype) / (bandwidth * latency)
+        by_octave.setdefault(max(o for o in OCTAVES if rho >= o), []).append(at)
+    ladder: list[tuple[float, str]] = []
+    for octave, points in sorted(by_octave.items()):
+        names = set.intersection(*(set(at) for at in points))
+        cost = {name: sum(math.log(at[name] / min(at.values())) for at in points) for name in names}
+        best = min(sorted(cost), key=cost.get)
+        if not ladder or ladder[-1][1] != best:
+            ladder.append((octave, best))
+    return ladder
+
+
+def format_ladder(name: str, dtype: str, device: str, ladder: list[tuple[float, str]]) -> str:
+    """One line: ``<solution> <dtype> fitted to <device>: rho: config · ...``."""
+    return f"{name} {dtype} fitted to {device}: " + " · ".join(f"{rho:g}: {config}" for rho, config in ladder)
+
+
 def call_bytes(batch: int, state_dtype: str) -> int:
     """Bytes one call of batch size ``batch`` moves: the state read and written, the other inputs read,
     the output written (``harness.judge.figures.bytes_moved`` over our definition)."""
@@ -410,9 +456,28 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--predict", type=_bandwidth, default=None, metavar="BYTES_PER_S|GPU",
                    help="print the model's configs for a GPU without a table of this peak bandwidth "
                         f"(bytes/s, or one of: {', '.join(PRESETS)})")
+    p.add_argument("--fit", default=None, metavar="GPU",
+                   help="print a ladder fitted to this GPU's tuning report (its device name, e.g. "
+                        f"{H100!r}) per solution and state dtype")
     p.add_argument("--batches", type=batches, default=None, metavar="B,B,...",
                    help="with --predict: per batch size, the config, bytes, floor and predicted µs")
     return p
+
+
+def print_fits(names: list[str], device: str, latency: float | None) -> int:
+    """``--fit``: :func:`format_ladder` of each solution's and state dtype's fit to ``device``'s report;
+    2 after a message for a solution without a table of that GPU."""
+    for name in names:
+        adapter = load_adapter(name)
+        reports = gpu_reports(name, adapter)
+        if device not in reports:
+            print(f"error: {name} has no table of {device!r} (its tables: {', '.join(reports)})", file=sys.stderr)
+            return 2
+        bandwidth, times = reports[device]
+        for dtype in adapter.state_dtypes():
+            print(format_ladder(name, dtype, device,
+                                fit_octaves(times.get(dtype, {}), dtype, bandwidth, latency or model_latency(name))))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -427,6 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     latency = args.latency_us * 1e-6 if args.latency_us else None
     if args.batches and not args.predict:
         p.error("--batches needs --predict")
+    if args.fit:
+        return print_fits(names, args.fit, latency)
     if args.predict:
         for name in names:
             adapter = load_adapter(name)
