@@ -156,8 +156,9 @@ static_assert(kAblate >= 0 && kAblate < 32, "GDN_V4_ABLATE is a sum of kAblate* 
 constexpr int kCandidateVEarly = 1;         // v's load issued with q's and k's, not after the reduction
 constexpr int kCandidateOperandsFirst = 2;  // every small operand's load issued before the state's
 constexpr int kCandidatePreciseGates = 4;  // the gates with IEEE expf/log1pf/division (compute_gates_precise)
+constexpr int kCandidateAllReduce = 8;     // every lane all-reduces all 2R row sums (update_and_store)
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-static_assert(kCandidate >= 0 && kCandidate < 8, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
+static_assert(kCandidate >= 0 && kCandidate < 16, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 
 // One float4 of the state (16-byte aligned), with the cache policy POLICY.
 template <int POLICY>
@@ -315,6 +316,38 @@ __device__ __forceinline__ void load_operands(const Params& p, int batch, int hq
   if constexpr (V_EARLY && !(kAblate & kAblateV)) v = load_bf16(p.v + head * kHeadV + v_row);
 }
 
+// The all-reduce candidate (kCandidateAllReduce) of update_and_store's exchange, from the lane's
+// partial sums x (x[2r]: S0 k of row r, x[2r + 1]: S0 q) and kq: every lane sums all 2R values
+// over its LANES lanes, so each holds every row's sums and computes every d_r itself. The chain
+// from the last load to the stores is log2(LANES) dependent shuffle steps (2R independent shuffles
+// each), where the reduce-scatter's is 2R - 1 + log2(LANES / 2R) steps, one swap and one
+// broadcast (7 at B = 1's r4/l16: lanes hold R = 2 rows). Prediction (issue #33, before any run):
+// 3 dependent shuffles fewer at B = 1, ~0.04 µs; less from B = 8, where more warps hide them.
+template <int R, int PIECES, int POLICY, int LANES>
+__device__ __forceinline__ void store_all_reduced(const Params& p, const float4 (&s)[R][PIECES],
+                                                  const float4 (&k4)[PIECES], float (&x)[2 * R], float kq,
+                                                  Gates gates, int64_t head, int v0, int64_t tile, int sub) {
+#pragma unroll
+  for (int offset = LANES / 2; offset > 0; offset /= 2) {
+#pragma unroll
+    for (int i = 0; i < 2 * R; ++i) x[i] += __shfl_xor_sync(0xffffffffu, x[i], offset);
+    kq += __shfl_xor_sync(0xffffffffu, kq, offset);
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const float v_value = (kAblate & kAblateV) ? 0.5f : load_bf16(p.v + head * kHeadV + v0 + r);
+    const float d = gates.beta * (v_value - gates.g * x[2 * r]);
+    if (sub == r) {
+      p.output[head * kHeadV + v0 + r] = static_cast<uint16_t>(to_bf16_bits(p.scale * fmaf(gates.g, x[2 * r + 1], d * kq)));
+    }
+#pragma unroll
+    for (int c = 0; c < PIECES; ++c) {
+      store_state4<POLICY>(p.new_state + tile + r * kHeadK + c * kPiece * LANES,
+                           axpy4(d, k4[c], scale4(s[r][c], gates.g)));
+    }
+  }
+}
+
 // Everything after the loads, for a lane's R rows (see Math in the header).
 // The 2R partial sums S0 k and S0 q go through one reduce-scatter; afterwards
 // the LANES / R lanes of row r (sub / (LANES / R) == r) hold its two sums (half
@@ -341,6 +374,10 @@ __device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R]
   }
 #pragma unroll
   for (int c = 0; c < PIECES; ++c) kq += dot4(k4[c], q4[c]);
+  if constexpr ((kCandidate & kCandidateAllReduce) && !(kAblate & kAblateExchange)) {
+    store_all_reduced<R, PIECES, POLICY, LANES>(p, s, k4, x, kq, gates, head, v0, tile, sub);
+    return;
+  }
   float sk, sq;
   if constexpr (kAblate & kAblateExchange) {  // the same arithmetic, no lane exchanges
     sk = 0.0f;
