@@ -14,6 +14,7 @@ from harness.cli import parse_tiers
 from harness.judge import protocol as msg
 from harness.judge import timing
 from harness.judge.figures import Rejected
+from harness.judge.timing.stop_rule import ESTIMATE_CALLS
 from harness.judge.timing import contest, gpu_state
 from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, TimingConfig, bench_contest, contest_value
 from test_judge import WORKLOAD, ScriptedWorker, make_judge
@@ -65,11 +66,12 @@ def test_the_contest_timer_gets_the_same_positional_inputs_and_the_contest_setti
     stats = bench_contest(lambda args: entry(*args.values()), lambda index=None: inputs, lambda: None,
                           TimingConfig(), after.append, entry=entry)
     assert timer.kwargs == [CONTEST_SETTINGS] * CONTEST_TRIALS  # 10 dry runs, 50 timed, cold L2, no graph
-    assert len(seen) == 2 + CONTEST_TRIALS * (10 + PER_TRIAL)  # the clock warm-up's and estimate's calls, the timer's
+    calls = 1 + ESTIMATE_CALLS + CONTEST_TRIALS * (10 + PER_TRIAL)  # the clock warm-up's, the estimate's, the timer's
+    assert len(seen) == calls
     assert all(values == tuple(inputs.values()) for values in seen)  # same objects, in order, as FlashInfer passes them
     seen.clear()  # a dict-taking fn gets the dict back, in every call
     bench_contest(lambda args: seen.append(args), lambda index=None: inputs, lambda: None, TimingConfig())
-    assert len(seen) == 2 + CONTEST_TRIALS * (10 + PER_TRIAL) and all(args == inputs for args in seen)
+    assert len(seen) == calls and all(args == inputs for args in seen)
     assert after == [0]  # reported once, after all the calls: the judge reads what they left
     assert stats.iters == CONTEST_TRIALS * PER_TRIAL and stats.extra["trials"] == CONTEST_TRIALS
     assert stats.value_us == pytest.approx(3.0)  # mean of the trials' medians, in µs

@@ -177,6 +177,22 @@ def test_a_call_longer_than_the_warm_up_window_is_its_own_estimate(cpu_gpu_tiers
     assert len(calls) > 3  # a fast call: the warm-up loop, then one timed call and the warm-up calls
 
 
+def test_one_slow_call_does_not_make_the_estimate():
+    """The estimate is the median of at least ESTIMATE_CALLS calls where they fit in a tenth of the
+    budget: a hiccup in one call (pt-compiled's sync tier, H100) no longer cuts an honest tier."""
+    from harness.judge.timing import stop_rule
+
+    pauses = iter([0.03, 0.001, 0.001, 0.001])
+    calls = []
+    estimate = stop_rule.estimate_call_s(lambda args: calls.append(time.sleep(next(pauses))), lambda index: index,
+                                         lambda: None, 0, budget_s=1.0)
+    assert len(calls) == stop_rule.ESTIMATE_CALLS and estimate < 0.01
+    pauses = iter([0.03])  # a call over a tenth of the budget is timed once, as before
+    calls.clear()
+    assert stop_rule.estimate_call_s(lambda args: calls.append(time.sleep(next(pauses))), lambda index: index,
+                                     lambda: None, 10, budget_s=0.2) >= 0.03 and len(calls) == 1
+
+
 def test_a_slow_cupti_tier_records_no_untimed_call(cpu_gpu_tiers, monkeypatch):
     from harness.judge import cupti_recorder as cupti
 

@@ -39,12 +39,19 @@ def plan_iterations(estimate_s: float, config: TimingConfig) -> int:
     return max(config.min_iters, min(config.iters, int(config.budget_s / estimate_s)))
 
 
-def estimate_call_s(fn: Callable, setup: Callable, sync: Callable[[], None], warmup: int, budget_s: float) -> float:
-    """Warm up and return the wall time of one call (setup excluded).
+#: Calls an estimate times at least, where they fit in a tenth of the budget; it is their median.
+#: One call is at the mercy of one hiccup: on an H100 (2026-11-26, contest-v1, results/speed/20261126-H100-v1-all)
+#: pt-compiled's sync tier timed its one estimate call at ~3 ms, six times its usual, was cut to 33
+#: calls a trial for it, finished in 0.12 s and was rejected as a cut tier faster than half its budget.
+ESTIMATE_CALLS = 3
 
-    The first call is timed on its own; further warmup calls take at most a
-    tenth of the budget, so a slow solution (like the per-head reference loop)
-    gets few or none.
+
+def estimate_call_s(fn: Callable, setup: Callable, sync: Callable[[], None], warmup: int, budget_s: float) -> float:
+    """Warm up and return the wall time of one call (setup excluded): the median of the calls timed.
+
+    The first call is timed on its own; the ``warmup`` calls after it (at least
+    :data:`ESTIMATE_CALLS` - 1) take at most a tenth of the budget at the first call's time, so a
+    slow solution (like the per-head reference loop) gets few or none.
     """
     def timed_call() -> float:
         args = setup(None)
@@ -54,10 +61,10 @@ def estimate_call_s(fn: Callable, setup: Callable, sync: Callable[[], None], war
         sync()
         return time.perf_counter() - start
 
-    estimate = timed_call()
-    for _ in range(min(warmup, int(0.1 * budget_s / max(estimate, 1e-9)))):  # at most a tenth of the budget
-        estimate = timed_call()
-    return estimate
+    times = [timed_call()]
+    for _ in range(min(max(warmup, ESTIMATE_CALLS - 1), int(0.1 * budget_s / max(times[0], 1e-9)))):
+        times.append(timed_call())
+    return statistics.median(times)
 
 
 def median_interval(samples_us: list[float]) -> tuple[float, float]:
