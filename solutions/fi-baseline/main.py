@@ -6,14 +6,17 @@ k-last / "pretranspose" layout ``[B, HV, V, K]``) with ``use_qk_l2norm=False``
 generic CuTe DSL kernel; for a plain fp32 ``state`` argument that is also
 what ``"auto"`` picks, named here so that the row never silently changes
 kernel). FlashInfer updates the state in place, so ``inplace_state = true``:
-the harness hands us ``new_state`` already holding a copy of ``state`` (copied
-outside the timed region) as both ``inputs["state"]`` and
-``inputs["new_state"]``.
+the positional entry the harness generates (and packs: docs/interop.md) copies
+``state`` into ``new_state`` and hands us ``new_state`` as both
+``inputs["state"]`` and ``inputs["new_state"]``. That copy is inside every
+timed call, as it would be in a submitted entry: since 2026-11-25 (06095a2)
+this row's figures include it (H100, B = 1: 3.09 µs before, 4.58 since, two
+kernels a call).
 
 What is timed, per ``run`` call: FlashInfer's Python wrapper (argument
 asserts, its compiled-kernel cache lookup keyed by dtypes/shapes/scale, a
 ``cuda.CUstream`` wrapper of the current stream) and one kernel launch
-through TVM-FFI. Nothing is copied: the state is contiguous so FlashInfer's
+through TVM-FFI, after the entry's copy. Nothing else is copied: the state is contiguous so FlashInfer's
 ``reshape`` is a view that the kernel updates in place, and ``output`` is
 bf16 so the kernel writes it directly (no ``.to()``). The first call per shape
 compiles the kernel; the harness's warm-up absorbs it.

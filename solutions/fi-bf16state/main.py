@@ -12,9 +12,10 @@ That kernel only works on a state *pool* with slot indices. Given a plain
 state as the pool ourselves with indices ``0..B-1`` made once per (B, device)
 and cached, the same kernel and the same memory traffic minus FlashInfer's
 per-call allocation. The state is updated in place (``inplace_state = true``:
-the harness passes ``new_state``, pre-filled with a copy of ``state`` outside
-the timed region, as both ``state`` and ``new_state``) and ``output`` is bf16,
-which the kernel writes directly.
+the harness's positional entry copies ``state`` into ``new_state`` inside each
+timed call, as a submitted entry would, and passes ``new_state`` as both
+``state`` and ``new_state``; see fi-baseline's docstring) and ``output`` is
+bf16, which the kernel writes directly.
 
 What is timed, per call: one dict lookup for the cached indices,
 FlashInfer's Python wrapper and its compiled-kernel cache lookup, and one
