@@ -323,6 +323,8 @@ __device__ __forceinline__ void load_operands(const Params& p, int batch, int hq
 // each), where the reduce-scatter's is 2R - 1 + log2(LANES / 2R) steps, one swap and one
 // broadcast (7 at B = 1's r4/l16: lanes hold R = 2 rows). Prediction (issue #33, before any run):
 // 3 dependent shuffles fewer at B = 1, ~0.04 µs; less from B = 8, where more warps hide them.
+// Outcome (H100, results/tuning/20261126-H100-all-reduce): refuted, 0.04-0.23 µs slower at the
+// table's variants at B = 1-8 and its best variant nowhere faster; the exchange is not the chain.
 template <int R, int PIECES, int POLICY, int LANES>
 __device__ __forceinline__ void store_all_reduced(const Params& p, const float4 (&s)[R][PIECES],
                                                   const float4 (&k4)[PIECES], float (&x)[2 * R], float kq,
