@@ -50,7 +50,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tools.probe_cli import batch_sizes, has_gpu, probe_parser, time_batches, write_report
+from tools.probe_cli import run_probe
 
 LOOPS = ("flashinfer", "flashinfer-100", "hand-100", "hand-100-harness-flush", "hand-chunked", "hand-20", "harness")
 #: Calls of the hand-written loops and of ``flashinfer-100`` (the harness's TimingConfig.iters).
@@ -133,13 +133,8 @@ def probe_batch(batch: int, repeats: int) -> dict[str, list[float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = probe_parser(__doc__, "1,8").parse_args(argv)
-    batches = batch_sizes(args.batches)
-    if batches is None or not has_gpu("the events loop probe"):
-        return 2
-    rows = time_batches(probe_batch, batches, args.repeats, "loop", lambda loop: f"{loop:<24}")
-    write_report(args.out, "events_loop_probe", loops=list(LOOPS), calls=CALLS, rows=rows)
-    return 0
+    return run_probe(argv, __doc__, "1,8", "events_loop_probe", probe_batch, "loop", lambda loop: f"{loop:<24}",
+                     loops=list(LOOPS), calls=CALLS)
 
 
 if __name__ == "__main__":

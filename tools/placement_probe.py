@@ -22,7 +22,7 @@ from __future__ import annotations
 import statistics
 import sys
 
-from tools.probe_cli import batch_sizes, has_gpu, probe_parser, time_batches, write_report
+from tools.probe_cli import run_probe
 
 #: Where the state starts in the pool (KiB); the destination starts one state size plus the same
 #: offset after it. 0 and 2048: 2 MB-aligned, as the core's cuMemAlloc and torch's large blocks are.
@@ -63,13 +63,8 @@ def copy_times_us(batch: int, repeats: int) -> dict[int, list[float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = probe_parser(__doc__, "1,8").parse_args(argv)
-    batches = batch_sizes(args.batches)
-    if batches is None or not has_gpu("the placement probe"):
-        return 2
-    rows = time_batches(copy_times_us, batches, args.repeats, "offset_kib", lambda offset: f"offset {offset:>5} KiB:")
-    write_report(args.out, "placement_probe", offsets_kib=list(OFFSETS_KIB), rows=rows)
-    return 0
+    return run_probe(argv, __doc__, "1,8", "placement_probe", copy_times_us, "offset_kib",
+                     lambda offset: f"offset {offset:>5} KiB:", offsets_kib=list(OFFSETS_KIB))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """What the one-question GPU probes share (tools/placement_probe.py, tools/events_loop_probe.py,
 tools/ablation_probe.py): their command line (``--out DIR --batches B,B --repeats N``), its
 errors (a clear line and exit 2, never a traceback), each measured point's spread over the
-repeats, the loop over batch sizes in fresh processes, and the JSON report with the date, commit and GPU it was measured on."""
+repeats, the loop over batch sizes in fresh processes, and the JSON report with the date, commit and GPU it was measured on;
+for a probe with nothing more to its command line, the whole of it (:func:`run_probe`)."""
 
 from __future__ import annotations
 
@@ -73,3 +74,18 @@ def write_report(out: Path, name: str, **fields) -> Path:
     path = out / f"{name}.json"
     path.write_text(json.dumps(report, indent=1) + "\n")
     return path
+
+
+def run_probe(argv: list[str] | None, doc: str, batches: str, report: str, measure, key: str, label,
+              **fields) -> int:
+    """A probe's whole command line: :func:`probe_parser` (``doc``, default ``batches``), its batch
+    sizes and a GPU checked, :func:`time_batches` of ``measure`` with ``key`` and ``label``, then
+    ``OUT/<report>.json`` (:func:`write_report`: ``fields``, then the rows). 0, or 2 after an error
+    line (bad ``--batches``, no GPU)."""
+    args = probe_parser(doc, batches).parse_args(argv)
+    chosen = batch_sizes(args.batches)
+    if chosen is None or not has_gpu(f"the {report.replace('_', ' ')}"):
+        return 2
+    rows = time_batches(measure, chosen, args.repeats, key, label)
+    write_report(args.out, report, **fields, rows=rows)
+    return 0

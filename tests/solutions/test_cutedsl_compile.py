@@ -366,8 +366,9 @@ def test_each_gpus_tables_are_its_reports_choice(build, device, report):
     from harness.paths import REPO_ROOT
     from harness.records.store import read_stored
     from tools.tune.driver import chosen_table
+    from tools.tune.table_files import table_stem
 
-    data = json.loads((build.TABLES_DIR / f"{device.replace(' ', '-')}.json").read_text())
+    data = json.loads((build.TABLES_DIR / f"{table_stem(device)}.json").read_text())
     assert data["device"] == device and data["report"] == report
     dtypes = json.loads(read_stored(REPO_ROOT / report))["state_dtypes"]
     for name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
