@@ -3,9 +3,10 @@
     python -m tools.readme_results [--readme README.md] [--results results/]
 
 Only the text between ``<!-- results:start -->`` and ``<!-- results:end -->``
-is replaced: the table of the GPU with the latest run (headline tier of each
-workload set), a line naming the GPU, date, commit and the command that
-regenerates everything, and that GPU's plots. A README without both markers
+is replaced: a line saying what the columns mean and the command that
+regenerates everything, then per GPU, the one with the latest run first, a
+line naming it with its latest run's date and commit, its table (headline tier
+of each workload set) and its plots. A README without both markers
 is an error (exit 1); this command never adds them.
 """
 
@@ -63,10 +64,10 @@ def table_rows(board: pd.DataFrame) -> list[str]:
 # --------------------------------------------------------------- selection
 
 
-def latest_gpu(board: pd.DataFrame) -> str | None:
-    """Hardware of the latest run that was on a GPU (CPU runs are named ``CPU ...``)."""
+def gpus_by_latest_run(board: pd.DataFrame) -> list[str]:
+    """Every GPU's hardware name, the one with the latest run first (CPU runs are named ``CPU ...``)."""
     gpus = board[~board["hardware"].str.startswith("CPU")]
-    return None if gpus.empty else gpus.sort_values("date")["hardware"].iloc[-1]
+    return list(gpus.groupby("hardware")["date"].max().sort_values(ascending=False).index)
 
 
 def headline_rows(board: pd.DataFrame, hardware: str) -> pd.DataFrame:
@@ -83,27 +84,32 @@ def _link(path: Path, readme_dir: Path) -> str:
 
 def render_section(board: pd.DataFrame, results_dir: Path, readme_dir: Path) -> str:
     """The markdown between the markers (see module doc); links relative to ``readme_dir``."""
-    plots_dir = Path(results_dir) / PLOTS_DIR
-    hardware = latest_gpu(board)
-    if hardware is None:
+    gpus = gpus_by_latest_run(board)
+    if not gpus:
         return f"\nNo GPU run is stored yet. Regenerate with `{REGENERATE}`.\n"
+    lines = [
+        "", "Score: the mean over workloads of the speedup vs pt-reference (the starter kit's first rule; the "
+        "final contest's: `python -m harness score`); ×copy floor: median "
+        "latency over a device copy of the state bytes (1.00× is the physical limit). Regenerate with "
+        f"`{REGENERATE}`; every tier and GPU is in `{_link(Path(results_dir) / LEADERBOARD_FILE, readme_dir)}`.", ""]
+    for hardware in gpus:
+        lines += gpu_block(board, hardware, Path(results_dir) / PLOTS_DIR, readme_dir)
+    return "\n".join(lines)
+
+
+def gpu_block(board: pd.DataFrame, hardware: str, plots_dir: Path, readme_dir: Path) -> list[str]:
+    """One GPU's lines: its name with its latest run's date and commit, its table, its plots."""
     rows = headline_rows(board, hardware)
     latest = rows.sort_values("date").iloc[-1]
     commit = latest["git_commit"] if isinstance(latest["git_commit"], str) and latest["git_commit"] else "unknown"
-    lines = [
-        "", f"**{hardware}**, latest run {latest['date'][:16].replace('T', ' ')} UTC, commit `{commit}`. "
-        "Score: the mean over workloads of the speedup vs pt-reference (the starter kit's first rule; the "
-        "final contest's: `python -m harness score`); ×copy floor: median "
-        "latency over a device copy of the state bytes (1.00× is the physical limit). Regenerate with "
-        f"`{REGENERATE}`; every tier and GPU is in `{_link(Path(results_dir) / LEADERBOARD_FILE, readme_dir)}`.",
-        "", TABLE_HEADER,
-        *table_rows(rows), ""]
+    lines = [f"**{hardware}**, latest run {latest['date'][:16].replace('T', ' ')} UTC, commit `{commit}`.",
+             "", TABLE_HEADER, *table_rows(rows), ""]
     tier = headline_tier(rows["tier"])
     for title, path in ((f"Latency vs batch size ({tier} tier)", latency_plot_path(plots_dir, hardware, tier)),
                         ("Timing tiers at batch size 1", tiers_plot_path(plots_dir, hardware))):
         if path.exists():
             lines += [f"![{title}, {hardware}]({_link(path, readme_dir)})", ""]
-    return "\n".join(lines)
+    return lines
 
 
 # ------------------------------------------------------------------ README

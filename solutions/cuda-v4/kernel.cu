@@ -549,13 +549,21 @@ struct LaunchConfig {
 // take twice the rows (amortizing its fixed work over more of them) while the SMs still hold
 // enough bytes in flight. GDN_V4_DEFAULT_LADDER lists one variant per octave of rho,
 // X(smallest rho, rows per warp, cache policy, lanes per row, warps per block): the last entry
-// whose rho is <= the batch's wins. L and the octaves are fitted to the H100 table of 2026-11-23
-// (tools/tune/model_check.py compares the model with every GPU's table).
+// whose rho is <= the batch's wins. L was fitted to the H100 table of 2026-11-23; the rungs are
+// `python -m tools.tune.model_check --algo cuda-v4 --fit "NVIDIA H100 80GB HBM3"` over the H100's
+// fast-gates tune of 2026-11-26 (per octave the variant least slow over its batch sizes), adopted
+// once the H200's own tune (2026-11-26) could test them: 1.016 on average there, 1.043 at worst,
+// where the four hand-made rungs before them were 1.034 and 1.111 (docs/tuning.md).
 #define GDN_V4_DEFAULT_LADDER(X) \
-  X(0.0, 2, kNoAlloc, 32, 8) \
-  X(2.0, 4, kNoAlloc, 16, 8) \
-  X(4.0, 8, kNc, 16, 2) \
-  X(8.0, 16, kNc, 16, 4)
+  X(0.0, 4, kNoAlloc, 16, 2) \
+  X(0.5, 4, kPlain, 16, 4) \
+  X(1.0, 4, kNoAlloc, 16, 2) \
+  X(2.0, 16, kNoAlloc, 8, 1) \
+  X(4.0, 16, kNoAlloc, 8, 2) \
+  X(8.0, 8, kPlain, 16, 2) \
+  X(16.0, 8, kNc, 16, 2) \
+  X(32.0, 16, kPlain, 16, 2) \
+  X(64.0, 16, kPlain, 16, 4)
 
 constexpr double kMemoryLatencySeconds = 0.9e-6;  // L of the default model, fitted to the H100 table of 2026-11-23
 constexpr double kStateBytesPerBatch = 4.0 * kNumVHeads * kHeadV * kHeadK;  // fp32 state: 512 KiB

@@ -223,10 +223,15 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
             for batch in range(1, 1025):
                 expected = next(config for limit, config in table if limit is None or batch <= limit)
                 assert tuple(entry.launch_config_for(device, 3.352e12, batch)) == expected, (device, batch)
-        # a GPU without a table: rho = B x 512 KiB / (8 TB/s x 0.9 us), one rung per octave from 2
-        b200 = [entry.launch_config_for("NVIDIA B200", 8e12, b).rows_per_warp for b in (1, 27, 28, 55, 110, 4096)]
-        assert b200 == [2, 2, 4, 8, 16, 16]
-        assert entry.launch_config_for("NVIDIA H100 80GB HBM3 ", 3.352e12, 2) == (2, "noalloc", 32, 8)  # not its name
+        # a GPU without a table: rho = B x 512 KiB / (8 TB/s x 0.9 us) = 0.0728 B, the ladder's rungs
+        # from rho 0.5, 1, 2, ... at B = 7, 14, 28, 55, 110, 220, 440, 879 (docs/tuning.md)
+        b200 = {b: tuple(entry.launch_config_for("NVIDIA B200", 8e12, b))
+                for b in (1, 6, 7, 14, 27, 28, 55, 110, 220, 440, 878, 879)}
+        assert b200 == {1: (4, "noalloc", 16, 2), 6: (4, "noalloc", 16, 2), 7: (4, "plain", 16, 4),
+                        14: (4, "noalloc", 16, 2), 27: (4, "noalloc", 16, 2), 28: (16, "noalloc", 8, 1),
+                        55: (16, "noalloc", 8, 2), 110: (8, "plain", 16, 2), 220: (8, "nc", 16, 2),
+                        440: (16, "plain", 16, 2), 878: (16, "plain", 16, 2), 879: (16, "plain", 16, 4)}
+        assert entry.launch_config_for("NVIDIA H100 80GB HBM3 ", 3.352e12, 2) == (4, "noalloc", 16, 2)  # not its name
         if not torch.cuda.is_available():
             with pytest.raises(RuntimeError):
                 entry.launch_source()  # the current device's choice needs one

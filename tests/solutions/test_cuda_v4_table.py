@@ -67,7 +67,7 @@ def test_the_index_includes_every_table_file_once():
 
 @pytest.mark.parametrize("device, report", [
     ("NVIDIA H100 80GB HBM3", "results/tuning/20261126-H100-fast-gates/cuda-v4/NVIDIA-H100-80GB-HBM3.json"),
-    ("NVIDIA H200", "results/tuning/20261123-H200/cuda-v4/NVIDIA-H200.json"),
+    ("NVIDIA H200", "results/tuning/20261126-H200-fast-gates/cuda-v4/NVIDIA-H200.json"),
 ])
 def test_each_gpus_table_is_its_reports_choice(main, device, report):
     """Installed from its report (python -m tools.tune.install): the tuner's own rule over the

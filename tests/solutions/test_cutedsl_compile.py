@@ -356,7 +356,7 @@ def test_a_gpu_without_a_table_gets_the_default_model(build):
 @needs_cutlass
 @pytest.mark.parametrize("device, report", [
     ("NVIDIA H100 80GB HBM3", "results/tuning/20261126-H100-fast-gates/cutedsl-bf16/NVIDIA-H100-80GB-HBM3.json"),
-    ("NVIDIA H200", "results/tuning/20261123-H200/cutedsl-bf16/NVIDIA-H200.json"),
+    ("NVIDIA H200", "results/tuning/20261126-H200-fast-gates/cutedsl-bf16/NVIDIA-H200.json"),
 ])
 def test_each_gpus_tables_are_its_reports_choice(build, device, report):
     """Installed from its report (python -m tools.tune.install): the tuner's own rule over the

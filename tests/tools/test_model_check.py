@@ -64,24 +64,24 @@ def _check_cuda_v4() -> dict:
 
 
 def test_the_cuda_v4_default_model_lands_close_to_the_h100_table():
-    """Against the H100 tune of 2026-11-26 (fast gates, one pass): geometric mean 1.025, worst 1.062
-    (B = 32). The model was fitted to the multi-run tunes of 2026-11-23 (1.01 / 1.03 there); a
-    one-pass tune's best of 192 variants reads low by its noise, which the model's pick does not."""
+    """Its ladder is the octave fit of this H100 tune (fast gates, 2026-11-26): in sample, so the
+    model's pick is at least as fast as the table's config at every batch size, but for the µs
+    the report gives two configs the table rule tells apart (1.0004 at B = 2)."""
     rows = _check_cuda_v4()[H100, "float32"]
     summary = model_check.summary(rows)
     assert summary["timed"] == len(rows) == 10
-    assert summary["geomean"] <= 1.03 and summary["worst"] <= 1.07, model_check.format_rows("cuda-v4", H100,
-                                                                                             "float32", rows)
+    assert summary["worst"] <= 1.001, model_check.format_rows("cuda-v4", H100, "float32", rows)
 
 
 @pytest.mark.parametrize("name, dtype, geomean, worst", [
     ("fla-recurrent", "float32", 1.0, 1.0),  # predicted exactly: bv4 up to B = 16, bv8 from 32 (H100: from 16)
-    ("cuda-v4", "float32", 1.03, 1.13),  # measured 1.025, 1.125 (B = 32: r4/noalloc/l16)
-    # the ladders fitted to the H100's fast-gates tune (2026-11-26), against the H200's tune of the IEEE
-    # gates (2026-11-23): measured 1.019, 1.059 (B = 128) and 1.082, 1.181 (B = 16); the ladders before
-    # the fit, 1.085, 1.164 and 1.109, 1.202
-    ("cutedsl-bf16", "float32", 1.025, 1.065),
-    ("cutedsl-bf16", "bfloat16", 1.09, 1.19),
+    # the ladders fitted to the H100's fast-gates tunes (2026-11-26), against the H200's fast-gates tunes
+    # of the same day: measured 1.016, 1.043 (B = 1); 1.014, 1.039 (B = 128); 1.020, 1.132 (B = 64).
+    # The ladders before the fit: cuda-v4 1.034, 1.111 against these tunes; cutedsl-bf16 1.085, 1.164
+    # and 1.109, 1.202 against the H200's IEEE-gates tunes (2026-11-23)
+    ("cuda-v4", "float32", 1.02, 1.05),
+    ("cutedsl-bf16", "float32", 1.02, 1.045),
+    ("cutedsl-bf16", "bfloat16", 1.025, 1.14),
 ])
 def test_the_default_model_predicts_the_h200_tables(name, dtype, geomean, worst):
     """The H200 tables were tuned after the model was fitted to the H100's: an out-of-sample test."""
@@ -107,10 +107,12 @@ def test_an_octave_fit_takes_per_octave_the_config_least_slow_over_its_batch_siz
         model_check.fit_octaves({}, "float32", bandwidth, latency)
 
 
-@pytest.mark.parametrize("name", ["fla-recurrent", "cutedsl-bf16"])
+@pytest.mark.parametrize("name", ["fla-recurrent", "cuda-v4", "cutedsl-bf16"])
 def test_the_ladders_are_the_octave_fit_of_the_h100_tune(name):
-    """fla-recurrent's hand-made ladder is what the fit gives; cutedsl-bf16's was written from the
-    fit (``--fit``): after a re-tune of its H100 tables, fit again."""
+    """fla-recurrent's hand-made ladder is what the fit gives; cuda-v4's and cutedsl-bf16's were
+    written from the fit (``--fit``): after a re-tune of their H100 tables, fit again."""
+    if name == "cuda-v4":
+        _require_cuda_v4_build()
     try:
         adapter = model_check.load_adapter(name)
     except ImportError as exc:  # a solution whose packages are not installed here
@@ -220,10 +222,10 @@ def test_the_command_line_names_a_b200_and_refuses_bad_input(capsys):
 #: B200 (8 TB/s), the default model's config and the predicted µs (floor + the H100's and H200's mean t0).
 B200_PAPER = {
     ("fla-recurrent", "float32"): [("bv4/w1", 1.96), ("bv4/w1", 4.51), ("bv8/w1", 12.09)],
-    ("cuda-v4", "float32"): [("r2/noalloc", 1.83), ("r2/noalloc", 4.46), ("r8/nc/l16/w2", 12.15)],
-    ("cutedsl-bf16", "float32"): [("t16/s1/regs/cs/p2", 1.96), ("t16/s1/mix1/cs/p2", 4.55),
-                                  ("t32/s2/mix2/cs/p2", 13.07)],
-    ("cutedsl-bf16", "bfloat16"): [("t16/s2/regs/cs", 2.04), ("t16/s1/regs/cs", 3.89), ("t64/s4/regs/cs/p2", 8.69)],
+    ("cuda-v4", "float32"): [("r4/noalloc/l16/w2", 1.81), ("r4/noalloc/l16/w2", 4.26), ("r16/noalloc/l8/w2", 12.62)],
+    ("cutedsl-bf16", "float32"): [("t16/s1/regs/cs/p2", 1.88), ("t16/s1/mix1/cs/p2", 4.42),
+                                  ("t32/s2/mix2/cs/p2", 12.98)],
+    ("cutedsl-bf16", "bfloat16"): [("t16/s2/regs/cs", 1.87), ("t16/s1/regs/cs", 3.49), ("t64/s4/regs/cs/p2", 8.29)],
 }
 
 

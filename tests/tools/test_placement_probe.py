@@ -13,3 +13,11 @@ def test_the_state_and_its_destination_lie_apart_in_the_pool_at_the_offset(offse
     assert source.start == offset * 256 and source.stop - source.start == count
     assert target.stop - target.start == count and source.stop <= target.start
     assert target.stop <= pool_elements(count)
+
+
+def test_each_subject_prints_under_a_label_of_its_own():
+    from tools.placement_probe import SEPARATE, SEPARATE_WARM, label
+
+    labels = [label(subject) for subject in (*OFFSETS_KIB, SEPARATE, SEPARATE_WARM)]
+    assert len(set(labels)) == len(labels)
+    assert label(64) == "offset    64 KiB:" and SEPARATE_WARM in label(SEPARATE_WARM)

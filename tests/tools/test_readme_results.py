@@ -45,6 +45,23 @@ def test_section_replaced(tmp_path):
     assert readme.read_text() == text
 
 
+def test_every_gpu_gets_its_table_the_latest_first(tmp_path):
+    results = results_with_one_gpu_run(tmp_path)
+    h200 = "NVIDIA H200"
+    traces = [make_floor("w0", {"cupti": 1.5}), make_trace("cuda-v4", "w0", {"cupti": 3.0})]
+    write_run(results, "run2", traces, set_name="sweep", hardware=h200, started="2026-04-06T06:07:00+00:00",
+              commit="4567cdef")
+    write_leaderboard(results)
+    readme = tmp_path / "README.md"
+    readme.write_text(README)
+    assert main(["--readme", str(readme), "--results", str(results)]) == 0
+    section = readme.read_text()
+    assert section.count("python -m tools.readme_results") == 1
+    assert section.index(f"**{h200}**") < section.index(f"**{H100}**")  # the latest run's GPU first
+    assert "| cuda-v4 | sweep | cupti | 1/1 |" in section and "| cuda-v4 | sweep | cupti | 3/3 |" in section
+    assert "4567cdef" in section and "0123abcd" in section
+
+
 @pytest.mark.parametrize("marker", [START_MARKER, END_MARKER])
 def test_missing_marker_is_an_error(tmp_path, capsys, marker):
     results = results_with_one_gpu_run(tmp_path)

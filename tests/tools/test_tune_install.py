@@ -15,6 +15,12 @@ from harness.records.store import read_stored
 from tools.tune import ADAPTERS, install
 
 H200_REPORTS = REPO_ROOT / "results" / "tuning" / "20261123-H200"
+#: solution -> the tune of its installed H200 table: (report folder, the commit it records)
+H200_TUNES = {
+    "fla-recurrent": ("20261123-H200", "b25d6a5b025f"),
+    "cutedsl-bf16": ("20261126-H200-fast-gates", "e8a4397+"),
+    "cuda-v4": ("20261126-H200-fast-gates", "e8a4397+"),
+}
 #: solution -> its H200 table files (relative to its folder) that the install wrote from its report
 H200_FILES = {
     "fla-recurrent": ("launch_tables/NVIDIA-H200.json",),
@@ -55,7 +61,8 @@ def run(argv, tmp_path, capsys) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("name", list(H200_FILES))
 def test_the_committed_h200_files_are_what_install_writes_from_their_report(name, tmp_path, capsys):
-    report = H200_REPORTS / name / "NVIDIA-H200.json"
+    folder_name, commit = H200_TUNES[name]
+    report = REPO_ROOT / "results" / "tuning" / folder_name / name / "NVIDIA-H200.json"
     code, out, err = run([report], tmp_path, capsys)
     assert (code, err) == (0, "")
     folder = next(p for p in (tmp_path / name).iterdir() if p.is_dir())  # the copy the adapter wrote into
@@ -64,7 +71,7 @@ def test_the_committed_h200_files_are_what_install_writes_from_their_report(name
         assert (folder / relative).read_text() == (SOLUTIONS_DIR / name / relative).read_text(), relative
     # the file records the tune (device, commit, command, date, tier) and where its report lies
     text = (folder / H200_FILES[name][0]).read_text()
-    assert "results/tuning/20261123-H200/" in text and "b25d6a5b025f" in text and "NVIDIA H200" in text
+    assert f"results/tuning/{folder_name}/" in text and commit in text and "NVIDIA H200" in text
 
 
 def test_the_h100_files_are_left_alone(tmp_path, capsys):
