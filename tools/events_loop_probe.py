@@ -41,6 +41,10 @@ The next prediction (2026-11-26, before the run that added ``hand-chunked`` and 
 is left at B = 1 is how many calls wait queued, not how many are timed. ``bench_events`` never
 queues more than 20 calls, ``hand-100`` queues all 100: so ``hand-chunked`` and ``hand-20`` read
 within 0.1 µs of ``harness`` at B = 1, and ``hand-100`` stays 0.3 µs or more above them.
+Measured on two H100s (results/proof/20261126-H100-events-chunks): held for ``hand-chunked``
+(0.02-0.05 µs over), for ``hand-20`` in one run of two. On an H200
+(results/proof/20261126-H200-probes-2): ``hand-20`` held (4.224 against 4.224), ``hand-chunked``
+missed by 0.08 (0.18 over); the order of the loops, by how many calls wait queued, was the same.
 """
 
 from __future__ import annotations
