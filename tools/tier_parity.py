@@ -2,7 +2,7 @@
 process, on one GPU in one session (issue #29).
 
     python -m tools.tier_parity --out DIR [--solutions cuda-v4,fla-recurrent] [--batches 1,8,64,512] [--repeats 3]
-                                  [--harness-repeats 1]
+                                  [--harness-repeats 1] [--plain-sets 1]
 
 1. The harness: ``run_local.py --algo SOLUTIONS --workloads sweep --tiers cupti,events,sync,contest``
    in a subprocess of its own, ``--harness-repeats`` times; per (solution, B) each tier's figure,
@@ -31,6 +31,7 @@ process, on one GPU in one session (issue #29).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -103,20 +104,39 @@ def solution_inputs(batch: int):
     return definition, {**inputs, **destinations(definition, workload.axes, "float32", "cuda")}
 
 
-def subject_call(subject: str, batch: int, workdir: Path):
-    """``(fn, args)``: the subject's positional call on the sweep workload of batch ``batch``."""
+def subject_args(subject: str, batch: int) -> tuple:
+    """The positional arguments of one call of the subject on the sweep workload of batch
+    ``batch``: tensors of fresh allocations (so each call of this lies elsewhere in memory)."""
     import torch
 
+    from harness.judge import dps
+
+    if subject == COPY:
+        state = sweep_workload(batch)[2]["state"]
+        return state, torch.empty_like(state)
+    definition, given = solution_inputs(batch)
+    return tuple(given[name] for name in dps.argument_order(definition))
+
+
+def subject_call(subject: str, batch: int, workdir: Path):
+    """``(fn, args)``: the subject's positional call on the sweep workload of batch ``batch``."""
     from harness.judge import dps
     from harness.judge.solutions import load_meta
     from harness.paths import SOLUTIONS_DIR
 
     if subject == COPY:
-        state = sweep_workload(batch)[2]["state"]
-        return (lambda state, target: target.copy_(state)), (state, torch.empty_like(state))
-    definition, given = solution_inputs(batch)
+        return (lambda state, target: target.copy_(state)), subject_args(subject, batch)
+    definition = sweep_workload(batch)[0]
     run = dps.load_entry(load_meta(SOLUTIONS_DIR / subject), definition, workdir)
-    return run, tuple(given[name] for name in dps.argument_order(definition))
+    return run, subject_args(subject, batch)
+
+
+def rotating(fn, arg_sets: list[tuple]):
+    """A callable of no arguments whose k-th call is ``fn(*arg_sets[k % len(arg_sets)])``: the
+    calls take the sets in turn, as the timing core's calls take its buffer sets (up to 8 within
+    2 GiB, harness/judge/core/gdn_core.c), so a median is over as many placements."""
+    turn = itertools.cycle(arg_sets)
+    return lambda: fn(*next(turn))
 
 
 def flashinfer_flush(flush_mb: int | None) -> dict:
@@ -130,10 +150,14 @@ def flashinfer_flush(flush_mb: int | None) -> dict:
 
 
 def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int | None = None,
-                  tiers: tuple[str, ...] = tuple(TARGETS)) -> dict[str, float]:
+                  tiers: tuple[str, ...] = tuple(TARGETS), sets: int = 1) -> dict[str, float]:
     """The plain-process timers (:data:`PLAIN_TIMERS`) of ``tiers`` for one subject at one batch size
     (µs), each after ``warm_s`` seconds of back-to-back flush + call (:func:`warm`; 0: none);
-    FlashInfer's timers flush as :func:`flashinfer_flush` says."""
+    FlashInfer's timers flush as :func:`flashinfer_flush` says. With ``sets`` > 1 the cupti, events
+    and sync timers call :func:`rotating` over that many argument sets of their own allocations, as
+    the harness's tiers take the timing core's buffer sets in turn; the contest timer always gets
+    one set, as flashinfer-bench calls its runnable with the same arguments (and the harness's
+    contest tier does)."""
     import warnings
 
     from flashinfer.testing import bench_gpu_time, bench_gpu_time_with_cuda_event, bench_gpu_time_with_cupti
@@ -170,7 +194,9 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     timers = {Tier.CUPTI: cupti, Tier.CONTEST: contest, Tier.EVENTS: events, Tier.SYNC: sync}
     with tempfile.TemporaryDirectory() as workdir:
         fn, args = subject_call(subject, batch, Path(workdir))
-        return {tier: timers[tier](fn, args) * 1e3 for tier in tiers}
+        turns = (rotating(fn, [args, *(subject_args(subject, batch) for _ in range(sets - 1))]), ()) if sets > 1 \
+            else (fn, args)
+        return {tier: timers[tier](*((fn, args) if tier == Tier.CONTEST else turns)) * 1e3 for tier in tiers}
 
 
 def warm(fn, args: tuple, seconds: float) -> None:
@@ -229,15 +255,15 @@ def extend(found: dict, more: dict) -> dict:
 
 
 def plain_repeats(subjects: list[str], batches: list[int], repeats: int, warm_s: float,
-                  flush_mb: int | None = None) -> dict:
+                  flush_mb: int | None = None, sets: int = 1) -> dict:
     """``{(subject, B): {tier: [µs per repeat]}}``: :func:`plain_figures` ``repeats`` times for each
-    subject and batch size, each in a fresh process, the repeats in rounds over all of them (so a
-    drift of the machine spreads over every point rather than one)."""
+    subject and batch size (over ``sets`` argument sets), each in a fresh process, the repeats in
+    rounds over all of them (so a drift of the machine spreads over every point rather than one)."""
     found: dict = {}
     for _ in range(repeats):
         for subject in subjects:
             for batch in batches:
-                figures = in_fresh_process(plain_figures, subject, batch, warm_s, flush_mb)
+                figures = in_fresh_process(plain_figures, subject, batch, warm_s, flush_mb, tuple(TARGETS), sets)
                 extend(found, {(subject, batch): {tier: [value] for tier, value in figures.items()}})
     return found
 
@@ -251,6 +277,9 @@ def write_report(out: Path, report: dict) -> None:
     lines += [f"* `{tier}`: {timer}" for tier, timer in PLAIN_TIMERS.items()]
     lines += ["", f"Each plain timer (each trial) after {report.get('plain_warm_s', 0)} s of back-to-back flush + call "
                   "(the clock warm-up every harness tier gets)."]
+    if report.get("plain_sets", 1) > 1:
+        lines += ["", f"The plain cupti, events and sync timers took {report['plain_sets']} argument sets of their own "
+                      "allocations in turn, as the timing core takes its buffer sets; the contest timer one."]
     if report.get("plain_flush_mb"):
         lines += ["", f"A probe: FlashInfer's timers in the plain process flushed {report['plain_flush_mb']} MB "
                       "(as the harness does), not their own 2 x L2."]
@@ -278,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plain-flush-mb", type=int, default=None,
                         help="a probe: FlashInfer's timers in the plain process flush this many MB (256: as the "
                              "harness does) instead of their own 2 x L2")
+    parser.add_argument("--plain-sets", type=int, default=1,
+                        help="argument sets the plain cupti, events and sync timers take in turn, each of its own "
+                             "allocations (default: %(default)s; the timing core takes up to 8: where buffers lie "
+                             "moves a B <= 8 figure by 2-8%%, docs/timing.md)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="plain-process repeats per point, in rounds; the plain figure is their median "
                              "(default: %(default)s; 1: the runs before 2026-11-26)")
@@ -300,13 +333,14 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory() as scratch:
                 extend(harness, harness_run(solutions, set(batches), Path(scratch)))
         if round_ < max(1, args.repeats):
-            extend(plain, plain_repeats([COPY, *solutions], batches, 1, args.warm_seconds, args.plain_flush_mb))
+            extend(plain, plain_repeats([COPY, *solutions], batches, 1, args.warm_seconds, args.plain_flush_mb,
+                                        max(1, args.plain_sets)))
     rows = compare(harness, plain)
     report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
               "hardware": hardware_name("cuda"), "command": "python -m tools.tier_parity " + " ".join(argv or sys.argv[1:]),
               "plain_timers": {str(t): v for t, v in PLAIN_TIMERS.items()}, "plain_warm_s": args.warm_seconds,
               "plain_repeats": max(1, args.repeats), "harness_repeats": max(1, args.harness_repeats),
-              "plain_flush_mb": args.plain_flush_mb,
+              "plain_flush_mb": args.plain_flush_mb, "plain_sets": max(1, args.plain_sets),
               "rows": rows}
     write_report(args.out, report)
     print((args.out / "tier_parity.md").read_text())

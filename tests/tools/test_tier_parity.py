@@ -50,8 +50,8 @@ def test_plain_repeats_run_in_rounds_over_every_point(monkeypatch):
 
     calls = []
 
-    def fake(fn, subject, batch, warm_s, flush_mb):
-        assert flush_mb == 256
+    def fake(fn, subject, batch, warm_s, flush_mb, tiers, sets):
+        assert flush_mb == 256 and sets == 1
         calls.append((subject, batch))
         return {"sync": float(len(calls))}
 
@@ -110,3 +110,40 @@ def test_plain_figures_times_only_the_tiers_asked_and_a_flush_size_reaches_the_e
     called.clear()
     assert parity.plain_figures("copy", 1)["sync"] == 15.0  # all four by default, FlashInfer's own flush
     assert [name for name, _ in called] == ["with_cupti"] * 4 + ["bench_gpu_time"] + ["time_runnable"] * 3
+
+
+def test_rotating_takes_the_argument_sets_in_turn():
+    from tools.tier_parity import rotating
+
+    seen = []
+    call = rotating(lambda *args: seen.append(args), [("a", 1), ("b", 2), ("c", 3)])
+    for _ in range(4):
+        call()
+    assert seen == [("a", 1), ("b", 2), ("c", 3), ("a", 1)]
+
+
+def test_with_several_sets_every_timer_but_contest_takes_them_in_turn(monkeypatch):
+    import sys
+    import types
+
+    import tools.tier_parity as parity
+
+    given = []  # what each timer was handed: the call's args, and what one call of fn saw
+    record = lambda name: lambda fn, input_args=(), **kw: given.append((name, input_args, fn(*input_args))) or [0.002]  # noqa: E731
+    testing = types.ModuleType("flashinfer.testing")
+    testing.bench_gpu_time, testing.bench_gpu_time_with_cupti = record("events"), record("cupti")
+    testing.bench_gpu_time_with_cuda_event = record("events with a flush size")  # not reached: FlashInfer's own flush
+    timing = types.ModuleType("flashinfer_bench.bench.timing")
+    timing.time_runnable = lambda fn, args, *rest: given.append(("sync", tuple(args), fn(*args))) or 0.015
+    monkeypatch.setitem(sys.modules, "flashinfer.testing", testing)
+    monkeypatch.setitem(sys.modules, "flashinfer_bench.bench.timing", timing)
+    monkeypatch.setattr(parity, "subject_call", lambda subject, batch, workdir: (lambda x: x, ("set 0",)))
+    made = iter(["set 1", "set 2"])
+    monkeypatch.setattr(parity, "subject_args", lambda subject, batch: (next(made),))
+
+    parity.plain_figures("copy", 1, 0.0, None, ("cupti", "contest", "events", "sync"), sets=3)
+    # the contest timer (FlashInfer's CUPTI timer, three trials) is handed the first set itself
+    assert [entry for entry in given if entry[1]] == [("cupti", ("set 0",), "set 0")] * 3
+    rotated = [entry for entry in given if not entry[1]]
+    assert [name for name, _, _ in rotated] == ["cupti", "events", "sync", "sync", "sync"]
+    assert [seen for _, _, seen in rotated] == ["set 0", "set 1", "set 2", "set 0", "set 1"]
