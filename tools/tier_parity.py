@@ -2,7 +2,7 @@
 process, on one GPU in one session (issue #29).
 
     python -m tools.tier_parity --out DIR [--solutions cuda-v4,fla-recurrent] [--batches 1,8,64,512] [--repeats 3]
-                                  [--harness-repeats 1] [--plain-sets 1]
+                                  [--harness-repeats 1] [--plain-sets N]
 
 1. The harness: ``run_local.py --algo SOLUTIONS --workloads sweep --tiers cupti,events,sync,contest``
    in a subprocess of its own, ``--harness-repeats`` times; per (solution, B) each tier's figure,
@@ -53,6 +53,9 @@ PLAIN_TIMERS = {
     Tier.EVENTS: "flashinfer.testing.bench_gpu_time(fn, enable_cupti=False, use_cuda_graph=False, cold_l2_cache=True), median",
     Tier.SYNC: "flashinfer_bench 0.1.2 bench.timing.time_runnable(fn, args, 10, 50), mean of 3",
 }
+#: The timing core's buffer sets (``MAX_SETS``, ``SET_BYTES`` of harness/judge/core/gdn_core.c; a test
+#: reads them there): a workload's calls take up to 8 sets in turn, all within 2 GiB.
+CORE_MAX_SETS, CORE_SET_BYTES = 8, 2 << 30
 COPY = "copy"
 #: The floor's copy the plain process times too (harness/judge/floor.py).
 COPY_METHOD = "torch copy_"
@@ -131,6 +134,14 @@ def subject_call(subject: str, batch: int, workdir: Path):
     return run, subject_args(subject, batch)
 
 
+def core_sets(args: tuple) -> int:
+    """How many buffer sets the timing core takes in turn for a call of these arguments (its rule:
+    as many as fit :data:`CORE_SET_BYTES`, at most :data:`CORE_MAX_SETS`, at least one; one for
+    arguments of no bytes)."""
+    per_set = sum(a.numel() * a.element_size() for a in args if hasattr(a, "numel"))
+    return max(1, min(CORE_MAX_SETS, CORE_SET_BYTES // per_set)) if per_set else 1
+
+
 def rotating(fn, arg_sets: list[tuple]):
     """A callable of no arguments whose k-th call is ``fn(*arg_sets[k % len(arg_sets)])``: the
     calls take the sets in turn, as the timing core's calls take its buffer sets (up to 8 within
@@ -150,14 +161,15 @@ def flashinfer_flush(flush_mb: int | None) -> dict:
 
 
 def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int | None = None,
-                  tiers: tuple[str, ...] = tuple(TARGETS), sets: int = 1) -> dict[str, float]:
+                  tiers: tuple[str, ...] = tuple(TARGETS), sets: int | None = None) -> dict[str, float]:
     """The plain-process timers (:data:`PLAIN_TIMERS`) of ``tiers`` for one subject at one batch size
     (µs), each after ``warm_s`` seconds of back-to-back flush + call (:func:`warm`; 0: none);
-    FlashInfer's timers flush as :func:`flashinfer_flush` says. With ``sets`` > 1 the cupti, events
-    and sync timers call :func:`rotating` over that many argument sets of their own allocations, as
-    the harness's tiers take the timing core's buffer sets in turn; the contest timer always gets
-    one set, as flashinfer-bench calls its runnable with the same arguments (and the harness's
-    contest tier does)."""
+    FlashInfer's timers flush as :func:`flashinfer_flush` says. The cupti, events and sync timers
+    call :func:`rotating` over ``sets`` argument sets of their own allocations (None: as many as the
+    timing core takes, :func:`core_sets`), as the harness's tiers take the core's buffer sets in
+    turn: where buffers lie moves a B <= 8 figure by 2-8% (docs/timing.md), so both sides' medians
+    are over as many placements. The contest timer always gets one set, as flashinfer-bench calls
+    its runnable with the same arguments (and the harness's contest tier does)."""
     import warnings
 
     from flashinfer.testing import bench_gpu_time, bench_gpu_time_with_cuda_event, bench_gpu_time_with_cupti
@@ -194,6 +206,7 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     timers = {Tier.CUPTI: cupti, Tier.CONTEST: contest, Tier.EVENTS: events, Tier.SYNC: sync}
     with tempfile.TemporaryDirectory() as workdir:
         fn, args = subject_call(subject, batch, Path(workdir))
+        sets = core_sets(args) if sets is None else sets
         turns = (rotating(fn, [args, *(subject_args(subject, batch) for _ in range(sets - 1))]), ()) if sets > 1 \
             else (fn, args)
         return {tier: timers[tier](*((fn, args) if tier == Tier.CONTEST else turns)) * 1e3 for tier in tiers}
@@ -255,7 +268,7 @@ def extend(found: dict, more: dict) -> dict:
 
 
 def plain_repeats(subjects: list[str], batches: list[int], repeats: int, warm_s: float,
-                  flush_mb: int | None = None, sets: int = 1) -> dict:
+                  flush_mb: int | None = None, sets: int | None = None) -> dict:
     """``{(subject, B): {tier: [µs per repeat]}}``: :func:`plain_figures` ``repeats`` times for each
     subject and batch size (over ``sets`` argument sets), each in a fresh process, the repeats in
     rounds over all of them (so a drift of the machine spreads over every point rather than one)."""
@@ -277,9 +290,10 @@ def write_report(out: Path, report: dict) -> None:
     lines += [f"* `{tier}`: {timer}" for tier, timer in PLAIN_TIMERS.items()]
     lines += ["", f"Each plain timer (each trial) after {report.get('plain_warm_s', 0)} s of back-to-back flush + call "
                   "(the clock warm-up every harness tier gets)."]
-    if report.get("plain_sets", 1) > 1:
-        lines += ["", f"The plain cupti, events and sync timers took {report['plain_sets']} argument sets of their own "
-                      "allocations in turn, as the timing core takes its buffer sets; the contest timer one."]
+    sets = report.get("plain_sets", 1)
+    if sets != 1:
+        lines += ["", f"The plain cupti, events and sync timers took {sets} argument sets (each of its own allocations) "
+                      "in turn, as the timing core takes its buffer sets (up to 8 within 2 GiB); the contest timer one."]
     if report.get("plain_flush_mb"):
         lines += ["", f"A probe: FlashInfer's timers in the plain process flushed {report['plain_flush_mb']} MB "
                       "(as the harness does), not their own 2 x L2."]
@@ -307,10 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plain-flush-mb", type=int, default=None,
                         help="a probe: FlashInfer's timers in the plain process flush this many MB (256: as the "
                              "harness does) instead of their own 2 x L2")
-    parser.add_argument("--plain-sets", type=int, default=1,
+    parser.add_argument("--plain-sets", type=int, default=None,
                         help="argument sets the plain cupti, events and sync timers take in turn, each of its own "
-                             "allocations (default: %(default)s; the timing core takes up to 8: where buffers lie "
-                             "moves a B <= 8 figure by 2-8%%, docs/timing.md)")
+                             "allocations (default: as many as the timing core takes, up to 8 within 2 GiB; 1: the "
+                             "runs before 2026-11-26; where buffers lie moves a B <= 8 figure by 2-8%%, docs/timing.md)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="plain-process repeats per point, in rounds; the plain figure is their median "
                              "(default: %(default)s; 1: the runs before 2026-11-26)")
@@ -334,13 +348,13 @@ def main(argv: list[str] | None = None) -> int:
                 extend(harness, harness_run(solutions, set(batches), Path(scratch)))
         if round_ < max(1, args.repeats):
             extend(plain, plain_repeats([COPY, *solutions], batches, 1, args.warm_seconds, args.plain_flush_mb,
-                                        max(1, args.plain_sets)))
+                                        args.plain_sets and max(1, args.plain_sets)))
     rows = compare(harness, plain)
     report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
               "hardware": hardware_name("cuda"), "command": "python -m tools.tier_parity " + " ".join(argv or sys.argv[1:]),
               "plain_timers": {str(t): v for t, v in PLAIN_TIMERS.items()}, "plain_warm_s": args.warm_seconds,
               "plain_repeats": max(1, args.repeats), "harness_repeats": max(1, args.harness_repeats),
-              "plain_flush_mb": args.plain_flush_mb, "plain_sets": max(1, args.plain_sets),
+              "plain_flush_mb": args.plain_flush_mb, "plain_sets": args.plain_sets or "the core's",
               "rows": rows}
     write_report(args.out, report)
     print((args.out / "tier_parity.md").read_text())

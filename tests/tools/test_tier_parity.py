@@ -51,7 +51,7 @@ def test_plain_repeats_run_in_rounds_over_every_point(monkeypatch):
     calls = []
 
     def fake(fn, subject, batch, warm_s, flush_mb, tiers, sets):
-        assert flush_mb == 256 and sets == 1
+        assert flush_mb == 256 and sets is None  # as many sets as the timing core takes
         calls.append((subject, batch))
         return {"sync": float(len(calls))}
 
@@ -129,7 +129,12 @@ def test_with_several_sets_every_timer_but_contest_takes_them_in_turn(monkeypatc
     import tools.tier_parity as parity
 
     given = []  # what each timer was handed: the call's args, and what one call of fn saw
-    record = lambda name: lambda fn, input_args=(), **kw: given.append((name, input_args, fn(*input_args))) or [0.002]  # noqa: E731
+
+    def record(name):
+        def timer(fn, input_args=(), **kw):
+            given.append((name, input_args, fn(*input_args)))
+            return [0.002]
+        return timer
     testing = types.ModuleType("flashinfer.testing")
     testing.bench_gpu_time, testing.bench_gpu_time_with_cupti = record("events"), record("cupti")
     testing.bench_gpu_time_with_cuda_event = record("events with a flush size")  # not reached: FlashInfer's own flush
@@ -147,3 +152,27 @@ def test_with_several_sets_every_timer_but_contest_takes_them_in_turn(monkeypatc
     rotated = [entry for entry in given if not entry[1]]
     assert [name for name, _, _ in rotated] == ["cupti", "events", "sync", "sync", "sync"]
     assert [seen for _, _, seen in rotated] == ["set 0", "set 1", "set 2", "set 0", "set 1"]
+
+
+def test_the_plain_side_takes_as_many_sets_as_the_timing_core():
+    import re
+
+    import torch
+
+    from harness.paths import REPO_ROOT
+    from tools.tier_parity import CORE_MAX_SETS, CORE_SET_BYTES, core_sets
+
+    source = (REPO_ROOT / "harness" / "judge" / "core" / "gdn_core.c").read_text()
+    assert int(re.search(r"#define MAX_SETS (\d+)", source).group(1)) == CORE_MAX_SETS
+    assert re.search(r"#define SET_BYTES \(\(size_t\)(\d+) << (\d+)\)", source).groups() == ("2", "30")
+    assert CORE_SET_BYTES == 2 << 30
+    big = types_like(256 << 20)  # sizes only: a B = 512 fp32 state and its destination are 256 MiB each
+    assert core_sets((big, big)) == 4 and core_sets((types_like(4 << 20),) * 2) == 8  # B = 8: eight sets
+    assert core_sets((types_like(3 << 30),)) == 1 and core_sets((torch.empty(0), 1.0)) == 1  # no bytes: one
+
+
+def types_like(nbytes: int):
+    """A stand-in tensor of ``nbytes`` bytes (numel and element_size only)."""
+    import types
+
+    return types.SimpleNamespace(numel=lambda: nbytes // 4, element_size=lambda: 4)
