@@ -9,7 +9,9 @@ process, on one GPU in one session (issue #29).
    and for the copy the floor's torch ``copy_`` (the copy the plain process times too).
 2. A plain process per (subject, B) (spawned: one CUPTI client each), the subject called through
    the positional DPS entry the judge calls (:mod:`harness.judge.dps`) on the workload's trial-0
-   inputs, timed with the timers the tiers name (:data:`PLAIN_TIMERS`):
+   inputs (the cupti, events and sync timers over ``--plain-sets`` copies of them in turn, by
+   default as many as the timing core's buffer sets: :func:`plain_figures`), timed with the
+   timers the tiers name (:data:`PLAIN_TIMERS`):
 
    * ``cupti``: ``flashinfer.testing.bench_gpu_time_with_cupti(fn, cold_l2_cache=True)``, median;
    * ``contest``: the same timer with flashinfer-bench main's settings (:data:`CONTEST_SETTINGS`),
