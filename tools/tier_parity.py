@@ -144,6 +144,12 @@ def core_sets(args: tuple) -> int:
     return max(1, min(CORE_MAX_SETS, CORE_SET_BYTES // per_set)) if per_set else 1
 
 
+def fresh_copies(args: tuple) -> tuple:
+    """``args`` with every tensor cloned into an allocation of its own (on its device; a clone is a
+    GPU copy, where making the workload's inputs again would run its generator on the CPU)."""
+    return tuple(a.clone() if hasattr(a, "clone") else a for a in args)
+
+
 def rotating(fn, arg_sets: list[tuple]):
     """A callable of no arguments whose k-th call is ``fn(*arg_sets[k % len(arg_sets)])``: the
     calls take the sets in turn, as the timing core's calls take its buffer sets (up to 8 within
@@ -209,8 +215,7 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     with tempfile.TemporaryDirectory() as workdir:
         fn, args = subject_call(subject, batch, Path(workdir))
         sets = core_sets(args) if sets is None else sets
-        turns = (rotating(fn, [args, *(subject_args(subject, batch) for _ in range(sets - 1))]), ()) if sets > 1 \
-            else (fn, args)
+        turns = (rotating(fn, [args, *(fresh_copies(args) for _ in range(sets - 1))]), ()) if sets > 1 else (fn, args)
         return {tier: timers[tier](*((fn, args) if tier == Tier.CONTEST else turns)) * 1e3 for tier in tiers}
 
 

@@ -144,7 +144,7 @@ def test_with_several_sets_every_timer_but_contest_takes_them_in_turn(monkeypatc
     monkeypatch.setitem(sys.modules, "flashinfer_bench.bench.timing", timing)
     monkeypatch.setattr(parity, "subject_call", lambda subject, batch, workdir: (lambda x: x, ("set 0",)))
     made = iter(["set 1", "set 2"])
-    monkeypatch.setattr(parity, "subject_args", lambda subject, batch: (next(made),))
+    monkeypatch.setattr(parity, "fresh_copies", lambda args: (next(made),))
 
     parity.plain_figures("copy", 1, 0.0, None, ("cupti", "contest", "events", "sync"), sets=3)
     # the contest timer (FlashInfer's CUPTI timer, three trials) is handed the first set itself
@@ -176,3 +176,13 @@ def types_like(nbytes: int):
     import types
 
     return types.SimpleNamespace(numel=lambda: nbytes // 4, element_size=lambda: 4)
+
+
+def test_fresh_copies_clone_every_tensor_and_keep_the_rest():
+    import torch
+
+    from tools.tier_parity import fresh_copies
+
+    state, scale = torch.arange(4.0), 0.5
+    copied = fresh_copies((state, scale))
+    assert torch.equal(copied[0], state) and copied[0].data_ptr() != state.data_ptr() and copied[1] == scale
