@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import statistics
 import sys
+import tempfile
+from pathlib import Path
 
 from tools.probe_cli import run_probe
 
@@ -64,13 +66,13 @@ def copy_times_us(batch: int, repeats: int) -> dict[int | str, list[float]]:
     from flashinfer.testing import bench_gpu_time_with_cupti
 
     from harness.judge.timing import TimingConfig
-    from tools.tier_parity import sweep_workload, warm
+    from tools.tier_parity import COPY, subject_call, warm
 
-    state = sweep_workload(batch)[2]["state"]  # the state tier_parity's copy copies
+    with tempfile.TemporaryDirectory() as workdir:  # tier_parity's copy: its call, its state and its destination
+        copy, apart = subject_call(COPY, batch, Path(workdir))
+    state = apart[0]
     count = state.numel()
     pool = torch.empty(pool_elements(count), dtype=torch.float32, device="cuda")
-    apart = (state, torch.empty_like(state))  # tier_parity's subject_call, buffer for buffer
-    copy = lambda s, t: t.copy_(s)  # noqa: E731
     found: dict[int | str, list[float]] = {offset: [] for offset in (*OFFSETS_KIB, SEPARATE, SEPARATE_WARM)}
 
     def time_us(args) -> float:

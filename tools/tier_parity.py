@@ -109,31 +109,20 @@ def solution_inputs(batch: int):
     return definition, {**inputs, **destinations(definition, workload.axes, "float32", "cuda")}
 
 
-def subject_args(subject: str, batch: int) -> tuple:
-    """The positional arguments of one call of the subject on the sweep workload of batch
-    ``batch``: tensors of fresh allocations (so each call of this lies elsewhere in memory)."""
-    import torch
-
-    from harness.judge import dps
-
-    if subject == COPY:
-        state = sweep_workload(batch)[2]["state"]
-        return state, torch.empty_like(state)
-    definition, given = solution_inputs(batch)
-    return tuple(given[name] for name in dps.argument_order(definition))
-
-
 def subject_call(subject: str, batch: int, workdir: Path):
     """``(fn, args)``: the subject's positional call on the sweep workload of batch ``batch``."""
+    import torch
+
     from harness.judge import dps
     from harness.judge.solutions import load_meta
     from harness.paths import SOLUTIONS_DIR
 
     if subject == COPY:
-        return (lambda state, target: target.copy_(state)), subject_args(subject, batch)
-    definition = sweep_workload(batch)[0]
+        state = sweep_workload(batch)[2]["state"]
+        return (lambda state, target: target.copy_(state)), (state, torch.empty_like(state))
+    definition, given = solution_inputs(batch)
     run = dps.load_entry(load_meta(SOLUTIONS_DIR / subject), definition, workdir)
-    return run, subject_args(subject, batch)
+    return run, tuple(given[name] for name in dps.argument_order(definition))
 
 
 def core_sets(args: tuple) -> int:
@@ -347,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: the tier parity check needs a CUDA GPU", file=sys.stderr)
         return 2
     solutions = [s for s in args.solutions.split(",") if s]
+    plain_sets = None if args.plain_sets is None else max(1, args.plain_sets)  # None: the core's count per point
     batches = sorted({int(b) for b in args.batches.split(",")})
     harness, plain = {}, {}
     for round_ in range(max(args.harness_repeats, args.repeats, 1)):  # harness and plain in rounds: drift spreads
@@ -355,13 +345,13 @@ def main(argv: list[str] | None = None) -> int:
                 extend(harness, harness_run(solutions, set(batches), Path(scratch)))
         if round_ < max(1, args.repeats):
             extend(plain, plain_repeats([COPY, *solutions], batches, 1, args.warm_seconds, args.plain_flush_mb,
-                                        args.plain_sets and max(1, args.plain_sets)))
+                                        plain_sets))
     rows = compare(harness, plain)
     report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
               "hardware": hardware_name("cuda"), "command": "python -m tools.tier_parity " + " ".join(argv or sys.argv[1:]),
               "plain_timers": {str(t): v for t, v in PLAIN_TIMERS.items()}, "plain_warm_s": args.warm_seconds,
               "plain_repeats": max(1, args.repeats), "harness_repeats": max(1, args.harness_repeats),
-              "plain_flush_mb": args.plain_flush_mb, "plain_sets": args.plain_sets or "the core's",
+              "plain_flush_mb": args.plain_flush_mb, "plain_sets": "the core's" if plain_sets is None else plain_sets,
               "rows": rows}
     write_report(args.out, report)
     print((args.out / "tier_parity.md").read_text())
