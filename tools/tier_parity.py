@@ -42,6 +42,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.facts import Tier
+from harness.judge.core import buffer_sets
 from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, SYNC_TRIALS, SYNC_WARMUP, TimingConfig
 from harness.records.store import load_run
 from tools.timing_proof import in_fresh_process, run_local
@@ -55,9 +56,6 @@ PLAIN_TIMERS = {
     Tier.EVENTS: "flashinfer.testing.bench_gpu_time(fn, enable_cupti=False, use_cuda_graph=False, cold_l2_cache=True), median",
     Tier.SYNC: "flashinfer_bench 0.1.2 bench.timing.time_runnable(fn, args, 10, 50), mean of 3",
 }
-#: The timing core's buffer sets (``MAX_SETS``, ``SET_BYTES`` of harness/judge/core/gdn_core.c; a test
-#: reads them there): a workload's calls take up to 8 sets in turn, all within 2 GiB.
-CORE_MAX_SETS, CORE_SET_BYTES = 8, 2 << 30
 COPY = "copy"
 #: The floor's copy the plain process times too (harness/judge/floor.py).
 COPY_METHOD = "torch copy_"
@@ -126,11 +124,9 @@ def subject_call(subject: str, batch: int, workdir: Path):
 
 
 def core_sets(args: tuple) -> int:
-    """How many buffer sets the timing core takes in turn for a call of these arguments (its rule:
-    as many as fit :data:`CORE_SET_BYTES`, at most :data:`CORE_MAX_SETS`, at least one; one for
-    arguments of no bytes)."""
-    per_set = sum(a.numel() * a.element_size() for a in args if hasattr(a, "numel"))
-    return max(1, min(CORE_MAX_SETS, CORE_SET_BYTES // per_set)) if per_set else 1
+    """How many buffer sets the timing core takes in turn for a call of these arguments
+    (:func:`harness.judge.core.buffer_sets` of their bytes)."""
+    return buffer_sets(sum(a.numel() * a.element_size() for a in args if hasattr(a, "numel")))
 
 
 def fresh_copies(args: tuple) -> tuple:

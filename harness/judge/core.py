@@ -79,6 +79,21 @@ UNTIMED_CHUNK = -1.0
 #: f64 figures a result carries per call: sample, host time, CUPTI span, CUPTI records, events' bracket.
 PER_CALL_FIGURES = 5
 MAGIC = 0x43444E47
+#: As in gdn_core.c (``MAX_SETS``, ``SET_BYTES``; a test reads them there): a workload's calls take
+#: up to 8 buffer sets in turn, all within 2 GiB, so a figure is a median over as many placements
+#: (where a buffer lies moves a B <= 8 figure by 2-8 %, docs/timing.md).
+MAX_SETS, SET_BYTES = 8, 2 << 30
+
+
+def buffer_sets(nbytes_per_set: int, on_gpu: bool = True) -> int:
+    """How many buffer sets the timing core takes in turn for calls that move ``nbytes_per_set``
+    bytes of buffers (every input and output of one call): as many as fit :data:`SET_BYTES`, at
+    most :data:`MAX_SETS`, at least one; one on the CPU (no placement to vary) or for no bytes.
+    gdn_core.c's ``sets_for_workload``, which the copy floor and ``tools.tier_parity`` follow so
+    that every median they compare is over as many placements."""
+    if not on_gpu or nbytes_per_set <= 0:
+        return 1
+    return max(1, min(MAX_SETS, SET_BYTES // nbytes_per_set))
 _RESULT_HEAD = struct.Struct("<IQIIQIIIdQ")
 
 

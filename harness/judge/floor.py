@@ -12,7 +12,9 @@ takes the best per (workload, state dtype, tier). On a CPU run torch's copy is
 the only one: under Triton's interpreter a kernel is a Python loop, no copy.
 
 The judge measures the copies in its own process, before any worker starts,
-and uses them twice: as the denominator of ``× copy floor``, and as the limit
+over as many buffer sets in turn as the timing core gives a solution's calls of
+the same bytes (:func:`floor_buffer_sets`), so the floor and the kernels it
+divides are medians over as many placements. It uses them twice: as the denominator of ``× copy floor``, and as the limit
 below which a figure is rejected (:data:`FLOOR_MARGINS`, :func:`physical_limit_us`,
 docs/judging.md).
 
@@ -34,6 +36,7 @@ import torch
 from harness.data.definition import TORCH_DTYPES
 from harness.data.workloads import Workload, build_inputs
 from harness.facts import HEADLINE_TIERS, Tier
+from harness.judge.core import buffer_sets
 from harness.judge.timing import TierUnavailable, TimingConfig, measure
 from harness.judge.timing.tiers import describe_timer
 from harness.records.trace import Environment, FloorMeasurement, TierFigure
@@ -87,14 +90,20 @@ def one_thread_on_the_cpu(device: str):
 _RAISED: dict[str, str] = {}
 
 
+#: One buffer set of the floor, in a copy's argument order: ``state`` the source (None for a
+#: fill), ``new_state`` the destination. A dict, so the sync tier clones both as flashinfer-bench
+#: clones a definition's arguments (:func:`harness.judge.timing.measure`, ``positional``).
+BufferSet = dict[str, torch.Tensor | None]
+
+
 @dataclass
 class Copy:
-    """One way of moving the floor's bytes: its ``method`` name, the call timed (it takes the
-    source, None for a fill), the tiers it is timed with, and for a candidate of ours a first
-    call that says what it got wrong (None: the bytes are right)."""
+    """One way of moving the floor's bytes: its ``method`` name, the call timed (it takes one
+    :data:`BufferSet`'s source and destination), the tiers it is timed with, and for a candidate of ours a first call that
+    says what it got wrong (None: the bytes are right)."""
 
     method: str
-    call: Callable[[torch.Tensor | None], object]
+    call: Callable[[torch.Tensor | None, torch.Tensor], object]
     tiers: tuple[str, ...]
     first_call: Callable[[], str | None] | None = None
 
@@ -113,17 +122,19 @@ def candidate_tiers(tiers, measured: dict[str, TierFigure]) -> tuple[str, ...]:
 
 def triton_copies(source: torch.Tensor | None, target: torch.Tensor, tiers: tuple[str, ...]) -> list[Copy]:
     """The Triton streaming copies (fills, without a source) of ``target``'s bytes
-    (:func:`harness.judge.stream_copy.candidate_configs`); none where Triton is not installed."""
+    (:func:`harness.judge.stream_copy.candidate_configs`); none where Triton is not installed.
+    Each copy's first call checks it on ``source`` and ``target``; its timed calls take the
+    buffer set they are handed."""
     try:
         from harness.judge import stream_copy
     except ImportError:  # an optional extra: the floor is then torch's copy alone, as its methods say
         return []
     configs = stream_copy.candidate_configs(target.numel() * target.element_size())
     if source is None:
-        return [Copy(f"{c.method('fill')} (no state input)", lambda s, c=c: stream_copy.stream_fill_zero(target, c),
+        return [Copy(f"{c.method('fill')} (no state input)", lambda s, t, c=c: stream_copy.stream_fill_zero(t, c),
                      tiers, lambda c=c: _first_call(lambda: stream_copy.stream_fill_zero(target, c),
                                                     target, torch.zeros_like(target))) for c in configs]
-    return [Copy(c.method(), lambda s, c=c: stream_copy.stream_copy(s, target, c), tiers,
+    return [Copy(c.method(), lambda s, t, c=c: stream_copy.stream_copy(s, t, c), tiers,
                  lambda c=c: _first_call(lambda: stream_copy.stream_copy(source, target, c), target, source))
             for c in configs]
 
@@ -153,25 +164,42 @@ def measure_floor(definition, workload: Workload, stored: dict, state_dtype: str
         shape = definition.shape_of(definition.outputs["new_state"], workload.axes)
         target = torch.empty(shape, dtype=TORCH_DTYPES[state_dtype], device=device)
         nbytes = target.numel() * target.element_size()
-        first = Copy("torch zero_ (no state input)", lambda s: target.zero_(), tuple(tiers))
+        first = Copy("torch zero_ (no state input)", lambda s, t: t.zero_(), tuple(tiers))
     else:
         state = state.to(TORCH_DTYPES[state_dtype])
         target = torch.empty_like(state)
         nbytes = 2 * state.numel() * state.element_size()
-        first = Copy("torch copy_", lambda s: target.copy_(s), tuple(tiers))
-    floors = [_time_copy(first, state, nbytes, device, timing, flush)]
+        first = Copy("torch copy_", lambda s, t: t.copy_(s), tuple(tiers))
+    sets = floor_buffer_sets(state, target)
+    floors = [_time_copy(first, sets, nbytes, device, timing, flush)]
     others = candidate_tiers(tiers, floors[0][1])
     if str(device).startswith("cuda") and others:  # on a CPU, Triton's interpreter is no copy
-        floors += [_time_copy(c, state, nbytes, device, timing, flush) for c in triton_copies(state, target, others)]
+        floors += [_time_copy(c, sets, nbytes, device, timing, flush) for c in triton_copies(state, target, others)]
     stamp, group = datetime.now(timezone.utc).isoformat(timespec="seconds"), uuid.uuid4().hex[:16]
     return [FloorMeasurement(workload=workload.uuid, batch_size=workload.batch_size, state_dtype=state_dtype,
                              nbytes=nbytes, method=method, best_of=group, tiers=figures, environment=environment,
                              timestamp=stamp) for method, figures in floors]
 
 
-def _time_copy(copy: Copy, state: torch.Tensor | None, nbytes: int, device: str, timing: TimingConfig,
+def floor_buffer_sets(state: torch.Tensor | None, target: torch.Tensor) -> list[BufferSet]:
+    """The buffer sets the floor's calls take in turn: ``(state, target)`` first, then clones of
+    the state and new destinations, each an allocation of its own, as many sets in all as the
+    timing core gives calls that move the same bytes (:func:`harness.judge.core.buffer_sets`: up to
+    8 within 2 GiB; one on a CPU). Where a buffer lies moves a B <= 8 copy by 2-8 % on an H100 or
+    H200, and the kernels a floor divides are medians over the core's sets, so the floor is a
+    median over as many placements, not over the one its first allocation got
+    (docs/timing.md, "The offset is where the buffers lie")."""
+    nbytes = sum(t.numel() * t.element_size() for t in (state, target) if t is not None)
+    count = buffer_sets(nbytes, on_gpu=target.is_cuda)
+    fresh = [{"state": None if state is None else state.clone(), "new_state": torch.empty_like(target)}
+             for _ in range(count - 1)]
+    return [{"state": state, "new_state": target}, *fresh]
+
+
+def _time_copy(copy: Copy, sets: list[BufferSet], nbytes: int, device: str, timing: TimingConfig,
                flush) -> tuple[str, dict[str, TierFigure]]:
-    """``copy``'s figures in its tiers (:func:`measure`), after its checked first call where it has one."""
+    """``copy``'s figures in its tiers (:func:`measure`) over ``sets`` in turn (warm-up calls on
+    the first), after its checked first call where it has one."""
     wrong = _RAISED.get(copy.method)
     try:
         wrong = wrong or (copy.first_call() if copy.first_call else None)
@@ -180,8 +208,12 @@ def _time_copy(copy: Copy, state: torch.Tensor | None, nbytes: int, device: str,
     if wrong:
         return copy.method, {t: TierFigure(tier=t, available=False, reason=wrong) for t in copy.tiers}
     with one_thread_on_the_cpu(device):
-        return copy.method, {tier: tier_figure(tier, measure(tier, copy.call, lambda index=None: state, flush, device,
-                                                             timing), nbytes, timer=describe_timer(tier, timing, False))
+        def setup(index=None) -> BufferSet:
+            return sets[0 if index is None else index % len(sets)]
+
+        return copy.method, {tier: tier_figure(tier, measure(tier, copy.call, setup, flush, device, timing,
+                                                             positional=True), nbytes,
+                                               timer=describe_timer(tier, timing, False, sets=len(sets)))
                              for tier in copy.tiers}
 
 

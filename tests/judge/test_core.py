@@ -213,6 +213,18 @@ def _cupti_header_dir() -> Path | None:
     return None
 
 
+def test_the_buffer_set_rule_is_the_cores():
+    """harness.judge.core.buffer_sets is gdn_core.c's sets_for_workload: its constants read from
+    the C source, and the rule at the edges (the copy floor and tools.tier_parity follow it)."""
+    source = core.SOURCE.read_text()
+    assert int(re.search(r"#define MAX_SETS (\d+)", source).group(1)) == core.MAX_SETS
+    shift = re.search(r"#define SET_BYTES \(\(size_t\)(\d+) << (\d+)\)", source).groups()
+    assert int(shift[0]) << int(shift[1]) == core.SET_BYTES
+    assert core.buffer_sets(512 << 20) == 4 and core.buffer_sets(8 << 20) == 8  # B = 512 and B = 8 copies
+    assert core.buffer_sets(3 << 30) == 1 and core.buffer_sets(0) == 1
+    assert core.buffer_sets(8 << 20, on_gpu=False) == 1
+
+
 def test_the_cupti_record_offsets_the_core_reads_are_the_headers():
     """gdn_core.c reads CUPTI's activity records at fixed byte offsets (it is built without the
     CUDA headers); where the headers are installed, they must agree."""

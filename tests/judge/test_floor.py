@@ -16,8 +16,9 @@ import torch
 from conftest import write_small_dataset
 from harness.data.dataset import open_dataset
 from harness.data.workloads import stored_tensors
+from harness.judge import floor as floor_module
 from harness.judge.floor import (DEFAULT_FLOOR_MARGIN, FLOOR_MARGINS, Copy, _first_call, _time_copy, candidate_tiers,
-                                 floor_margin, measure_floor, physical_limit_us, triton_copies)
+                                 floor_buffer_sets, floor_margin, measure_floor, physical_limit_us, triton_copies)
 from harness.judge.stream_copy import (MEDIUM_STATE_BYTES, SMALL_STATE_BYTES, CopyConfig, candidate_configs,
                                        stream_copy, stream_fill_zero)
 from harness.judge.timing import L2Flusher, TimingConfig
@@ -127,8 +128,8 @@ def test_a_candidate_is_checked_on_its_first_call_and_recorded_unavailable_when_
     copies = triton_copies(source, target, ("cupti",))
     assert [c.method for c in copies] == [SMALL, LARGE]
     assert [c.first_call() for c in copies] == [None, None] and torch.equal(target, source)
-    lazy = Copy("lazy", lambda s: None, ("cupti",), lambda: _first_call(lambda: None, target, source))
-    method, figures = _time_copy(lazy, source, 8, "cpu", TimingConfig(), lambda: None)
+    lazy = Copy("lazy", lambda s, t: None, ("cupti",), lambda: _first_call(lambda: None, target, source))
+    method, figures = _time_copy(lazy, floor_buffer_sets(source, target), 8, "cpu", TimingConfig(), lambda: None)
     assert method == "lazy" and not figures["cupti"].available and "exactly" in figures["cupti"].reason
     fills = triton_copies(None, target, ("cupti",))
     assert [c.method for c in fills] == [f"{m.replace('copy', 'fill')} (no state input)" for m in (SMALL, LARGE)]
@@ -146,10 +147,28 @@ def test_a_candidate_that_raises_is_recorded_not_fatal():
         boom()
 
     for _ in range(3):  # the next workloads: the same reason, without calling (compiling) it again
-        _, figures = _time_copy(Copy("broken", lambda s: None, ("cupti",), broken), None, 8, "cpu", TimingConfig(),
+        _, figures = _time_copy(Copy("broken", lambda s, t: None, ("cupti",), broken), [], 8, "cpu", TimingConfig(),
                                 lambda: None)
         assert not figures["cupti"].available and "RuntimeError: no such GPU" in figures["cupti"].reason
     assert calls == [1]
+
+
+def test_the_floors_calls_take_as_many_buffer_sets_as_the_cores_in_turn(monkeypatch):
+    """A kernel's figure is a median over the timing core's buffer sets (placements); the floor it
+    is divided by takes as many, each a separate allocation holding the state, in turn."""
+    source = state(1, torch.float32)
+    assert len(floor_buffer_sets(source, torch.empty_like(source))) == 1  # a CPU: no placement to vary
+    monkeypatch.setattr(floor_module, "buffer_sets", lambda nbytes, on_gpu: 3)
+    sets = floor_buffer_sets(source, torch.empty_like(source))
+    assert len({t.data_ptr() for s in sets for t in s.values()}) == 6 and sets[0]["state"] is source
+    assert all(torch.equal(s["state"], source) for s in sets)
+    handed = []
+    copy = Copy("torch copy_", lambda s, t: handed.append(t.data_ptr()) or t.copy_(s), ("wallclock",))
+    _time_copy(copy, sets, 8, "cpu", TimingConfig(warmup=1, iters=6, min_iters=6, warm_s=0.0), lambda: None)
+    timed = handed[-6:]  # after the warm-up and estimate calls, on the first set
+    assert timed == [sets[i % 3]["new_state"].data_ptr() for i in range(6)]
+    fills = floor_buffer_sets(None, torch.empty(4))
+    assert fills[0]["state"] is None
 
 
 def test_the_candidates_take_the_first_tier_torch_measured_in_headline_order():

@@ -236,6 +236,8 @@ def test_each_tier_says_which_timer_made_it_and_with_what_settings():
     assert events.startswith("timing core: a CUDA event pair") and "up to 40 timed calls, at least 3" in events
     assert "+-1.00%" in events and "0.7 s budget" in events and "256 MB" in events
     assert describe_timer("events", config, by_core=False).startswith("in-process:")
+    assert "up to 8 buffer sets in turn, within 2 GiB" in events  # the core's placements (gdn_core.c)
+    assert "the calls take 8 buffer sets in turn" in describe_timer("cupti", config, by_core=False, sets=8)
     sync = describe_timer("sync", config, by_core=False)
     assert sync.startswith("flashinfer-bench 0.1.2's time_runnable loop") and "do_bench" in sync
     assert f"{timing.SYNC_WARMUP} warm-up and up to {timing.SYNC_ITERS} timed calls" in sync and "2 trials" in sync

@@ -9,6 +9,7 @@ import math
 from typing import Callable, Protocol
 
 from harness.facts import LIBRARY_TIERS, Tier
+from harness.judge.core import MAX_SETS, SET_BYTES
 from harness.judge.timing.contest import bench_contest
 from harness.judge.timing.cupti import bench_cupti
 from harness.judge.timing.events import bench_events
@@ -66,12 +67,15 @@ def measure(tier: str, fn: Callable, setup: Callable, flush: Callable | None, de
 #: What each tier's loop is, where the timing core makes it (a solution's cupti, events and wallclock
 #: tiers: harness/judge/core/gdn_core.c) and where an in-process timer does (the copy floor, the
 #: tools: this package); the library tiers (:data:`LIBRARY_TIERS`) run the library's timer in both.
+_CORE_SETS = (f"the calls take up to {MAX_SETS} buffer sets in turn, within {SET_BYTES >> 30} GiB "
+              "(harness.judge.core.buffer_sets)")
 _CORE_LOOPS = {
     Tier.CUPTI: "timing core: CUPTI records of every kernel, memcpy and memset in the call's window but the core's "
-             "own, durations summed; fresh inputs, then the flush, then the call on an idle GPU",
+             "own, durations summed; fresh inputs, then the flush, then the call on an idle GPU; "
+             f"{_CORE_SETS}",
     Tier.EVENTS: "timing core: a CUDA event pair around the call on its stream; fresh inputs, then the flush and "
               "three more (a lead of ~0.3 ms on an H100), then one on the call's stream as FlashInfer's events "
-              "timer flushes, the GPU still busy with them while the call launches",
+              f"timer flushes, the GPU still busy with them while the call launches; {_CORE_SETS}",
     Tier.WALLCLOCK: "timing core: the host's monotonic clock around the call (CPU runs); fresh inputs",
 }
 _IN_PROCESS_LOOPS = {
@@ -89,10 +93,11 @@ _CLAIM = ("a solution's figure is timed in its own process (the worker), so it i
           "to the timing core's CUPTI figure of the same workload (the bracket check) and the copy floor")
 
 
-def describe_timer(tier: str, config: TimingConfig, by_core: bool) -> str:
+def describe_timer(tier: str, config: TimingConfig, by_core: bool, sets: int = 1) -> str:
     """Which timer made a tier's figure and with what settings, in words, for the trace
     (``TierFigure.timer``): the loop (the timing core's, an in-process timer's or, for the
-    :data:`LIBRARY_TIERS`, the library's wherever it runs), the L2 flush, the counts and how the
+    :data:`LIBRARY_TIERS`, the library's wherever it runs), the buffer sets its calls took in turn
+    (the core's rule; ``sets`` for an in-process loop), the L2 flush, the counts and how the
     samples became the figure.
 
     Raises:
@@ -110,6 +115,8 @@ def describe_timer(tier: str, config: TimingConfig, by_core: bool) -> str:
                 f"(fewer, at least {least}, only past the {config.budget_s} s budget), the mean of its calls; "
                 f"{config.trials} trials, mean of the trial means; {_CLAIM}")
     loop = (_CORE_LOOPS if by_core else _IN_PROCESS_LOOPS)[tier]
+    if not by_core and tier != Tier.WALLCLOCK:
+        loop += f"; the calls take {sets} buffer set{'s' if sets > 1 else ''} in turn"
     warm = "" if tier == Tier.WALLCLOCK else f"; clock warmed {config.warm_s} s after an idle spell"
     return (f"{loop}{'' if tier == Tier.WALLCLOCK else '; ' + flush}{warm}; median of up to {config.iters} timed "
             f"calls, at least {config.min_iters}, stopping once the median is known to +-{config.max_noise:.2%} "
