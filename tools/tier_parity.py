@@ -52,7 +52,8 @@ TARGETS = {Tier.CUPTI: 0.02, Tier.CONTEST: 0.02, Tier.EVENTS: 0.10, Tier.SYNC: 0
 #: What each plain-process timer is, as the report names it.
 PLAIN_TIMERS = {
     Tier.CUPTI: "flashinfer.testing.bench_gpu_time_with_cupti(fn, cold_l2_cache=True), median",
-    Tier.CONTEST: f"bench_gpu_time_with_cupti(fn, **{CONTEST_SETTINGS}), {CONTEST_TRIALS} trials, mean of medians",
+    Tier.CONTEST: f"bench_gpu_time_with_cupti(fn, **{CONTEST_SETTINGS}), {CONTEST_TRIALS} trials, each on an argument "
+                  "set of its own, mean of medians",
     Tier.EVENTS: "flashinfer.testing.bench_gpu_time(fn, enable_cupti=False, use_cuda_graph=False, cold_l2_cache=True), median",
     Tier.SYNC: "flashinfer_bench 0.1.2 bench.timing.time_runnable(fn, args, 10, 50), mean of 3",
 }
@@ -161,8 +162,9 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     call :func:`rotating` over ``sets`` argument sets of their own allocations (None: as many as the
     timing core takes, :func:`core_sets`), as the harness's tiers take the core's buffer sets in
     turn: where buffers lie moves a B <= 8 figure by 2-8% (docs/timing.md), so both sides' medians
-    are over as many placements. The contest timer always gets one set, as flashinfer-bench calls
-    its runnable with the same arguments (and the harness's contest tier does)."""
+    are over as many placements. The contest timer gets one argument set a trial, the first the
+    original and the others :func:`fresh_copies`, the same arguments every call of a trial, as
+    flashinfer-bench main's evaluator calls its runnable (and the harness's contest tier does)."""
     import warnings
 
     from flashinfer.testing import bench_gpu_time, bench_gpu_time_with_cuda_event, bench_gpu_time_with_cupti
@@ -177,9 +179,9 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
 
     def contest(fn, args) -> float:  # each trial after the clock warm-up, as the harness's contest trials
         medians = []
-        for _ in range(CONTEST_TRIALS):
-            warm(fn, args, warm_s)
-            medians.append(statistics.median(bench_gpu_time_with_cupti(fn, input_args=args,
+        for trial_args in [args, *(fresh_copies(args) for _ in range(CONTEST_TRIALS - 1))]:
+            warm(fn, trial_args, warm_s)
+            medians.append(statistics.median(bench_gpu_time_with_cupti(fn, input_args=trial_args,
                                                                        **{**CONTEST_SETTINGS, **flush})))
         return statistics.mean(medians)
 
@@ -285,7 +287,8 @@ def write_report(out: Path, report: dict) -> None:
     sets = report.get("plain_sets", 1)
     if sets != 1:
         lines += ["", f"The plain cupti, events and sync timers took {sets} argument sets (each of its own allocations) "
-                      "in turn, as the timing core takes its buffer sets (up to 8 within 2 GiB); the contest timer one."]
+                      "in turn, as the timing core takes its buffer sets (up to 8 within 2 GiB); the contest timer one a trial, "
+                      "as flashinfer-bench main's evaluator."]
     if report.get("plain_flush_mb"):
         lines += ["", f"A probe: FlashInfer's timers in the plain process flushed {report['plain_flush_mb']} MB "
                       "(as the harness does), not their own 2 x L2."]

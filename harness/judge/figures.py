@@ -44,30 +44,31 @@ def _reject(log: str) -> Rejected:
 
 def expected_samples(tier: str, calls: int) -> int:
     """Samples a tier must report for the ``calls`` timed calls the judge saw: one each; for the
-    contest tier its timer's calls on one input set at the contest's settings, reported as one
-    call; for the sync tier :data:`SYNC_ITERS` per trial, each trial reported as one call
+    contest tier its timer's ``repeat_iters`` calls a trial at the contest's settings, each of its
+    :data:`CONTEST_TRIALS` trials reported as one call; for the sync tier :data:`SYNC_ITERS` per
+    trial, each trial reported as one call
     (-1: no count is right; a slow solution's contest or sync tier may report fewer,
     :func:`check_cut`)."""
     if tier == Tier.SYNC:
         return calls * SYNC_ITERS
     if tier != CONTEST_TIER:
         return calls
-    return contest_samples(calls) if calls == 1 else -1
+    return contest_samples(calls) if calls == CONTEST_TRIALS else -1
 
 
 def check_samples(tier: str, samples: list[float], calls: int, wall_s: float, config: TimingConfig) -> None:
     """The raw samples (µs) of a tier against what the judge saw.
 
     Raises:
-        Rejected: fewer calls than ``config.min_iters`` (any tier but the contest's, which reports
-            one, and the sync tier's, which reports one a trial and must report ``config.trials``),
+        Rejected: fewer calls than ``config.min_iters`` (any tier but the library tiers, which
+            report one a trial: the contest's :data:`CONTEST_TRIALS`, the sync tier's ``config.trials``),
             a sample count other than :func:`expected_samples` (or a contest or sync tier's cut that
             :func:`check_cut` refuses), a non-finite or
             non-positive sample, or samples that add up to more than ``wall_s`` (s), the judge's
             own clock for the whole tier.
     """
     check_calls(tier, calls, config)
-    may_be_cut = tier == Tier.SYNC or (tier == CONTEST_TIER and calls == 1)  # the contest tier reports one call
+    may_be_cut = tier in (Tier.SYNC, CONTEST_TIER)  # their calls were counted by check_calls
     if may_be_cut and samples and len(samples) != expected_samples(tier, calls):
         check_cut(tier, len(samples), wall_s, config)
     elif len(samples) != expected_samples(tier, calls) or not samples:
@@ -80,18 +81,19 @@ def check_samples(tier: str, samples: list[float], calls: int, wall_s: float, co
 
 
 def check_calls(tier: str, calls: int, config: TimingConfig) -> None:
-    """The timed calls the judge saw a tier report: the sync tier one per trial, exactly
-    ``config.trials`` (each trial's last outputs are verified); the contest tier any (it reports
-    one); every other at least ``config.min_iters``.
+    """The timed calls the judge saw a tier report: the library tiers one per trial (each trial's
+    last outputs are verified), exactly ``config.trials`` for the sync tier and
+    :data:`CONTEST_TRIALS` for the contest tier; every other at least ``config.min_iters``.
 
     Raises:
         Rejected: another count.
     """
-    if tier == Tier.SYNC:
-        if calls != config.trials:
-            raise _reject(f"sync tier reported {calls} trials, the judge asked for {config.trials}")
+    trials = {Tier.SYNC: config.trials, CONTEST_TIER: CONTEST_TRIALS}.get(tier)
+    if trials is not None:
+        if calls != trials:
+            raise _reject(f"{tier} tier reported {calls} trials, the judge asked for {trials}")
         return
-    least_calls = 0 if tier == CONTEST_TIER else max(1, config.min_iters)
+    least_calls = max(1, config.min_iters)
     if calls < least_calls:
         raise _reject(f"{tier} tier made {calls} timed calls, fewer than the {least_calls} every tier makes")
 

@@ -440,9 +440,9 @@ class VariantJudge:
             return TierFigure(tier=tier, available=False, reason=verdict.log)
 
     def time_tier(self, worker, workload: Workload, tier: str, tier_index: int, deadline: float) -> TierFigure:
-        """Follow a tier the worker times (the contest tier: FlashInfer's timer, its calls sharing one
-        input set, reported as one call; the sync tier: flashinfer-bench 0.1.2's loop, one reported
-        call a trial, an untimed call on the trial's own inputs after its timed calls on clones),
+        """Follow a tier the worker times (the contest tier: FlashInfer's timer, one reported call a
+        trial, the trial's calls sharing its input set; the sync tier: flashinfer-bench 0.1.2's loop,
+        one reported call a trial, an untimed call on the trial's own inputs after its timed calls on clones),
         verify every call it reports, then check the figure."""
         started = time.monotonic()
         calls, verified, asked = 0, 0, []  # asked: calls whose outputs have not come yet, oldest first
@@ -466,7 +466,7 @@ class VariantJudge:
                 break
             if message.index != calls:
                 raise msg.ProtocolError(f"timed call {message.index} reported, expected call {calls}")
-            # the contest tier's calls share one input set: an entry that changes its inputs (contest rules)
+            # a contest trial's calls share one input set: an entry that changes its inputs (contest rules)
             # ends on inputs no reference was computed for, so its outputs cannot be checked; the sync
             # tier's reported call is the first on its trial's inputs (the timed ones got clones)
             verify = tier == Tier.SYNC or not self.inputs_modified

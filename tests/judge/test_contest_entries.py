@@ -374,16 +374,17 @@ def test_the_judge_rejects_a_modified_input_by_the_strict_rules_and_records_it_b
 
 
 def test_the_contest_tier_does_not_check_calls_that_shared_inputs_the_entry_changed():
-    """The contest tier's calls share one input set (FlashInfer's loop): after an entry changed
-    it, no reference holds for the last call, so the judge does not ask for its outputs; its
-    figure is still bounded by CUPTI's (docs/judging.md)."""
+    """A contest trial's calls share one input set (FlashInfer's loop): after an entry changed
+    it, no reference holds for the trial's last call, so the judge does not ask for its outputs;
+    its figure is still bounded by CUPTI's (docs/judging.md)."""
     per_trial = CONTEST_SETTINGS["repeat_iters"]
     samples = [1e-4] * (CONTEST_TRIALS * per_trial)  # within the wall clock of a scripted tier
     judge = make_judge()
     judge.pending, judge.verified, judge.inputs_modified, judge.unbelievable = [], 0, ["state"], None
-    worker = ScriptedWorker(msg.Called(index=0), msg.TierEnd(tier="contest", available=True, samples_us=samples))
+    worker = ScriptedWorker(*(msg.Called(index=t) for t in range(CONTEST_TRIALS)),
+                            msg.TierEnd(tier="contest", available=True, samples_us=samples))
     figure = judge.time_tier(worker, WORKLOAD, "contest", 0, deadline=time.monotonic() + 5)
-    assert worker.sent == [msg.Go(proceed=False)]
+    assert worker.sent == [msg.Go(proceed=False)] * CONTEST_TRIALS
     assert judge.pending == [] and judge.unbelievable is None
     assert figure.available and figure.verified_calls == 0
 

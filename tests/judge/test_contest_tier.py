@@ -55,24 +55,36 @@ def spans(*trial_values_ms):
     return [v for value in trial_values_ms for v in [value] * PER_TRIAL]
 
 
-def test_the_contest_timer_gets_the_same_positional_inputs_and_the_contest_settings(monkeypatch, no_gpu_needed):
+def test_each_contest_trial_gets_an_input_set_of_its_own_and_the_contest_settings(monkeypatch, no_gpu_needed):
+    """As flashinfer-bench main's evaluator: one input set a trial (gen_inputs per trial, outputs
+    allocated per trial), the same positional arguments every call of the trial; each trial is
+    reported after its own calls, before the next trial's set is made."""
     timer = FakeTimer(spans(0.002, 0.003, 0.004))
     monkeypatch.setattr(contest, "flashinfer_timer", lambda: (timer, None))
-    inputs = {"q": object(), "k": object(), "scale": None, "output": object()}
-    seen, after = [], []
-    def entry(*values):  # the judge's DPS entry
-        seen.append(values)
+    sets = {index: {"q": object(), "k": object(), "scale": None, "output": object()} for index in (None, 0, 1, 2)}
+    events = []  # ("call", set index) per call, ("setup", index), ("after", index)
+    by_values = {tuple(v.values()): index for index, v in sets.items()}
 
-    stats = bench_contest(lambda args: entry(*args.values()), lambda index=None: inputs, lambda: None,
-                          TimingConfig(), after.append, entry=entry)
+    def setup(index=None):
+        events.append(("setup", index))
+        return sets[index]
+
+    def entry(*values):  # the judge's DPS entry
+        events.append(("call", by_values[values]))  # same objects, in order, as FlashInfer passes them
+
+    stats = bench_contest(lambda args: entry(*args.values()), setup, lambda: None, TimingConfig(),
+                          lambda index: events.append(("after", index)), entry=entry)
     assert timer.kwargs == [CONTEST_SETTINGS] * CONTEST_TRIALS  # 10 dry runs, 50 timed, cold L2, no graph
-    calls = 1 + ESTIMATE_CALLS + CONTEST_TRIALS * (10 + PER_TRIAL)  # the clock warm-up's, the estimate's, the timer's
-    assert len(seen) == calls
-    assert all(values == tuple(inputs.values()) for values in seen)  # same objects, in order, as FlashInfer passes them
-    seen.clear()  # a dict-taking fn gets the dict back, in every call
-    bench_contest(lambda args: seen.append(args), lambda index=None: inputs, lambda: None, TimingConfig())
-    assert len(seen) == calls and all(args == inputs for args in seen)
-    assert after == [0]  # reported once, after all the calls: the judge reads what they left
+    timed = [e for e in events if e[0] != "call" or e[1] is not None]
+    timed = timed[timed.index(("setup", 0)):]
+    expected = [e for t in range(CONTEST_TRIALS) for e in [("setup", t), *[("call", t)] * (10 + PER_TRIAL), ("after", t)]]
+    assert timed == expected
+    warm = [e for e in events if e == ("call", None)]
+    assert len(warm) == 1 + ESTIMATE_CALLS  # the clock warm-up's and the estimate's calls, on the warm-up set
+    seen = []  # a dict-taking fn gets the trial's dict back, in every call
+    monkeypatch.setattr(contest, "flashinfer_timer", lambda: (FakeTimer(spans(0.002, 0.003, 0.004)), None))
+    bench_contest(lambda args: seen.append(args), lambda index=None: sets[index], lambda: None, TimingConfig())
+    assert seen[len(warm):] == [sets[t] for t in range(CONTEST_TRIALS) for _ in range(10 + PER_TRIAL)]
     assert stats.iters == CONTEST_TRIALS * PER_TRIAL and stats.extra["trials"] == CONTEST_TRIALS
     assert stats.value_us == pytest.approx(3.0)  # mean of the trials' medians, in µs
     assert stats.extra["stop"] == "iters"
@@ -108,10 +120,20 @@ def test_a_fallback_to_cuda_events_is_never_labelled_contest(monkeypatch, no_gpu
 
 
 def test_a_short_answer_from_the_timer_is_unavailable_not_a_figure(monkeypatch, no_gpu_needed):
-    timer = FakeTimer(spans(0.002, 0.002)[:-1])  # two trials' worth, one span short
+    timer = FakeTimer(spans(0.002)[:-1])  # the first trial one span short: nothing reported yet
     monkeypatch.setattr(contest, "flashinfer_timer", lambda: (timer, None))
-    result = bench_contest(lambda args: None, lambda index=None: {}, lambda: None, TimingConfig())
-    assert isinstance(result, timing.TierUnavailable) and "returned" in result.reason
+    after = []
+    result = bench_contest(lambda args: None, lambda index=None: {}, lambda: None, TimingConfig(), after.append)
+    assert isinstance(result, timing.TierUnavailable) and "returned" in result.reason and after == []
+
+
+def test_a_later_trial_that_falls_short_fails_the_tier(monkeypatch, no_gpu_needed):
+    """The judge was told of the first trial's call: the tier cannot turn unavailable after it."""
+    monkeypatch.setattr(contest, "flashinfer_timer", lambda: (FakeTimer(spans(0.002, 0.002)[:-1]), None))
+    after = []
+    with pytest.raises(RuntimeError, match="after 1 contest trials"):
+        bench_contest(lambda args: None, lambda index=None: {}, lambda: None, TimingConfig(), after.append)
+    assert after == [0]
 
 
 def test_without_cupti_flashinfer_is_not_even_asked(monkeypatch):
@@ -141,14 +163,26 @@ def contest_end(value_us=0.001, per_trial=PER_TRIAL):
     return msg.TierEnd(tier="contest", available=True, samples_us=[value_us] * CONTEST_TRIALS * per_trial)
 
 
-def test_the_judge_checks_the_outputs_the_contest_calls_left():
+def trial_reports(trials=CONTEST_TRIALS):
+    """A worker's messages for ``trials`` contest trials, each reported and its outputs shown."""
+    return [m for t in range(trials) for m in (msg.Called(index=t), msg.Checked(outputs=[], call=t))]
+
+
+def test_the_judge_checks_the_outputs_each_contest_trial_left():
     judge = contest_judge()
-    worker = ScriptedWorker(msg.Called(index=0), msg.Checked(outputs=[], call=0), contest_end())
+    worker = ScriptedWorker(*trial_reports(), contest_end())
     figure = judge.time_tier(worker, WORKLOAD, "contest", 1, deadline=time.monotonic() + 5)
-    assert worker.sent[0] == msg.Go(proceed=True)  # always verified, whatever min_iters says
+    assert [m for m in worker.sent if isinstance(m, msg.Go)] == [msg.Go(proceed=True)] * CONTEST_TRIALS  # always
     assert figure.available and figure.value_us == pytest.approx(0.001) and figure.trials == CONTEST_TRIALS
     assert figure.stop == "iters"
-    assert [what for _, (_, what), _ in judge.pending] == ["contest tier, timed call 0 (verified after it ran)"]
+    assert [what for _, (_, what), _ in judge.pending] == [
+        f"contest tier, timed call {t} (verified after it ran)" for t in range(CONTEST_TRIALS)]
+
+
+def test_a_contest_tier_that_reports_one_trial_of_three_is_rejected():
+    figure = contest_judge().time_tier(ScriptedWorker(*trial_reports(1), contest_end()), WORKLOAD, "contest", 1,
+                                       deadline=time.monotonic() + 5)
+    assert not figure.available and "reported 1 trials" in figure.reason
 
 
 def test_a_contest_tier_that_reports_no_call_is_rejected():
@@ -157,7 +191,7 @@ def test_a_contest_tier_that_reports_no_call_is_rejected():
     for inplace in (False, True):
         figure = contest_judge(inplace).time_tier(ScriptedWorker(contest_end()), WORKLOAD, "contest", 1,
                                                   deadline=time.monotonic() + 5)
-        assert not figure.available and "samples" in figure.reason
+        assert not figure.available and "reported 0 trials" in figure.reason
 
 
 @pytest.mark.parametrize("tier", ["contest", "sync"])
@@ -189,16 +223,15 @@ def test_the_judge_takes_a_contest_cut_only_from_a_slow_tier(per_trial, wall_s, 
     config = TimingConfig(budget_s=0.3, min_iters=5)
     samples = [5_000.0] * CONTEST_TRIALS * per_trial  # µs: 5 ms spans, 75 ms in all, fit either wall clock
     if accepted:
-        figures.check_samples("contest", samples, 1, wall_s, config)
+        figures.check_samples("contest", samples, CONTEST_TRIALS, wall_s, config)
     else:
         with pytest.raises(Rejected, match="contest tier"):
-            figures.check_samples("contest", samples, 1, wall_s, config)
+            figures.check_samples("contest", samples, CONTEST_TRIALS, wall_s, config)
     with pytest.raises(Rejected, match="samples"):  # trials of unequal length
-        figures.check_samples("contest", samples + [1.0], 1, 10.0, config)
+        figures.check_samples("contest", samples + [1.0], CONTEST_TRIALS, 10.0, config)
 
 
 def test_a_contest_tier_cut_in_a_fast_judge_run_is_rejected():
-    figure = contest_judge().time_tier(ScriptedWorker(msg.Called(index=0), msg.Checked(outputs=[], call=0),
-                                                      contest_end(per_trial=5)),
+    figure = contest_judge().time_tier(ScriptedWorker(*trial_reports(), contest_end(per_trial=5)),
                                        WORKLOAD, "contest", 1, deadline=time.monotonic() + 5)
     assert not figure.available and "only a tier slower" in figure.reason

@@ -1,8 +1,12 @@
 """The contest tier: the final contest's timer, called rather than re-implemented:
 ``flashinfer.testing.bench_gpu_time_with_cupti`` with flashinfer-bench's settings
-(:data:`~harness.judge.timing.settings.CONTEST_SETTINGS`): the same inputs every call, the
-*span* of each call's kernels, median per trial, mean over
-:data:`~harness.judge.timing.settings.CONTEST_TRIALS` trials. Refused, with the reason, where
+(:data:`~harness.judge.timing.settings.CONTEST_SETTINGS`): the *span* of each call's kernels,
+median per trial, mean over :data:`~harness.judge.timing.settings.CONTEST_TRIALS` trials, each
+trial on an input set of its own and the same inputs every call of a trial. That is how
+flashinfer-bench main's evaluator calls it (``DefaultEvaluator``: ``gen_inputs`` once per trial in
+``build_baseline``, the outputs allocated per trial in ``eval_performance``, one ``time_runnable``
+a trial, the mean of their medians), so a figure is a mean over three placements of the buffers,
+as the contest's was. Refused, with the reason, where
 cupti-python cannot record (FlashInfer would fall back to CUDA events with only a warning).
 
 A slow solution gets fewer calls, by the rule every tier follows (docs/timing.md, "Slow
@@ -37,10 +41,10 @@ FLASHINFER_ESTIMATE_CALLS = 6
 
 
 def contest_samples(calls: int) -> int:
-    """Samples a ``contest`` tier reports for ``calls`` reported calls at the contest's settings: its
-    timer makes :data:`CONTEST_TRIALS` x ``repeat_iters`` calls on one input set, reported as one
+    """Samples a ``contest`` tier reports for ``calls`` reported calls at the contest's settings: one
+    reported call a trial, for the ``repeat_iters`` calls its timer makes on the trial's input set
     (a slow solution's tier reports fewer: :func:`contest_settings`)."""
-    return calls * CONTEST_TRIALS * CONTEST_SETTINGS["repeat_iters"]
+    return calls * CONTEST_SETTINGS["repeat_iters"]
 
 
 def contest_settings(call_s: float, config: TimingConfig) -> dict:
@@ -87,47 +91,60 @@ def flashinfer_timer():
     return bench_gpu_time_with_cupti, None
 
 
+def _refusal(warned: list[str], spans: int, repeat_iters: int) -> str | None:
+    """Why a trial of FlashInfer's timer gives no contest figure, or None: it warned that it fell
+    back to CUDA events, or returned another count of spans than ``repeat_iters``."""
+    fell_back = [w for w in warned if "cupti" in w.lower() and any(k in w.lower() for k in _FALLBACK_WORDS)]
+    if fell_back:
+        return f"FlashInfer did not time with CUPTI: {fell_back[0][:200]}"
+    if spans != repeat_iters:
+        return f"FlashInfer's timer returned {spans} spans for a trial of {repeat_iters} calls"
+    return None
+
+
 def bench_contest(fn: Callable, setup: Callable, flush: Callable, config: TimingConfig,
                   after: Callable = nothing_after, entry: Callable | None = None) -> TimingStats | TierUnavailable:
     """The final contest's figure: FlashInfer's own CUPTI timer with flashinfer-bench's settings.
 
-    ``setup(0)`` makes the one input set every call gets (the contest passes the same
-    positional arguments each time); a dict is handed to FlashInfer as its values, in
-    order, and the timer calls ``entry`` with them as they come (the judge's DPS entry, called
-    as the contest calls it; ``fn`` is then the same call on the dict), else ``fn`` on them put
-    back into a dict. Each of :data:`CONTEST_TRIALS` trials
-    returns ``repeat_iters`` per-call spans (ms: first kernel's start to last kernel's
-    end); ``after(0)`` runs once at the end, so the judge can read the outputs the calls
-    left. ``flush`` and our clock warm-up run first only to start from a warm GPU, as
-    the contest's GPU was from its preceding workloads; the warm-up also times one call,
+    Trial ``t`` of :data:`CONTEST_TRIALS` gets the input set ``setup(t)``, every call of the trial
+    the same one (flashinfer-bench main passes each trial's positional arguments to every call);
+    a dict is handed to FlashInfer as its values, in order, and the timer calls ``entry`` with
+    them as they come (the judge's DPS entry, called as the contest calls it; ``fn`` is then the
+    same call on the dict), else ``fn`` on them put back into a dict. Each trial returns
+    ``repeat_iters`` per-call spans (ms: first kernel's start to last kernel's end), then
+    ``after(t)`` runs, so the judge can read the outputs the trial's calls left. ``flush`` and our
+    clock warm-up run first only to start from a warm GPU, as the contest's GPU was from its
+    preceding workloads; the warm-up also times one call,
     which decides the settings (:func:`contest_settings`: the contest's, or fewer calls for a
     slow solution, then ``stop`` is ``budget``).
 
     Returns:
         TimingStats in µs (``value_us``: :func:`contest_value`; ``trials``), or
-        TierUnavailable when CUPTI or FlashInfer is missing or FlashInfer warned that
-        it fell back to CUDA events.
+        TierUnavailable when CUPTI or FlashInfer is missing, or the first trial fell back to CUDA
+        events or came back short (:func:`_refusal`).
+
+    Raises:
+        RuntimeError: a later trial did, after the judge was told of the earlier ones.
     """
     timer, reason = flashinfer_timer()
     if timer is None:
         return TierUnavailable(Tier.CONTEST, reason)
     settings = contest_settings(gpu_state.warm_then_estimate(fn, setup, flush, config, warmup=0), config)
-    call, values = positional_call(fn, entry, setup(0))
     samples = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for _ in range(CONTEST_TRIALS):
-            samples.extend(ms * 1e3 for ms in timer(call, input_args=values, **settings))
-    fell_back = [str(w.message) for w in caught
-                 if "cupti" in str(w.message).lower() and any(k in str(w.message).lower() for k in _FALLBACK_WORDS)]
-    if fell_back:
-        return TierUnavailable(Tier.CONTEST, f"FlashInfer did not time with CUPTI: {fell_back[0][:200]}")
-    if len(samples) != CONTEST_TRIALS * settings["repeat_iters"]:
-        return TierUnavailable(Tier.CONTEST, f"FlashInfer's timer returned {len(samples)} spans for "
-                                          f"{CONTEST_TRIALS} trials of {settings['repeat_iters']} calls")
-    torch.cuda.synchronize()
+    for trial in range(CONTEST_TRIALS):
+        call, values = positional_call(fn, entry, setup(trial))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            spans = timer(call, input_args=values, **settings)
+        refused = _refusal([str(w.message) for w in caught], len(spans), settings["repeat_iters"])
+        if refused and trial == 0:  # nothing reported yet: a tier that cannot run here
+            return TierUnavailable(Tier.CONTEST, refused)
+        if refused:  # the judge was told of earlier trials: a failure, not an unavailable tier
+            raise RuntimeError(f"after {trial} contest trials, {refused}")
+        samples.extend(ms * 1e3 for ms in spans)
+        torch.cuda.synchronize()
+        after(trial)  # the judge reads this trial's outputs before a later trial's set may reuse them
     gpu_state.CLOCKS.busy()
-    after(0)
     cut = settings["repeat_iters"] < CONTEST_SETTINGS["repeat_iters"]
     return summarize(Tier.CONTEST, samples, value_us=contest_value(samples), trials=CONTEST_TRIALS,
                      stop="budget" if cut else "iters")

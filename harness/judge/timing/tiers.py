@@ -85,7 +85,8 @@ _IN_PROCESS_LOOPS = {
     Tier.WALLCLOCK: "in-process: perf_counter around the call",
 }
 _CONTEST_LOOP = ("FlashInfer's bench_gpu_time_with_cupti as flashinfer-bench main's time_runnable calls it "
-                 "(since #196, 0cd5b6e): the span of each call's kernels, the same inputs every call")
+                 "(since #196, 0cd5b6e): the span of each call's kernels; each trial on an input set of its own, "
+                 "the same inputs every call of a trial, as its evaluator makes one a trial")
 _SYNC_LOOP = ("flashinfer-bench 0.1.2's time_runnable loop, called, not re-implemented: its do_bench with its "
               "clone setup, so before each call 256 MB zeroed, every argument cloned (outside the timed region), "
               "torch.cuda.synchronize(), a CUDA event pair around the call")
