@@ -19,8 +19,9 @@ class FakeTimer:
 
     tier = "fake"
 
-    def __call__(self, call) -> float:
-        return FAKE_US.get(getattr(call, "tag", None), OTHER_US)
+    def __call__(self, calls) -> float:
+        """By the first call's tag: every call of a config's placement sets carries the same one."""
+        return FAKE_US.get(getattr(calls[0], "tag", None), OTHER_US)
 
 
 class Tagged:

@@ -51,7 +51,7 @@ def test_check_and_time_records_a_failing_variant():
     def broken():
         raise RuntimeError("no such kernel")
 
-    row = check_and_time(broken, random_inputs(1, "cpu"), (None, None), timer=lambda call: 1.0)
+    row = check_and_time([broken], random_inputs(1, "cpu"), (None, None), timer=lambda calls: 1.0)
     assert row["correct"] is False and "RuntimeError: no such kernel" in row["error"] and "us" not in row
 
 
@@ -125,3 +125,23 @@ def test_reference_outputs_widen_a_bf16_state():
     widened = reference_outputs(dict(inputs, state=inputs["state"].float()))
     assert state.dtype == torch.float32 and out.dtype == torch.bfloat16
     assert torch.equal(state, widened[1]) and torch.equal(out, widened[0])
+
+
+def test_a_tune_times_each_config_over_the_cores_number_of_placements(monkeypatch):
+    """The harness's figures are medians over the timing core's buffer sets; the tuner's are over
+    as many sets, each tensor a clone in an allocation of its own, the scale and the like kept."""
+    import torch
+
+    from tools.tune import measure
+
+    inputs = measure.random_inputs(1, "cpu")
+    assert measure.placement_sets(inputs) == [inputs]  # a CPU: no placement to vary
+    monkeypatch.setattr(measure, "buffer_sets", lambda nbytes, on_gpu: 3)
+    sets = measure.placement_sets(inputs)
+    assert len(sets) == 3 and sets[0] is inputs
+    for other in sets[1:]:
+        assert other.keys() == inputs.keys() and other["scale"] is None
+        for name, tensor in inputs.items():
+            if isinstance(tensor, torch.Tensor):
+                assert other[name].data_ptr() != tensor.data_ptr()
+                assert torch.equal(other[name], tensor) or name in ("output", "new_state")  # destinations: any bytes

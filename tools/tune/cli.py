@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None, *, timer=None, device=None) -> int:
 
     Args:
         argv: the arguments after ``python -m tools.tune``.
-        timer: ``timer(call) -> µs``; default the harness's :class:`tools.tune.measure.KernelTimer`
+        timer: ``timer(calls) -> µs`` of calls taken in turn; default the harness's :class:`tools.tune.measure.KernelTimer`
             (tests inject a deterministic one).
         device: where to run; default ``cuda`` (tests pass ``cpu``).
 

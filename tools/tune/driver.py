@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import sys
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 from harness.facts import FLASHINFER_SOLUTIONS
 from harness.judge.solutions import load_meta
@@ -32,6 +32,7 @@ from tools.tune.measure import (
     failure_row,
     fastest_correct,
     load_baseline,
+    placement_sets,
     state_tolerance,
     steady_choice,
 )
@@ -41,8 +42,8 @@ from tools.vectorized import reference_outputs
 #: only) and FlashInfer's kernel for that state dtype, where they import.
 COMMON_BASELINES = {dtype: ("fla-upstream", fi) for dtype, fi in FLASHINFER_SOLUTIONS.items()}
 
-#: ``timer(call) -> median µs`` of a zero-argument call.
-Timer = Callable[[Callable[[], object]], float]
+#: ``timer(calls) -> median µs`` of zero-argument calls taken in turn (one per placement set).
+Timer = Callable[[Sequence[Callable[[], object]]], float]
 
 
 def unavailable_reason(adapter: Adapter) -> str | None:
@@ -62,26 +63,29 @@ def measured_configs(space: dict[str, object], only: str, in_use: str) -> dict[s
     return {name: config for name, config in space.items() if name == in_use or re.search(only, name)}
 
 
-def measure_config(adapter: Adapter, config, inputs: dict, expected: tuple, timer: Timer, state_dtype: str) -> dict:
-    """``{"correct", "mismatches", "max_abs_err_*", "us"}`` of one config, or
-    ``{"correct": False, "error"}`` when it does not compile or raises."""
+def measure_config(adapter: Adapter, config, sets: list[dict], expected: tuple, timer: Timer,
+                   state_dtype: str) -> dict:
+    """``{"correct", "mismatches", "max_abs_err_*", "us"}`` of one config, checked on ``sets[0]``
+    and timed over all of them in turn, or ``{"correct": False, "error"}`` when it does not
+    compile or raises."""
     try:
-        call = adapter.call(config, inputs)
+        calls = [adapter.call(config, inputs) for inputs in sets]
     except Exception as exc:  # one variant that does not compile must not end the tune
         return failure_row(exc)
-    return check_and_time(call, inputs, expected, timer, state_tolerance(state_dtype))
+    return check_and_time(calls, sets[0], expected, timer, state_tolerance(state_dtype))
 
 
-def time_baselines(baselines: dict[str, tuple], inputs: dict, timer: Timer) -> dict[str, dict]:
+def time_baselines(baselines: dict[str, tuple], sets: list[dict], timer: Timer) -> dict[str, dict]:
     """``{name: {"us": µs} | {"unavailable": reason}}`` for loaded baselines
-    (``{name: load_baseline(...)}``); one that raises is recorded, not fatal."""
+    (``{name: load_baseline(...)}``), each timed over ``sets`` in turn; one that raises is
+    recorded, not fatal."""
     times = {}
     for name, (make_call, reason) in baselines.items():
         if make_call is None:
             times[name] = {"unavailable": reason}
             continue
         try:
-            times[name] = {"us": timer(make_call(inputs))}
+            times[name] = {"us": timer([make_call(inputs) for inputs in sets])}
         except Exception as exc:
             times[name] = {"unavailable": failure_row(exc)["error"]}
     return times
@@ -91,23 +95,25 @@ def measure_batch(adapter: Adapter, state_dtype: str, batch: int, timer: Timer, 
                   baselines: dict[str, tuple] | None = None) -> dict:
     """One batch size's row: the workload, copy floor (µs), every measured
     config (with ``x_floor``), the config in use, the check of ``run``, the
-    baselines and the fastest correct config."""
+    baselines and the fastest correct config. Every figure is over the same
+    :func:`~tools.tune.measure.placement_sets` in turn, the copy floor's too."""
     inputs, workload = tune_inputs(batch, state_dtype, device)
     expected = reference_outputs(inputs)
-    floor_us = timer(lambda: inputs["new_state"].copy_(inputs["state"]))
+    sets = placement_sets(inputs)
+    floor_us = timer([lambda s=s: s["new_state"].copy_(s["state"]) for s in sets])
     space, in_use = adapter.configs(state_dtype), adapter.in_use(inputs)
     configs = {}
     for name, config in measured_configs(space, only, in_use).items():
-        configs[name] = measure_config(adapter, config, inputs, expected, timer, state_dtype)
+        configs[name] = measure_config(adapter, config, sets, expected, timer, state_dtype)
         if configs[name].get("us") is not None:
             configs[name]["x_floor"] = configs[name]["us"] / floor_us
     try:
         entry = check_call(lambda: adapter.run(inputs), inputs, expected, state_tolerance(state_dtype))
     except Exception as exc:
         entry = failure_row(exc)
-    return {"batch": batch, "workload": workload, "copy_floor_us": floor_us, "in_use": in_use,
+    return {"batch": batch, "workload": workload, "placement_sets": len(sets), "copy_floor_us": floor_us, "in_use": in_use,
             "in_use_in_space": in_use in space, "entry_check": entry, "configs": configs,
-            "baselines": time_baselines(baselines or {}, inputs, timer), "best": fastest_correct(configs)}
+            "baselines": time_baselines(baselines or {}, sets, timer), "best": fastest_correct(configs)}
 
 
 def correct_times(configs: dict[str, dict]) -> dict[str, float]:

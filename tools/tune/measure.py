@@ -16,12 +16,13 @@ import json
 import math
 import traceback
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 
 from harness.facts import DEFAULT_TOLERANCE, STATE_DTYPE_TOLERANCES, Tolerance
 from harness.judge.check import tensor_errors
+from harness.judge.core import buffer_sets
 from harness.judge.solutions import load_meta, load_solution
 from harness.judge.timing import L2Flusher, TierUnavailable, TimingConfig, TimingStats, bench_cupti, bench_events
 from tools.vectorized import reference_outputs  # noqa: F401  (re-exported: the tuners' reference)
@@ -94,8 +95,23 @@ def tuner_timing(iters: int = 100, warmup: int = 5) -> TimingConfig:
     return TimingConfig(warmup=warmup, iters=iters, budget_s=5.0, warm_s=0.05)
 
 
+def placement_sets(inputs: dict) -> list[dict]:
+    """``inputs``, then copies of it with every tensor cloned into an allocation of its own: as
+    many sets in all as the timing core gives calls that move the same bytes
+    (:func:`harness.judge.core.buffer_sets`: up to 8 within 2 GiB; one on a CPU). A tune that times
+    each config over them in turn ranks configs by a median over as many placements as the
+    harness's figures are; on one set, where its buffers landed moved a B <= 8 figure by 2-8 %
+    and the tuner read 1.9-3 % under the sweep for the same config (results/cuda-notes.md)."""
+    tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)]
+    count = buffer_sets(sum(t.numel() * t.element_size() for t in tensors), on_gpu=any(t.is_cuda for t in tensors))
+    clones = ({name: v.clone() if isinstance(v, torch.Tensor) else v for name, v in inputs.items()}
+              for _ in range(count - 1))
+    return [inputs, *clones]
+
+
 class KernelTimer:
-    """Median µs of a zero-argument call under a cold L2, CUPTI tier if possible.
+    """Median µs of zero-argument calls taken in turn (one per :func:`placement_sets` set) under a
+    cold L2, CUPTI tier if possible.
 
     ``tier`` says which tier produced the numbers ("cupti" or "events");
     ``why_not_cupti`` holds the reason when CUPTI was unavailable, and
@@ -110,9 +126,10 @@ class KernelTimer:
         self.why_not_cupti: str | None = None
         self.cupti_calls = 0
 
-    def __call__(self, call: Callable[[], object]) -> float:
-        """Median µs of ``call`` (its kernels' time on the CUPTI tier, the events' span otherwise)."""
-        fn, setup = (lambda _: call()), (lambda index=None: None)
+    def __call__(self, calls: Sequence[Callable[[], object]]) -> float:
+        """Median µs of ``calls`` taken in turn, the k-th timed call ``calls[k % len(calls)]``, warm-up
+        calls the first (their kernels' time on the CUPTI tier, the events' span otherwise)."""
+        fn, setup = (lambda k: calls[k]()), (lambda index=None: 0 if index is None else index % len(calls))
         if self.tier == "cupti":
             stats = bench_cupti(fn, setup, self.flush, self.config)
             if isinstance(stats, TierUnavailable):
@@ -124,15 +141,15 @@ class KernelTimer:
         return stats.median_us
 
 
-def check_and_time(call: Callable[[], object], inputs: dict, expected: tuple, timer: "KernelTimer",
+def check_and_time(calls: Sequence[Callable[[], object]], inputs: dict, expected: tuple, timer: "KernelTimer",
                    tolerance: Tolerance = DEFAULT_TOLERANCE) -> dict:
-    """:func:`check_call`, then ``"us"`` from ``timer`` when it ran. A
-    config that fails to compile or launch is recorded as ``{"correct":
-    False, "error": ...}`` (traceback printed) so one bad variant never ends
-    a tune."""
+    """:func:`check_call` of ``calls[0]`` (the call on ``inputs``), then ``"us"`` from ``timer`` over
+    all of them (one per placement set) when it ran. A config that fails to compile or launch is
+    recorded as ``{"correct": False, "error": ...}`` (traceback printed) so one bad variant never
+    ends a tune."""
     try:
-        result = check_call(call, inputs, expected, tolerance)
-        result["us"] = timer(call)
+        result = check_call(calls[0], inputs, expected, tolerance)
+        result["us"] = timer(calls)
     except Exception as exc:
         result = failure_row(exc)
     return result
