@@ -35,11 +35,13 @@ TARGETS_FILE = "targets.md"
 class Target:
     """``solution µs <= factor * other µs`` at every batch size in ``[min_batch, max_batch]``.
 
-    ``other`` is another solution or ``copy-floor``; ``strict`` asks for ``<``.
+    ``solution`` is one solution or a tuple of them, read as their best (the lowest median per
+    batch size, each from the same run); ``other`` is another solution or ``copy-floor``;
+    ``strict`` asks for ``<``.
     """
 
     issue: int
-    solution: str
+    solution: str | tuple[str, ...]
     other: str
     factor: float = 1.0
     min_batch: int = 1
@@ -55,14 +57,25 @@ class Target:
             batches = f"B = {self.min_batch}"
         else:
             batches = f"B = {self.min_batch}–{self.max_batch}"
-        return f"{self.solution} {relation} {scale}{self.other}, {batches}"
+        return f"{self.label()} {relation} {scale}{self.other}, {batches}"
+
+    def label(self) -> str:
+        """The solution side in words: its name, or "best of (a, b, ...)"."""
+        return self.solution if isinstance(self.solution, str) else f"best of ({', '.join(self.solution)})"
+
+    def solutions(self) -> tuple[str, ...]:
+        """Every solution the solution side reads."""
+        return (self.solution,) if isinstance(self.solution, str) else self.solution
 
     def covers(self, batch: int) -> bool:
         return batch >= self.min_batch and (self.max_batch is None or batch <= self.max_batch)
 
 
 BF16 = "cutedsl-bf16[bfloat16-state]"
-#: The targets of issues #4, #5 and #6 (CUPTI tier, sweep set).
+#: Issue #33's "best own fp32 kernel": the lowest of these per batch size, in one run.
+OWN_FP32 = ("cuda-v4", "fla-recurrent", "cutedsl-bf16", "cuda-v1")
+#: The targets of issues #4, #5, #6 and #33 (CUPTI tier, sweep set). #33's cuda-v4 ≤ 1.02× the
+#: floor from B = 16, cutedsl-bf16 ≤ fi-baseline and the bf16 state's two are #5's and #6's rows.
 TARGETS: tuple[Target, ...] = (
     Target(4, "fla-recurrent", "fla-upstream"),
     Target(4, "fla-recurrent", "fla-upstream-kernel"),  # the same comparison without fla's wrapper copy
@@ -75,11 +88,19 @@ TARGETS: tuple[Target, ...] = (
     Target(6, "cutedsl-bf16", "fi-baseline"),
     Target(6, BF16, "fi-bf16state[bfloat16-state]"),
     Target(6, BF16, COPY_FLOOR, 0.55, min_batch=64),
+    Target(33, OWN_FP32, COPY_FLOOR, 1.08, min_batch=1, max_batch=8),
+    Target(33, OWN_FP32, COPY_FLOOR, 1.02, min_batch=16),
+    Target(33, "cuda-v4", "fi-baseline"),
+    Target(33, "fla-recurrent", "fi-baseline"),
+    Target(33, "cuda-v1", "fi-baseline"),
 )
 
 
-def per_batch(measurements: pd.DataFrame, run: str, solution: str) -> pd.Series:
-    """Median µs per batch size of ``solution`` in ``run`` (passed workloads only)."""
+def per_batch(measurements: pd.DataFrame, run: str, solution: str | tuple[str, ...]) -> pd.Series:
+    """Median µs per batch size of ``solution`` in ``run`` (passed workloads only); for a tuple,
+    the lowest of its solutions' medians at each batch size (a batch size any of them passed)."""
+    if not isinstance(solution, str):
+        return pd.concat([per_batch(measurements, run, s) for s in solution], axis=1).min(axis=1)
     rows = measurements[(measurements["run"] == run) & (measurements["solution"] == solution)]
     return rows.dropna(subset=["value_us"]).groupby("batch_size")["value_us"].median()
 
@@ -97,7 +118,7 @@ def latest_common_run(measurements: pd.DataFrame, solutions: tuple[str, ...]) ->
 
 def judge(target: Target, measurements: pd.DataFrame) -> dict:
     """MET / MISSED / NO DATA for one target on one GPU's measurements."""
-    run = latest_common_run(measurements, (target.solution, target.other))
+    run = latest_common_run(measurements, (*target.solutions(), target.other))
     row = {"issue": target.issue, "target": target.describe(), "run": run or "", "verdict": "NO DATA",
            "worst": "", "detail": ""}
     if run is None:

@@ -59,3 +59,16 @@ def test_describe_names_the_batch_range():
     assert Target(5, "a", "copy-floor", 1.02, min_batch=16).describe() == "a ≤ 1.02× copy-floor, B ≥ 16"
     assert Target(5, "a", "b", min_batch=1, max_batch=1, strict=True).describe() == "a < b, B = 1"
     assert Target(5, "a", "b", min_batch=2, max_batch=8).describe() == "a ≤ b, B = 2–8"
+
+
+def test_a_best_of_side_takes_the_lowest_median_per_batch_size_of_one_run():
+    m = measurements([
+        ("r", "2026-01-01", "a", 1, 3.0), ("r", "2026-01-01", "c", 1, 2.1), ("r", "2026-01-01", "floor", 1, 2.0),
+        ("r", "2026-01-01", "a", 8, 4.0), ("r", "2026-01-01", "c", 8, float("nan")), ("r", "2026-01-01", "floor", 8, 4.0),
+        ("later", "2026-02-01", "a", 1, 1.0), ("later", "2026-02-01", "floor", 1, 2.0),  # c not timed: not this run
+    ])
+    target = Target(33, ("a", "c"), "floor", 1.08, max_batch=8)
+    assert target.describe() == "best of (a, c) ≤ 1.08× floor, B = 1–8"
+    row = judge(target, m)  # B = 1: c's 2.1 (1.05); B = 8: a's 4.0 (c failed there)
+    assert row["run"] == "r" and row["verdict"] == "MET" and row["worst"] == "B=1: 2.10 / 2.00 µs = 1.050"
+    assert judge(Target(33, ("a", "c"), "floor", 1.04, max_batch=8), m)["verdict"] == "MISSED"
