@@ -42,7 +42,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.facts import Tier
-from harness.judge.core import buffer_sets
+from harness.judge.core import buffer_sets_for
 from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, SYNC_TRIALS, SYNC_WARMUP, TimingConfig
 from harness.records.store import load_run
 from tools.timing_proof import in_fresh_process, run_local
@@ -124,12 +124,6 @@ def subject_call(subject: str, batch: int, workdir: Path):
     return run, tuple(given[name] for name in dps.argument_order(definition))
 
 
-def core_sets(args: tuple) -> int:
-    """How many buffer sets the timing core takes in turn for a call of these arguments
-    (:func:`harness.judge.core.buffer_sets` of their bytes)."""
-    return buffer_sets(sum(a.numel() * a.element_size() for a in args if hasattr(a, "numel")))
-
-
 def fresh_copies(args: tuple) -> tuple:
     """``args`` with every tensor cloned into an allocation of its own (on its device; a clone is a
     GPU copy, where making the workload's inputs again would run its generator on the CPU)."""
@@ -160,7 +154,7 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     (µs), each after ``warm_s`` seconds of back-to-back flush + call (:func:`warm`; 0: none);
     FlashInfer's timers flush as :func:`flashinfer_flush` says. The cupti, events and sync timers
     call :func:`rotating` over ``sets`` argument sets of their own allocations (None: as many as the
-    timing core takes, :func:`core_sets`), as the harness's tiers take the core's buffer sets in
+    timing core takes, :func:`harness.judge.core.buffer_sets_for`), as the harness's tiers take the core's buffer sets in
     turn: where buffers lie moves a B <= 8 figure by 2-8% (docs/timing.md), so both sides' medians
     are over as many placements. The contest timer gets one argument set a trial, the first the
     original and the others :func:`fresh_copies`, the same arguments every call of a trial, as
@@ -201,7 +195,7 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     timers = {Tier.CUPTI: cupti, Tier.CONTEST: contest, Tier.EVENTS: events, Tier.SYNC: sync}
     with tempfile.TemporaryDirectory() as workdir:
         fn, args = subject_call(subject, batch, Path(workdir))
-        sets = core_sets(args) if sets is None else sets
+        sets = buffer_sets_for(args) if sets is None else sets
         turns = (rotating(fn, [args, *(fresh_copies(args) for _ in range(sets - 1))]), ()) if sets > 1 else (fn, args)
         return {tier: timers[tier](*((fn, args) if tier == Tier.CONTEST else turns)) * 1e3 for tier in tiers}
 

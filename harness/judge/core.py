@@ -43,6 +43,7 @@ import secrets
 import struct
 import subprocess
 import sysconfig
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,6 +95,15 @@ def buffer_sets(nbytes_per_set: int, on_gpu: bool = True) -> int:
     if not on_gpu or nbytes_per_set <= 0:
         return 1
     return max(1, min(MAX_SETS, SET_BYTES // nbytes_per_set))
+
+
+def buffer_sets_for(values: Iterable) -> int:
+    """:func:`buffer_sets` for calls on ``values``: the bytes of the tensors among them (anything
+    else moves none), one set where none of them is off the CPU. What the copy floor, the tuner and
+    ``tools.tier_parity`` count their sets by."""
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    return buffer_sets(sum(t.numel() * t.element_size() for t in tensors),
+                       on_gpu=any(t.device.type != "cpu" for t in tensors))
 _RESULT_HEAD = struct.Struct("<IQIIQIIIdQ")
 
 

@@ -158,7 +158,7 @@ def test_the_floors_calls_take_as_many_buffer_sets_as_the_cores_in_turn(monkeypa
     is divided by takes as many, each a separate allocation holding the state, in turn."""
     source = state(1, torch.float32)
     assert len(floor_buffer_sets(source, torch.empty_like(source))) == 1  # a CPU: no placement to vary
-    monkeypatch.setattr(floor_module, "buffer_sets", lambda nbytes, on_gpu: 3)
+    monkeypatch.setattr(floor_module, "buffer_sets_for", lambda values: 3)
     sets = floor_buffer_sets(source, torch.empty_like(source))
     assert len({t.data_ptr() for s in sets for t in s.values()}) == 6 and sets[0]["state"] is source
     assert all(torch.equal(s["state"], source) for s in sets)

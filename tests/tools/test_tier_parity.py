@@ -158,18 +158,18 @@ def test_with_several_sets_the_timers_take_them_in_turn_and_contest_one_a_trial(
 def test_the_plain_side_takes_as_many_sets_as_the_timing_core():
     import torch
 
-    from tools.tier_parity import core_sets
+    from harness.judge.core import buffer_sets_for  # what plain_figures counts its sets by
 
     big = bytes_stand_in(256 << 20)  # sizes only: a B = 512 fp32 state and its destination are 256 MiB each
-    assert core_sets((big, big)) == 4 and core_sets((bytes_stand_in(4 << 20),) * 2) == 8  # B = 8: eight sets
-    assert core_sets((bytes_stand_in(3 << 30),)) == 1 and core_sets((torch.empty(0), 1.0)) == 1  # no bytes: one
+    assert buffer_sets_for((big, big)) == 4 and buffer_sets_for((bytes_stand_in(4 << 20),) * 2) == 8  # B = 8: eight sets
+    assert buffer_sets_for((bytes_stand_in(3 << 30),)) == 1 and buffer_sets_for((torch.empty(0), 1.0)) == 1  # no bytes: one
 
 
 def bytes_stand_in(nbytes: int):
-    """A stand-in tensor of ``nbytes`` bytes (numel and element_size only)."""
-    import types
+    """A tensor of ``nbytes`` bytes off the CPU that holds no memory (the meta device: sizes only)."""
+    import torch
 
-    return types.SimpleNamespace(numel=lambda: nbytes // 4, element_size=lambda: 4)
+    return torch.empty(nbytes // 4, dtype=torch.float32, device="meta")
 
 
 def test_fresh_copies_clone_every_tensor_and_keep_the_rest():

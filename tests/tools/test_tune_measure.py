@@ -136,7 +136,7 @@ def test_a_tune_times_each_config_over_the_cores_number_of_placements(monkeypatc
 
     inputs = measure.random_inputs(1, "cpu")
     assert measure.placement_sets(inputs) == [inputs]  # a CPU: no placement to vary
-    monkeypatch.setattr(measure, "buffer_sets", lambda nbytes, on_gpu: 3)
+    monkeypatch.setattr(measure, "buffer_sets_for", lambda values: 3)
     sets = measure.placement_sets(inputs)
     assert len(sets) == 3 and sets[0] is inputs
     for other in sets[1:]:

@@ -22,7 +22,7 @@ import torch
 
 from harness.facts import DEFAULT_TOLERANCE, STATE_DTYPE_TOLERANCES, Tolerance
 from harness.judge.check import tensor_errors
-from harness.judge.core import buffer_sets
+from harness.judge.core import buffer_sets_for
 from harness.judge.solutions import load_meta, load_solution
 from harness.judge.timing import L2Flusher, TierUnavailable, TimingConfig, TimingStats, bench_cupti, bench_events
 from tools.vectorized import reference_outputs  # noqa: F401  (re-exported: the tuners' reference)
@@ -98,12 +98,11 @@ def tuner_timing(iters: int = 100, warmup: int = 5) -> TimingConfig:
 def placement_sets(inputs: dict) -> list[dict]:
     """``inputs``, then copies of it with every tensor cloned into an allocation of its own: as
     many sets in all as the timing core gives calls that move the same bytes
-    (:func:`harness.judge.core.buffer_sets`: up to 8 within 2 GiB; one on a CPU). A tune that times
+    (:func:`harness.judge.core.buffer_sets_for`: up to 8 within 2 GiB; one on a CPU). A tune that times
     each config over them in turn ranks configs by a median over as many placements as the
     harness's figures are; on one set, where its buffers landed moved a B <= 8 figure by 2-8 %
     and the tuner read 1.9-3 % under the sweep for the same config (results/cuda-notes.md)."""
-    tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)]
-    count = buffer_sets(sum(t.numel() * t.element_size() for t in tensors), on_gpu=any(t.is_cuda for t in tensors))
+    count = buffer_sets_for(inputs.values())
     clones = ({name: v.clone() if isinstance(v, torch.Tensor) else v for name, v in inputs.items()}
               for _ in range(count - 1))
     return [inputs, *clones]
