@@ -157,8 +157,9 @@ constexpr int kCandidateVEarly = 1;         // v's load issued with q's and k's,
 constexpr int kCandidateOperandsFirst = 2;  // every small operand's load issued before the state's
 constexpr int kCandidatePreciseGates = 4;  // the gates with IEEE expf/log1pf/division (compute_gates_precise)
 constexpr int kCandidateAllReduce = 8;     // every lane all-reduces all 2R row sums (update_and_store)
+constexpr int kCandidateSharedQK = 16;     // q and k loaded once per block into shared memory (update_rows)
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-static_assert(kCandidate >= 0 && kCandidate < 16, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
+static_assert(kCandidate >= 0 && kCandidate < 32, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 
 // One float4 of the state (16-byte aligned), with the cache policy POLICY.
 template <int POLICY>
@@ -299,13 +300,13 @@ struct GateInputs {
 // Loads a lane's small operands (all but the state): its q and k pieces, which start at K column
 // k0 of q/k head hq, the gate inputs of head = batch * HV + hv and, where V_EARLY, v of its V row
 // v_row. The ablations put constants in place of some.
-template <int PIECES, int LANES, bool V_EARLY>
+template <int PIECES, int LANES, bool V_EARLY, bool SHARED_QK>
 __device__ __forceinline__ void load_operands(const Params& p, int batch, int hq, int k0, int hv, int64_t head,
                                               int v_row, float4 (&q4)[PIECES], float4 (&k4)[PIECES],
                                               GateInputs& in, float& v) {
   const int64_t qk = (static_cast<int64_t>(batch) * kNumQKHeads + hq) * kHeadK + k0;
 #pragma unroll
-  for (int c = 0; c < PIECES; ++c) {  // 8-byte aligned: every piece starts at a multiple of 8 B
+  for (int c = 0; c < PIECES && !SHARED_QK; ++c) {  // 8-byte aligned: every piece starts at a multiple of 8 B
     const bool constant = kAblate & kAblateQK;
     q4[c] = constant ? make_float4(0.01f, 0.02f, 0.03f, 0.04f) : load_bf16x4(p.q + qk + c * kPiece * LANES);
     k4[c] = constant ? make_float4(0.04f, 0.03f, 0.02f, 0.01f) : load_bf16x4(p.k + qk + c * kPiece * LANES);
@@ -415,6 +416,31 @@ __device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R]
   }
 }
 
+// The shared-q/k candidate (kCandidateSharedQK): the block's first 64 threads load q and k of
+// q/k head hq once (32 float4 pieces each) into shared memory, and after a block barrier every
+// lane reads its pieces there, where each warp loads the same 512 bytes itself in the shipped
+// build. Prediction (issue #33, before any run; low confidence): the no-qk ablation took 0.26 µs
+// off B = 8 on the H100 (5.4%), part of it kq's constant-folded all-reduce, so -0.03..-0.15 µs at
+// B = 8-32 and within one CUPTI tick at B = 1, where the barrier waits on loads every warp waits
+// on anyway.
+template <int WARPS, int PIECES, int LANES>
+__device__ __forceinline__ void load_shared_qk(const Params& p, int batch, int hq, int sub,
+                                               float4 (&q4)[PIECES], float4 (&k4)[PIECES]) {
+  constexpr int kQKPieces = kHeadK / kPiece;  // float4 pieces of one q or k head
+  __shared__ float4 qk_shared[2][kQKPieces];
+  const int64_t base = (static_cast<int64_t>(batch) * kNumQKHeads + hq) * kHeadK;
+  for (int i = threadIdx.x; i < 2 * kQKPieces; i += WARPS * kWarpSize) {
+    const uint16_t* src = (i < kQKPieces ? p.q : p.k) + base + (i % kQKPieces) * kPiece;
+    qk_shared[i / kQKPieces][i % kQKPieces] = load_bf16x4(src);
+  }
+  __syncthreads();
+#pragma unroll
+  for (int c = 0; c < PIECES; ++c) {
+    q4[c] = qk_shared[0][sub + c * LANES];
+    k4[c] = qk_shared[1][sub + c * LANES];
+  }
+}
+
 // Tensor element offsets (all tensors contiguous), head = batch * HV + hv:
 //   q, k      [B, 1, HQ, K] : (batch * HQ + hq) * K + kk
 //   v, output [B, 1, HV, V] : head * V + vv
@@ -451,10 +477,12 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   constexpr bool kVEarly = (kCandidate & kCandidateVEarly) && !(ROWS == 8 && LANES == 32);
   const int v_row = v0 + sub / (LANES / kLaneRows);  // the row update_and_store gives this lane
   constexpr bool kOperandsFirst = kCandidate & kCandidateOperandsFirst;
+  // Shared q/k: not where a lane holds 8 rows of 32-lane pieces, which spilled 4 bytes with it.
+  constexpr bool kSharedQK = (kCandidate & kCandidateSharedQK) && !(ROWS == 8 && LANES == 32);
   float4 q4[kPieces], k4[kPieces];
   GateInputs in;
   float v_early = 0.0f;
-  if constexpr (kOperandsFirst) load_operands<kPieces, LANES, kVEarly>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
+  if constexpr (kOperandsFirst) load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
   float4 s[kLaneRows][kPieces];
 #pragma unroll
   for (int r = 0; r < kLaneRows; ++r) {
@@ -471,7 +499,8 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
     }
     return;
   }
-  if constexpr (!kOperandsFirst) load_operands<kPieces, LANES, kVEarly>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
+  if constexpr (!kOperandsFirst) load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
+  if constexpr (kSharedQK) load_shared_qk<WARPS, kPieces, LANES>(p, batch, hq, sub, q4, k4);
   const Gates gates = (kAblate & kAblateGates)              ? Gates{0.9f, 0.5f}
                       : (kCandidate & kCandidatePreciseGates) ? compute_gates_precise(in.A_log, in.dt_bias, in.a, in.b)
                                                               : compute_gates(in.A_log, in.dt_bias, in.a, in.b);
