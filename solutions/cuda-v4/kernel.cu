@@ -158,8 +158,9 @@ constexpr int kCandidateOperandsFirst = 2;  // every small operand's load issued
 constexpr int kCandidatePreciseGates = 4;  // the gates with IEEE expf/log1pf/division (compute_gates_precise)
 constexpr int kCandidateAllReduce = 8;     // every lane all-reduces all 2R row sums (update_and_store)
 constexpr int kCandidateSharedQK = 16;     // q and k loaded once per block into shared memory (update_rows)
+constexpr int kCandidateHalves = 32;       // a lane's rows finished in two halves, each stored before the next (update_rows)
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-static_assert(kCandidate >= 0 && kCandidate < 32, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
+static_assert(kCandidate >= 0 && kCandidate < 64, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 
 // One float4 of the state (16-byte aligned), with the cache policy POLICY.
 template <int POLICY>
@@ -504,7 +505,24 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   const Gates gates = (kAblate & kAblateGates)              ? Gates{0.9f, 0.5f}
                       : (kCandidate & kCandidatePreciseGates) ? compute_gates_precise(in.A_log, in.dt_bias, in.a, in.b)
                                                               : compute_gates(in.A_log, in.dt_bias, in.a, in.b);
-  update_and_store<kLaneRows, kPieces, POLICY, LANES, kVEarly>(p, s, q4, k4, gates, v_early, head, v0, tile, group, sub);
+  // The halves candidate (kCandidateHalves): where a lane holds 4 or more rows, its first half is
+  // reduced, updated and stored before the second half's sums are taken, so what is left after a
+  // warp's last state load lands is half its math. Prediction (issue #33, before any run): at
+  // B = 32 on the H100 the 0.29 µs over a copy in the same geometry is that tail (no part of the
+  // math alone is it: results/ablation/20261126-H100-b32), so -0.05..-0.15 µs at B = 16-128
+  // (lanes of 4 rows), within one CUPTI tick where a lane holds 2 rows (B <= 8: the same code).
+  constexpr bool kHalves = (kCandidate & kCandidateHalves) && kLaneRows >= 4 && !kVEarly;
+  if constexpr (kHalves) {
+    constexpr int kHalf = kLaneRows / 2;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      auto& rows = *reinterpret_cast<float4(*)[kHalf][kPieces]>(&s[h * kHalf]);
+      update_and_store<kHalf, kPieces, POLICY, LANES, false>(p, rows, q4, k4, gates, v_early, head, v0 + h * kHalf,
+                                                            tile + h * kHalf * kHeadK, group, sub);
+    }
+  } else {
+    update_and_store<kLaneRows, kPieces, POLICY, LANES, kVEarly>(p, s, q4, k4, gates, v_early, head, v0, tile, group, sub);
+  }
 }
 
 // Blocks an SM must hold at once, given to ptxas as __launch_bounds__'s second

@@ -30,7 +30,7 @@ def shipped_code():
     return build.kernel_code(SOURCE)
 
 
-@pytest.mark.parametrize("name", ["no-operands-no-exchange", "copy", "v-early-operands-first", "shared-qk"])
+@pytest.mark.parametrize("name", ["no-operands-no-exchange", "copy", "v-early-operands-first", "shared-qk", "halves"])
 def test_a_build_compiles_the_shipped_variants_without_spilling(name, shipped_code):
     from harness.judge import build
 
