@@ -60,9 +60,9 @@ from tools.timing_proof import in_fresh_process
 ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, "no-exchange": 8,
              "no-operands-no-exchange": 15, "copy": 16}
 #: name -> kernel.cu's GDN_V4_CANDIDATE flags (kCandidateVEarly 1, kCandidateOperandsFirst 2, kCandidatePreciseGates 4,
-#: kCandidateAllReduce 8, kCandidateSharedQK 16, kCandidateHalves 32).
+#: kCandidateAllReduce 8, kCandidateSharedQK 16; the halves candidate, 32 at b280400, is the variants' passes now).
 CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,
-              "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "halves": 32}
+              "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
           **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}
@@ -135,7 +135,7 @@ def subjects(builds: dict, inputs: dict) -> dict:
 
 def probe_batch(batch: int, repeats: int, names: list[str]) -> dict:
     """One batch size: ``{"launch": config name, "kernel": its template arguments (WARPS, ROWS,
-    POLICY, LANES), "misbuilt": [...], "times_us": {subject: [µs per repeat]}}``."""
+    POLICY, LANES, PASSES), "misbuilt": [...], "times_us": {subject: [µs per repeat]}}``."""
     from flashinfer.testing import bench_gpu_time_with_cupti
 
     from tools.tier_parity import solution_inputs, warm
@@ -153,7 +153,7 @@ def probe_batch(batch: int, repeats: int, names: list[str]) -> dict:
                 times[name].append(statistics.median(bench_gpu_time_with_cupti(call, cold_l2_cache=True)) * 1e3)
         config = builds["full"].launch_config(batch)
         kernel = (config.warps_per_block, config.rows_per_warp, builds["full"].CACHE_POLICIES.index(config.cache_policy),
-                  config.lanes_per_row)
+                  config.lanes_per_row, config.passes)
     return {"launch": config_name(config), "kernel": kernel, "misbuilt": wrong, "times_us": times}
 
 

@@ -40,7 +40,16 @@
 // lines), and each of its two row reductions has log2(32 / LANES) butterfly
 // steps fewer while serving as many elements.
 //
-// The host picks WARPS, ROWS, LANES and the cache policy from the batch size:
+// Passes (template parameter PASSES: 1 or 2). With 2, where a lane holds 4 or more rows, the
+// lane's first half of its rows goes through the reduction, the update and the stores before the
+// second half's row sums are taken. All loads are still issued first. What a warp has left to do
+// after its last state load lands is then about half its math, which is what sets the end of a
+// one-wave grid (B = 16-32 on an H100): a copy in the same geometry stores as its loads land.
+// Measured as a candidate (issue #33, results/ablation/20261126-H100-b32-halves): -0.14 µs at
+// B = 16 and 32 with the best variant of each build, slower with the variants picked at
+// B = 64-128, so it is one more choice per batch size, not a rule.
+//
+// The host picks WARPS, ROWS, LANES, PASSES and the cache policy from the batch size:
 // `gdn_decode` from the current GPU's launch table (launch_tables.cuh, one file
 // per GPU, measured by `python -m tools.tune --algo cuda-v4`), else from the
 // default model (see "launch tables and the default model" below).
@@ -73,7 +82,7 @@
 // Exported (tvm-ffi, destination passing style, definition argument order):
 //   gdn_decode(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state)
 //   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
-//                     rows_per_warp, cache_policy, lanes_per_row, warps_per_block)
+//                     rows_per_warp, cache_policy, lanes_per_row, warps_per_block, passes)
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -158,9 +167,8 @@ constexpr int kCandidateOperandsFirst = 2;  // every small operand's load issued
 constexpr int kCandidatePreciseGates = 4;  // the gates with IEEE expf/log1pf/division (compute_gates_precise)
 constexpr int kCandidateAllReduce = 8;     // every lane all-reduces all 2R row sums (update_and_store)
 constexpr int kCandidateSharedQK = 16;     // q and k loaded once per block into shared memory (update_rows)
-constexpr int kCandidateHalves = 32;       // a lane's rows finished in two halves, each stored before the next (update_rows)
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-static_assert(kCandidate >= 0 && kCandidate < 64, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
+static_assert(kCandidate >= 0 && kCandidate < 32, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 
 // One float4 of the state (16-byte aligned), with the cache policy POLICY.
 template <int POLICY>
@@ -451,7 +459,7 @@ __device__ __forceinline__ void load_shared_qk(const Params& p, int batch, int h
 //
 // Updates rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * WARPS + warp) * ROWS:
 // the work of one warp. Warps never wait for each other (no block barrier).
-template <int WARPS, int ROWS, int POLICY, int LANES>
+template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES>
 __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, int batch) {
   constexpr int kGroups = kWarpSize / LANES;            // rows a warp works on at once
   constexpr int kPieces = kHeadK / (kPiece * LANES);    // float4 pieces per lane and row
@@ -475,7 +483,7 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   // v early: not where a lane holds 8 rows of 32-lane pieces, where one more live register
   // spilled 4 bytes under the 64-register bound (branch cuda-v4-v-early; the only variants that
   // spill with it, by ptxas -v of the all-variants build).
-  constexpr bool kVEarly = (kCandidate & kCandidateVEarly) && !(ROWS == 8 && LANES == 32);
+  constexpr bool kVEarly = (kCandidate & kCandidateVEarly) && !(ROWS == 8 && LANES == 32) && PASSES == 1;
   const int v_row = v0 + sub / (LANES / kLaneRows);  // the row update_and_store gives this lane
   constexpr bool kOperandsFirst = kCandidate & kCandidateOperandsFirst;
   // Shared q/k: not where a lane holds 8 rows of 32-lane pieces, which spilled 4 bytes with it.
@@ -505,23 +513,17 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   const Gates gates = (kAblate & kAblateGates)              ? Gates{0.9f, 0.5f}
                       : (kCandidate & kCandidatePreciseGates) ? compute_gates_precise(in.A_log, in.dt_bias, in.a, in.b)
                                                               : compute_gates(in.A_log, in.dt_bias, in.a, in.b);
-  // The halves candidate (kCandidateHalves): where a lane holds 4 or more rows, its first half is
-  // reduced, updated and stored before the second half's sums are taken, so what is left after a
-  // warp's last state load lands is half its math. Prediction (issue #33, before any run): at
-  // B = 32 on the H100 the 0.29 µs over a copy in the same geometry is that tail (no part of the
-  // math alone is it: results/ablation/20261126-H100-b32), so -0.05..-0.15 µs at B = 16-128
-  // (lanes of 4 rows), within one CUPTI tick where a lane holds 2 rows (B <= 8: the same code).
-  constexpr bool kHalves = (kCandidate & kCandidateHalves) && kLaneRows >= 4 && !kVEarly;
-  if constexpr (kHalves) {
-    constexpr int kHalf = kLaneRows / 2;
+  // PASSES = 2: the lane's first half of its rows is reduced, updated and stored before the second
+  // half's sums are taken, so less of the warp's math is left after its last state load lands
+  // (see "Passes" in the header).
+  static_assert(PASSES == 1 || (PASSES == 2 && kLaneRows >= 4), "two passes need 4+ rows per lane");
+  constexpr int kPassRows = kLaneRows / PASSES;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      auto& rows = *reinterpret_cast<float4(*)[kHalf][kPieces]>(&s[h * kHalf]);
-      update_and_store<kHalf, kPieces, POLICY, LANES, false>(p, rows, q4, k4, gates, v_early, head, v0 + h * kHalf,
-                                                            tile + h * kHalf * kHeadK, group, sub);
-    }
-  } else {
-    update_and_store<kLaneRows, kPieces, POLICY, LANES, kVEarly>(p, s, q4, k4, gates, v_early, head, v0, tile, group, sub);
+  for (int pass = 0; pass < PASSES; ++pass) {
+    auto& rows = *reinterpret_cast<float4(*)[kPassRows][kPieces]>(&s[pass * kPassRows]);
+    update_and_store<kPassRows, kPieces, POLICY, LANES, kVEarly>(p, rows, q4, k4, gates, v_early, head,
+                                                                 v0 + pass * kPassRows,
+                                                                 tile + pass * kPassRows * kHeadK, group, sub);
   }
 }
 
@@ -537,10 +539,10 @@ template <int WARPS, int ROWS, int LANES>
 constexpr int kMinBlocksPerSm = 4 * ROWS + 256 / LANES <= 48 ? 32 / WARPS : 1;
 
 // One block per chunk of WARPS * ROWS rows: grid (V / (WARPS * ROWS), HV, B).
-template <int WARPS, int ROWS, int POLICY, int LANES>
+template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES>
 __global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES>))
     gdn_decode_v4_kernel(const Params p) {
-  update_rows<WARPS, ROWS, POLICY, LANES>(p, blockIdx.x, blockIdx.y, blockIdx.z);
+  update_rows<WARPS, ROWS, POLICY, LANES, PASSES>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
 
 // ---------------------------------------------------------------- host side
@@ -578,6 +580,7 @@ struct LaunchConfig {
   int64_t cache_policy;  // a CachePolicy
   int64_t lanes_per_row;
   int64_t warps_per_block;
+  int64_t passes;  // 1, or 2 where a lane holds 4+ rows
 };
 
 // ---------------------------------------------------------------- launch tables and the default model
@@ -595,22 +598,22 @@ struct LaunchConfig {
 // latency bound: thin warps (few rows each) spread it widest. Each doubling of rho lets a warp
 // take twice the rows (amortizing its fixed work over more of them) while the SMs still hold
 // enough bytes in flight. GDN_V4_DEFAULT_LADDER lists one variant per octave of rho,
-// X(smallest rho, rows per warp, cache policy, lanes per row, warps per block): the last entry
+// X(smallest rho, rows per warp, cache policy, lanes per row, warps per block, passes): the last entry
 // whose rho is <= the batch's wins. L was fitted to the H100 table of 2026-11-23; the rungs are
 // `python -m tools.tune.model_check --algo cuda-v4 --fit "NVIDIA H100 80GB HBM3"` over the H100's
 // fast-gates tune of 2026-11-26 (per octave the variant least slow over its batch sizes), adopted
 // once the H200's own tune (2026-11-26) could test them: 1.016 on average there, 1.043 at worst,
 // where the four hand-made rungs before them were 1.034 and 1.111 (docs/tuning.md).
 #define GDN_V4_DEFAULT_LADDER(X) \
-  X(0.0, 4, kNoAlloc, 16, 2) \
-  X(0.5, 4, kPlain, 16, 4) \
-  X(1.0, 4, kNoAlloc, 16, 2) \
-  X(2.0, 16, kNoAlloc, 8, 1) \
-  X(4.0, 16, kNoAlloc, 8, 2) \
-  X(8.0, 8, kPlain, 16, 2) \
-  X(16.0, 8, kNc, 16, 2) \
-  X(32.0, 16, kPlain, 16, 2) \
-  X(64.0, 16, kPlain, 16, 4)
+  X(0.0, 4, kNoAlloc, 16, 2, 1) \
+  X(0.5, 4, kPlain, 16, 4, 1) \
+  X(1.0, 4, kNoAlloc, 16, 2, 1) \
+  X(2.0, 16, kNoAlloc, 8, 1, 1) \
+  X(4.0, 16, kNoAlloc, 8, 2, 1) \
+  X(8.0, 8, kPlain, 16, 2, 1) \
+  X(16.0, 8, kNc, 16, 2, 1) \
+  X(32.0, 16, kPlain, 16, 2, 1) \
+  X(64.0, 16, kPlain, 16, 4, 1)
 
 constexpr double kMemoryLatencySeconds = 0.9e-6;  // L of the default model, fitted to the H100 table of 2026-11-23
 constexpr double kStateBytesPerBatch = 4.0 * kNumVHeads * kHeadV * kHeadK;  // fp32 state: 512 KiB
@@ -624,8 +627,8 @@ double peak_bandwidth(int64_t memory_clock_khz, int64_t bus_width_bits) {
 LaunchConfig model_config(int64_t batch, double bandwidth) {
   const double rho = batch * kStateBytesPerBatch / (bandwidth * kMemoryLatencySeconds);
   LaunchConfig config{};
-#define GDN_V4_RUNG(RHO, ROWS, POLICY, LANES, WARPS) \
-  if (rho >= (RHO)) config = {ROWS, POLICY, LANES, WARPS};
+#define GDN_V4_RUNG(RHO, ROWS, POLICY, LANES, WARPS, PASSES) \
+  if (rho >= (RHO)) config = {ROWS, POLICY, LANES, WARPS, PASSES};
   GDN_V4_DEFAULT_LADDER(GDN_V4_RUNG)
 #undef GDN_V4_RUNG
   return config;
@@ -645,8 +648,8 @@ int table_index(const char* name) {
 // Entry of table `index` (>= 0) for `batch`: the first whose batch limit is >= batch.
 LaunchConfig table_config(int index, int64_t batch) {
   int position = 0;
-#define X(LIMIT, ROWS, POLICY, LANES, WARPS) \
-  if (batch <= (LIMIT)) return {ROWS, POLICY, LANES, WARPS};
+#define X(LIMIT, ROWS, POLICY, LANES, WARPS, PASSES) \
+  if (batch <= (LIMIT)) return {ROWS, POLICY, LANES, WARPS, PASSES};
 #define GDN_V4_GPU(NAME, ENTRIES) \
   if (index == position++) { ENTRIES }
 #include "launch_tables.cuh"
@@ -702,19 +705,33 @@ int current_device() {
   return device_id;
 }
 
-template <int WARPS, int ROWS, int POLICY, int LANES>
+template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES>
 void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
   const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
-  gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES><<<grid, WARPS * kWarpSize, 0, stream>>>(params);
+  gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES><<<grid, WARPS * kWarpSize, 0, stream>>>(params);
 }
 
-template <int ROWS, int POLICY, int LANES>
+// Rows a lane holds in a variant (ROWS rows per warp, LANES lanes per row).
+template <int ROWS, int LANES>
+constexpr int kRowsPerLane = ROWS / (kWarpSize / LANES);
+
+template <int ROWS, int POLICY, int LANES, int PASSES>
 void launch_warps(const Params& params, int64_t batch, int64_t warps, cudaStream_t stream) {
   switch (warps) {
-    case 8: launch_kernel<8, ROWS, POLICY, LANES>(params, batch, stream); break;
-    case 4: launch_kernel<4, ROWS, POLICY, LANES>(params, batch, stream); break;
-    case 2: launch_kernel<2, ROWS, POLICY, LANES>(params, batch, stream); break;
-    case 1: launch_kernel<1, ROWS, POLICY, LANES>(params, batch, stream); break;
+    case 8: launch_kernel<8, ROWS, POLICY, LANES, PASSES>(params, batch, stream); break;
+    case 4: launch_kernel<4, ROWS, POLICY, LANES, PASSES>(params, batch, stream); break;
+    case 2: launch_kernel<2, ROWS, POLICY, LANES, PASSES>(params, batch, stream); break;
+    case 1: launch_kernel<1, ROWS, POLICY, LANES, PASSES>(params, batch, stream); break;
+  }
+}
+
+// Two passes only where a lane holds 4 or more rows; validate_config has rejected the others.
+template <int ROWS, int POLICY, int LANES>
+void launch_passes(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
+  if (config.passes == 1) {
+    launch_warps<ROWS, POLICY, LANES, 1>(params, batch, config.warps_per_block, stream);
+  } else if constexpr (kRowsPerLane<ROWS, LANES> >= 4) {
+    launch_warps<ROWS, POLICY, LANES, 2>(params, batch, config.warps_per_block, stream);
   }
 }
 
@@ -722,14 +739,14 @@ void launch_warps(const Params& params, int64_t batch, int64_t warps, cudaStream
 // are instantiated; validate_config has rejected the others.
 template <int ROWS, int POLICY>
 void launch_lanes(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
-  const int64_t lanes = config.lanes_per_row, warps = config.warps_per_block;
+  const int64_t lanes = config.lanes_per_row;
   if (lanes == 32) {
-    launch_warps<ROWS, POLICY, 32>(params, batch, warps, stream);
+    launch_passes<ROWS, POLICY, 32>(params, batch, config, stream);
   } else if constexpr (ROWS % 2 == 0) {
     if (lanes == 16) {
-      launch_warps<ROWS, POLICY, 16>(params, batch, warps, stream);
+      launch_passes<ROWS, POLICY, 16>(params, batch, config, stream);
     } else if constexpr (ROWS % 4 == 0) {
-      launch_warps<ROWS, POLICY, 8>(params, batch, warps, stream);
+      launch_passes<ROWS, POLICY, 8>(params, batch, config, stream);
     }
   }
 }
@@ -759,10 +776,11 @@ void launch_variant(const Params& params, int64_t batch, const LaunchConfig& con
     case 16: launch<16>(params, batch, config, stream); break;
   }
 #else
-#define GDN_V4_LAUNCH_NAMED(LIMIT, ROWS, POLICY, LANES, WARPS)                                \
+#define GDN_V4_LAUNCH_NAMED(LIMIT, ROWS, POLICY, LANES, WARPS, PASSES)                        \
   if (config.rows_per_warp == (ROWS) && config.cache_policy == (POLICY) &&                   \
-      config.lanes_per_row == (LANES) && config.warps_per_block == (WARPS)) {                \
-    return launch_kernel<WARPS, ROWS, POLICY, LANES>(params, batch, stream);                 \
+      config.lanes_per_row == (LANES) && config.warps_per_block == (WARPS) &&                \
+      config.passes == (PASSES)) {                                                           \
+    return launch_kernel<WARPS, ROWS, POLICY, LANES, PASSES>(params, batch, stream);         \
   }
 #define X GDN_V4_LAUNCH_NAMED
 #define GDN_V4_GPU(NAME, ENTRIES) ENTRIES
@@ -773,7 +791,7 @@ void launch_variant(const Params& params, int64_t batch, const LaunchConfig& con
 #undef GDN_V4_LAUNCH_NAMED
   TVM_FFI_THROW(ValueError) << "launch config (rows " << config.rows_per_warp << ", policy "
                             << config.cache_policy << ", lanes " << config.lanes_per_row << ", warps "
-                            << config.warps_per_block << ") is in no launch table nor the default model, "
+                            << config.warps_per_block << ", passes " << config.passes << ") is in no launch table nor the default model, "
                             << "and this build has only theirs (build with -DGDN_V4_ALL_VARIANTS)";
 #endif
 }
@@ -793,14 +811,18 @@ void validate_config(const LaunchConfig& config) {
   TVM_FFI_CHECK(rows % (kWarpSize / lanes) == 0, ValueError)
       << "lanes_per_row " << lanes << " puts " << kWarpSize / lanes
       << " rows in flight per warp: rows_per_warp must be a multiple of that, not " << rows;
+  const int64_t rows_per_lane = rows / (kWarpSize / lanes);
+  TVM_FFI_CHECK(config.passes == 1 || (config.passes == 2 && rows_per_lane >= 4), ValueError)
+      << "passes must be 1, or 2 where a lane holds 4 or more rows (rows_per_warp / (32 / lanes_per_row)), not "
+      << config.passes << " with " << rows_per_lane << " rows per lane";
 }
 
 void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
                        ffi::TensorView state, ffi::TensorView A_log, ffi::TensorView a,
                        ffi::TensorView dt_bias, ffi::TensorView b, double scale,
                        ffi::TensorView output, ffi::TensorView new_state, int64_t rows_per_warp,
-                       int64_t cache_policy, int64_t lanes_per_row, int64_t warps_per_block) {
-  const LaunchConfig config{rows_per_warp, cache_policy, lanes_per_row, warps_per_block};
+                       int64_t cache_policy, int64_t lanes_per_row, int64_t warps_per_block, int64_t passes) {
+  const LaunchConfig config{rows_per_warp, cache_policy, lanes_per_row, warps_per_block, passes};
   validate_config(config);
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   const int64_t batch = q.size(0);
@@ -839,9 +861,10 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
   TVM_FFI_CHECK_CUDA_ERROR(cudaGetLastError());
 }
 
-// (rows per warp, cache policy, lanes per row, warps per block) of ``config``.
+// (rows per warp, cache policy, lanes per row, warps per block, passes) of ``config``.
 ffi::Shape config_shape(const LaunchConfig& config) {
-  return ffi::Shape({config.rows_per_warp, config.cache_policy, config.lanes_per_row, config.warps_per_block});
+  return ffi::Shape({config.rows_per_warp, config.cache_policy, config.lanes_per_row, config.warps_per_block,
+                     config.passes});
 }
 
 // What gdn_decode launches for ``batch`` on the current CUDA device (main.py and the tuner read it).
@@ -878,7 +901,7 @@ void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::Te
   const LaunchConfig config = selected_config(device_selection(q.device().device_id), q.size(0));
   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
                     config.rows_per_warp, config.cache_policy, config.lanes_per_row,
-                    config.warps_per_block);
+                    config.warps_per_block, config.passes);
 }
 
 }  // namespace

@@ -5,13 +5,13 @@
 // date_utc: 2026-11-26T11:00:33+00:00
 // tier: cupti
 // report: results/tuning/20261126-H200-fast-gates/cuda-v4/NVIDIA-H200.json
-// X(largest batch, rows per warp, cache policy, lanes per row, warps per block); the first entry
+// X(largest batch, rows per warp, cache policy, lanes per row, warps per block, passes); the first entry
 // whose limit is >= batch wins, the last (INT64_MAX) covers every batch.
 GDN_V4_GPU("NVIDIA H200",
-  X(1, 4, kNc, 16, 4)
-  X(8, 4, kNoAlloc, 16, 4)
-  X(16, 4, kNoAlloc, 32, 8)
-  X(32, 16, kNoAlloc, 8, 2)
-  X(64, 16, kPlain, 8, 2)
-  X(128, 8, kPlain, 32, 1)
-  X(INT64_MAX, 8, kPlain, 16, 1))
+  X(1, 4, kNc, 16, 4, 1)
+  X(8, 4, kNoAlloc, 16, 4, 1)
+  X(16, 4, kNoAlloc, 32, 8, 1)
+  X(32, 16, kNoAlloc, 8, 2, 1)
+  X(64, 16, kPlain, 8, 2, 1)
+  X(128, 8, kPlain, 32, 1, 1)
+  X(INT64_MAX, 8, kPlain, 16, 1, 1))

@@ -43,6 +43,8 @@ LANES_PER_ROW_CHOICES = (32, 16, 8)
 #: kernel takes the index (its ``CachePolicy`` enum). kernel.cu's header
 #: gives the instructions of each.
 CACHE_POLICIES = ("stream", "nc", "plain", "noalloc")
+#: Passes over a lane's rows compiled into kernel.cu (2 only where a lane holds 4 or more rows).
+PASSES_CHOICES = (1, 2)
 
 
 class LaunchConfig(NamedTuple):
@@ -60,12 +62,17 @@ class LaunchConfig(NamedTuple):
     warps_per_block: 8 (many warps per block: the most warps in flight per
         SM at small B) or 4, 2, 1 (a finished warp's slot is refilled without
         waiting for the rest of its block: long grids at large B).
+    passes: 1, or 2 where a lane holds 4 or more rows (``rows_per_warp /
+        (32 / lanes_per_row)``): the first half of a lane's rows is reduced,
+        updated and stored before the second half's sums are taken (kernel.cu's
+        "Passes").
     """
 
     rows_per_warp: int
     cache_policy: str
     lanes_per_row: int = 32
     warps_per_block: int = 8
+    passes: int = 1
 
     def is_compiled(self) -> bool:
         """Whether kernel.cu can instantiate this variant (it raises ValueError otherwise). A build
@@ -73,7 +80,12 @@ class LaunchConfig(NamedTuple):
         build has just those of the launch tables and of the default model."""
         return (self.rows_per_warp in ROWS_PER_WARP_CHOICES and self.lanes_per_row in LANES_PER_ROW_CHOICES
                 and self.rows_per_warp % (32 // self.lanes_per_row) == 0 and self.cache_policy in CACHE_POLICIES
-                and self.warps_per_block in WARPS_PER_BLOCK_CHOICES)
+                and self.warps_per_block in WARPS_PER_BLOCK_CHOICES
+                and (self.passes == 1 or (self.passes == 2 and self.rows_per_lane() >= 4)))
+
+    def rows_per_lane(self) -> int:
+        """Rows each lane holds: ``rows_per_warp`` over the rows a warp works on at once (``32 / lanes_per_row``)."""
+        return self.rows_per_warp // (32 // self.lanes_per_row)
 
 
 _POLICY_INDEX = {name: index for index, name in enumerate(CACHE_POLICIES)}
@@ -88,8 +100,8 @@ def load():
     Returns:
         The exported ``gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b,
         scale, output, new_state, rows_per_warp, cache_policy, lanes_per_row,
-        warps_per_block)`` function. (The module also exports ``gdn_decode``
-        without the last four arguments, the contest entry that :func:`run`
+        warps_per_block, passes)`` function. (The module also exports ``gdn_decode``
+        without the last five arguments, the contest entry that :func:`run`
         calls, and the launch-table queries behind :func:`launch_config`,
         :func:`launch_source`, :func:`launch_config_for` and :func:`table_devices`.)
 
@@ -116,8 +128,8 @@ def load_module():
 
 
 def _config(shape) -> LaunchConfig:
-    rows, policy, lanes, warps = shape
-    return LaunchConfig(int(rows), CACHE_POLICIES[int(policy)], int(lanes), int(warps))
+    rows, policy, lanes, warps, passes = shape
+    return LaunchConfig(int(rows), CACHE_POLICIES[int(policy)], int(lanes), int(warps), int(passes))
 
 
 def launch_config(batch: int) -> LaunchConfig:
@@ -168,7 +180,7 @@ def run_with_config(inputs: dict, config: LaunchConfig) -> dict:
     kernel(inputs["q"], inputs["k"], inputs["v"], inputs["state"], inputs["A_log"],
            inputs["a"], inputs["dt_bias"], inputs["b"], resolve_scale(inputs.get("scale")),
            output, new_state, config.rows_per_warp, _POLICY_INDEX[config.cache_policy], config.lanes_per_row,
-           config.warps_per_block)
+           config.warps_per_block, config.passes)
     return {"output": output, "new_state": new_state}
 
 

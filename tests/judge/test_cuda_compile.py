@@ -186,7 +186,7 @@ def test_the_judge_calls_the_function_the_packed_submission_names(solution, buil
 @needs_toolchain
 @pytest.mark.parametrize("solution, functions", [
     ("cuda-v1", {"gdn_decode": ()}),
-    ("cuda-v4", {"gdn_decode": (), "gdn_decode_config": (1, 0, 32, 8)}),
+    ("cuda-v4", {"gdn_decode": (), "gdn_decode_config": (1, 0, 32, 8, 1)}),
 ])
 def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache, tmp_path):
     torch = pytest.importorskip("torch")
@@ -206,13 +206,19 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
             getattr(module, name)(*args, *extra)
     if solution == "cuda-v4":  # a shape kernel.cu does not instantiate, refused before any launch
         with pytest.raises(ValueError, match="multiple of that, not 1"):
-            module.gdn_decode_config(*args, 1, 0, 16, 8)
+            module.gdn_decode_config(*args, 1, 0, 16, 8, 1)
         with pytest.raises(ValueError, match="lanes_per_row must be 32, 16 or 8, not 4"):
-            module.gdn_decode_config(*args, 8, 0, 4, 8)
+            module.gdn_decode_config(*args, 8, 0, 4, 8, 1)
         with pytest.raises(ValueError, match="cache_policy must be"):
-            module.gdn_decode_config(*args, 8, 4, 32, 8)
+            module.gdn_decode_config(*args, 8, 4, 32, 8, 1)
         with pytest.raises(ValueError, match="warps_per_block must be 8, 4, 2 or 1, not 16"):
-            module.gdn_decode_config(*args, 8, 1, 32, 16)
+            module.gdn_decode_config(*args, 8, 1, 32, 16, 1)
+        with pytest.raises(ValueError, match="passes must be 1, or 2 where a lane holds 4 or more rows"):
+            module.gdn_decode_config(*args, 8, 1, 16, 8, 3)
+        with pytest.raises(ValueError, match="not 2 with 2 rows per lane"):  # 4 rows over 2 lane groups
+            module.gdn_decode_config(*args, 4, 1, 16, 8, 2)
+        with pytest.raises(ValueError, match="must be on cuda"):  # 8 rows over 2 lane groups: 4 a lane, valid
+            module.gdn_decode_config(*args, 8, 1, 16, 8, 2)
         # main.py reads the choice from the module: a GPU's table by its exact name, else the
         # default model at its bandwidth (host code: no GPU needed)
         from tools.tune.cuda_v4 import gpu_tables
@@ -227,11 +233,11 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
         # from rho 0.5, 1, 2, ... at B = 7, 14, 28, 55, 110, 220, 440, 879 (docs/tuning.md)
         b200 = {b: tuple(entry.launch_config_for("NVIDIA B200", 8e12, b))
                 for b in (1, 6, 7, 14, 27, 28, 55, 110, 220, 440, 878, 879)}
-        assert b200 == {1: (4, "noalloc", 16, 2), 6: (4, "noalloc", 16, 2), 7: (4, "plain", 16, 4),
-                        14: (4, "noalloc", 16, 2), 27: (4, "noalloc", 16, 2), 28: (16, "noalloc", 8, 1),
-                        55: (16, "noalloc", 8, 2), 110: (8, "plain", 16, 2), 220: (8, "nc", 16, 2),
-                        440: (16, "plain", 16, 2), 878: (16, "plain", 16, 2), 879: (16, "plain", 16, 4)}
-        assert entry.launch_config_for("NVIDIA H100 80GB HBM3 ", 3.352e12, 2) == (4, "noalloc", 16, 2)  # not its name
+        assert b200 == {1: (4, "noalloc", 16, 2, 1), 6: (4, "noalloc", 16, 2, 1), 7: (4, "plain", 16, 4, 1),
+                        14: (4, "noalloc", 16, 2, 1), 27: (4, "noalloc", 16, 2, 1), 28: (16, "noalloc", 8, 1, 1),
+                        55: (16, "noalloc", 8, 2, 1), 110: (8, "plain", 16, 2, 1), 220: (8, "nc", 16, 2, 1),
+                        440: (16, "plain", 16, 2, 1), 878: (16, "plain", 16, 2, 1), 879: (16, "plain", 16, 4, 1)}
+        assert entry.launch_config_for("NVIDIA H100 80GB HBM3 ", 3.352e12, 2) == (4, "noalloc", 16, 2, 1)  # not its name
         if not torch.cuda.is_available():
             with pytest.raises(RuntimeError):
                 entry.launch_source()  # the current device's choice needs one
@@ -256,11 +262,12 @@ ptxas info    : Used 28 registers, used 0 barriers, 380 bytes cmem[0]
 def test_cuda_v4_variants_never_spill_and_keep_32_warps_per_sm_where_bounded(cuda_v4_all_variants):
     """kernel.cu's kMinBlocksPerSm asks ptxas for 32 resident warps (64 registers)
     where a warp's state rows and q/k pieces fit in 48 registers; nothing may spill."""
-    shapes = cuda_v4_all_variants  # (warps, rows, policy, lanes) -> registers and spills, the tuner's build
-    assert len(shapes) == 4 * 4 * (5 + 4 + 3)  # warps x policies x (rows, lanes) pairs
+    shapes = cuda_v4_all_variants  # (warps, rows, policy, lanes, passes) -> registers and spills, the tuner's build
+    # warps x policies x (rows, lanes) pairs in one pass, and in two those whose lanes hold 4+ rows
+    assert len(shapes) == 4 * 4 * ((5 + 4 + 3) + (3 + 2 + 1))
     assert all(used.spill_store_bytes == used.spill_load_bytes == 0 for used in shapes.values())
     bounded = [shape for shape in shapes if 4 * shape[1] + 256 // shape[3] <= 48]
-    assert (1, 8, 1, 32) in bounded and (1, 8, 1, 8) not in bounded
+    assert (1, 8, 1, 32, 1) in bounded and (1, 8, 1, 8, 1) not in bounded
     assert all(shapes[shape].registers <= 64 for shape in bounded)
 
 

@@ -146,9 +146,9 @@ def test_cuda_v4_search_space_is_what_the_all_variants_build_instantiates(tmp_pa
 
     main = import_copy(SOLUTIONS_DIR / "cuda-v4", tmp_path)
     space = CudaV4(main).configs("float32")
-    offered = {(c.warps_per_block, c.rows_per_warp, main.CACHE_POLICIES.index(c.cache_policy), c.lanes_per_row)
+    offered = {(c.warps_per_block, c.rows_per_warp, main.CACHE_POLICIES.index(c.cache_policy), c.lanes_per_row, c.passes)
                for c in space.values()}
-    compiled = set(cuda_v4_all_variants)  # (warps, rows, policy, lanes) the build instantiated
+    compiled = set(cuda_v4_all_variants)  # (warps, rows, policy, lanes, passes) the build instantiated
     assert compiled and offered == compiled, (offered - compiled, compiled - offered)
     assert len(space) == len(offered)  # one name per variant
 

@@ -2,7 +2,7 @@
 
 Search space: every variant kernel.cu's all-variants build
 (``-DGDN_V4_ALL_VARIANTS``) instantiates, i.e. ``main.LaunchConfig(rows per
-warp, cache policy, lanes per row, warps per block)`` over main.py's choices
+warp, cache policy, lanes per row, warps per block, passes)`` over main.py's choices
 that ``LaunchConfig.is_compiled`` accepts (tests/tools/test_tune_driver.py checks this
 against the build's own kernels). A variant runs through
 ``main.run_with_config`` (kernel.cu's ``gdn_decode_config``).
@@ -33,12 +33,12 @@ from tools.tune.table_files import PROVENANCE_FIELDS, table_stem
 
 #: cuda-v4's kernel.cu compiles only its launch tables' (and default model's) variants unless this macro is defined.
 ALL_VARIANTS = "GDN_V4_ALL_VARIANTS"
-#: kernel.cu's kernels by their mangled names: gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES>.
-KERNEL_NAME = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E"
+#: kernel.cu's kernels by their mangled names: gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES>.
+KERNEL_NAME = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E"
 #: The header that includes every GPU's table file.
 INDEX = "launch_tables.cuh"
-#: one entry of a table: X(largest batch, rows, CachePolicy, lanes, warps)
-_TABLE_ENTRY = re.compile(r"X\((\w+), (\d+), k(\w+), (\d+), (\d+)\)")
+#: one entry of a table: X(largest batch, rows, CachePolicy, lanes, warps, passes)
+_TABLE_ENTRY = re.compile(r"X\((\w+), (\d+), k(\w+), (\d+), (\d+), (\d+)\)")
 _GPU = re.compile(r'^GDN_V4_GPU\("([^"]+)",', re.MULTILINE)
 _INCLUDE = re.compile(r'^#include "([^"]+)"', re.MULTILINE)
 #: kernel.cu's CachePolicy enumerators, by cache policy name
@@ -51,7 +51,7 @@ def table_file_name(device: str) -> str:
 
 
 def read_table_header(text: str) -> tuple[str, list[list], dict]:
-    """``(device name, [[largest batch | None, (rows, policy, lanes, warps)]], provenance)`` of a
+    """``(device name, [[largest batch | None, (rows, policy, lanes, warps, passes)]], provenance)`` of a
     table header (the last entry, ``INT64_MAX``, as None).
 
     Raises:
@@ -61,8 +61,9 @@ def read_table_header(text: str) -> tuple[str, list[list], dict]:
     if gpu is None:
         raise ValueError('no GDN_V4_GPU("<device name>", ...) entry')
     names = {enumerator: name for name, enumerator in _ENUMERATORS.items()}
-    table = [[None if limit == "INT64_MAX" else int(limit), (int(rows), names[policy], int(lanes), int(warps))]
-             for limit, rows, policy, lanes, warps in _TABLE_ENTRY.findall(text[gpu.end():])]
+    table = [[None if limit == "INT64_MAX" else int(limit),
+              (int(rows), names[policy], int(lanes), int(warps), int(passes))]
+             for limit, rows, policy, lanes, warps, passes in _TABLE_ENTRY.findall(text[gpu.end():])]
     if not table or table[-1][0] is not None:
         raise ValueError(f"the table of {gpu.group(1)} must end with INT64_MAX (every batch)")
     origin = dict(re.findall(rf"^// ({'|'.join(PROVENANCE_FIELDS)}): (.*)$", text, re.MULTILINE))
@@ -96,31 +97,34 @@ def with_file(index: str, name: str) -> str:
 
 
 def table_entries(table: list[list]) -> str:
-    """``[[largest batch | None, (rows, policy, lanes, warps)]]`` as X(...) lines (:func:`read_table_header` reads them)."""
-    return "\n".join(f"  X({'INT64_MAX' if limit is None else limit}, {rows}, k{_ENUMERATORS[policy]}, {lanes}, {warps})"
-                     for limit, (rows, policy, lanes, warps) in table)
+    """``[[largest batch | None, (rows, policy, lanes, warps, passes)]]`` as X(...) lines (:func:`read_table_header`
+    reads them)."""
+    return "\n".join(f"  X({'INT64_MAX' if limit is None else limit}, {rows}, k{_ENUMERATORS[policy]}, {lanes}, {warps}, "
+                     f"{passes})" for limit, (rows, policy, lanes, warps, passes) in table)
 
 
 def table_header(origin: dict, table: list[list]) -> str:
     """The text of a GPU's table header: provenance (:func:`tools.tune.table_files.provenance`), then the entry."""
     lines = ["// cuda-v4's launch table on one GPU (included by launch_tables.cuh; no include guard)."]
     lines += [f"// {field}: {origin[field]}" for field in PROVENANCE_FIELDS]
-    lines += ["// X(largest batch, rows per warp, cache policy, lanes per row, warps per block); the first entry",
+    lines += ["// X(largest batch, rows per warp, cache policy, lanes per row, warps per block, passes); the first entry",
               "// whose limit is >= batch wins, the last (INT64_MAX) covers every batch.",
               f'GDN_V4_GPU("{origin["device"]}",', table_entries(table) + ")"]
     return "\n".join(lines) + "\n"
 
 
 def config_name(config) -> str:
-    """``r4/stream``, ``r4/nc``, ``r4/plain/l16``, ``r8/nc/l16/w2``: rows per
-    warp, cache policy, then the lanes per row unless 32 (a whole warp per
-    row) and the warps per block unless 8. (Tuning files of 2026-11-23 name
+    """``r4/stream``, ``r4/nc``, ``r4/plain/l16``, ``r8/nc/l16/w2``, ``r16/nc/l8/w2/p2``: rows
+    per warp, cache policy, then the lanes per row unless 32 (a whole warp per
+    row), the warps per block unless 8 and the passes unless 1. (Tuning files of 2026-11-23 name
     them ``cuda-v4/<name>``, some with ``/rs``: the reduce-scatter form, now
     the only one, where the names without ``rs`` are the all-reduce form it replaced.)"""
     name = f"r{config.rows_per_warp}/{config.cache_policy}"
     if config.lanes_per_row != 32:
         name += f"/l{config.lanes_per_row}"
-    return name if config.warps_per_block == 8 else f"{name}/w{config.warps_per_block}"
+    if config.warps_per_block != 8:
+        name += f"/w{config.warps_per_block}"
+    return name if config.passes == 1 else f"{name}/p{config.passes}"
 
 
 class CudaV4:
@@ -156,7 +160,7 @@ class CudaV4:
         """Every variant kernel.cu compiles, by name."""
         v4 = self.solution
         grid = itertools.product(v4.ROWS_PER_WARP_CHOICES, v4.CACHE_POLICIES, v4.LANES_PER_ROW_CHOICES,
-                                 v4.WARPS_PER_BLOCK_CHOICES)
+                                 v4.WARPS_PER_BLOCK_CHOICES, v4.PASSES_CHOICES)
         return {config_name(config): config for config in itertools.starmap(v4.LaunchConfig, grid)
                 if config.is_compiled()}
 
