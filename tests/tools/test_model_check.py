@@ -64,13 +64,25 @@ def _check_cuda_v4() -> dict:
 
 
 def test_the_cuda_v4_default_model_lands_close_to_the_h100_table():
-    """Its ladder is the octave fit of this H100 tune (fast gates, 2026-11-26): in sample, so the
-    model's pick is at least as fast as the table's config at every batch size, but for the µs
-    the report gives two configs the table rule tells apart (1.0004 at B = 2)."""
+    """Its ladder is the octave fit of the H100's fast-gates tune (2026-11-26; MODEL_REPORTS); the
+    table has since been re-tuned with two passes over a lane's rows, which no rung has: against
+    that table's report the model is 1.006x on average and 1.016x at worst (B = 32, where the
+    table's two-pass pick is 0.19 µs faster)."""
     rows = _check_cuda_v4()[H100, "float32"]
     summary = model_check.summary(rows)
     assert summary["timed"] == len(rows) == 10
-    assert summary["worst"] <= 1.001, model_check.format_rows("cuda-v4", H100, "float32", rows)
+    assert summary["worst"] <= 1.017, model_check.format_rows("cuda-v4", H100, "float32", rows)
+
+
+def test_the_reports_a_ladder_was_fitted_to_stand_in_for_the_tables_only_where_named():
+    adapter = model_check.load_adapter("fla-recurrent")
+    assert model_check.model_reports("fla-recurrent", adapter) == model_check.gpu_reports("fla-recurrent", adapter)
+    _require_cuda_v4_build()
+    adapter = model_check.load_adapter("cuda-v4")
+    tables, model = model_check.gpu_reports("cuda-v4", adapter), model_check.model_reports("cuda-v4", adapter)
+    assert model[H200] == tables[H200] and model[H100] != tables[H100]
+    assert not any(name.endswith("/p2") for at in model[H100][1]["float32"].values() for name in at)
+    assert any(name.endswith("/p2") for at in tables[H100][1]["float32"].values() for name in at)
 
 
 @pytest.mark.parametrize("name, dtype, geomean, worst", [
@@ -110,14 +122,15 @@ def test_an_octave_fit_takes_per_octave_the_config_least_slow_over_its_batch_siz
 @pytest.mark.parametrize("name", ["fla-recurrent", "cuda-v4", "cutedsl-bf16"])
 def test_the_ladders_are_the_octave_fit_of_the_h100_tune(name):
     """fla-recurrent's hand-made ladder is what the fit gives; cuda-v4's and cutedsl-bf16's were
-    written from the fit (``--fit``): after a re-tune of their H100 tables, fit again."""
+    written from the fit (``--fit``): after a re-tune of their H100 tables, fit again, unless the
+    re-tune timed variants the other GPUs' tunes lack (MODEL_REPORTS)."""
     if name == "cuda-v4":
         _require_cuda_v4_build()
     try:
         adapter = model_check.load_adapter(name)
     except ImportError as exc:  # a solution whose packages are not installed here
         pytest.skip(str(exc))
-    bandwidth, times = model_check.gpu_reports(name, adapter)[H100]
+    bandwidth, times = model_check.model_reports(name, adapter)[H100]
     for dtype in adapter.state_dtypes():
         fitted = model_check.fit_octaves(times[dtype], dtype, bandwidth, model_check.model_latency(name))
         rho = {batch: model_check.state_bytes(batch, dtype) / (bandwidth * model_check.model_latency(name))
@@ -240,7 +253,7 @@ def test_the_b200_on_paper(name, dtype):
     except ImportError as exc:
         pytest.skip(str(exc))
     rows = model_check.predict_latency(adapter, dtype, model_check.PRESETS["b200"], [1, 16, 64],
-                                       model_check.gpu_reports(name, adapter))
+                                       model_check.model_reports(name, adapter))
     assert [(row.config, round(row.predicted_us, 2)) for row in rows] == B200_PAPER[name, dtype]
     assert all({device for device, _, _ in row.measured} == {H100, H200} for row in rows)
     for bandwidth in (7.672e12, 8.184e12):

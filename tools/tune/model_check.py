@@ -72,6 +72,15 @@ LEGACY_REPORTS = {
     ("fla-recurrent", H100): ("fla_recurrent_tune.json",),
 }
 
+#: The tuning reports a solution's default ladder was fitted to (``--fit``) and predicts a GPU without
+#: a table from (``--predict``), where they are not its GPU table's current report. cuda-v4's H100
+#: table was re-tuned with two passes over a lane's rows (results/tuning/20261126-H100-passes); the
+#: H200's tune has no such variant, so a rung with two passes could not be checked out of sample there,
+#: and the ladder stays the fit of the tune it was fitted to (docs/tuning.md).
+MODEL_REPORTS = {
+    ("cuda-v4", H100): "results/tuning/20261126-H100-fast-gates/cuda-v4/NVIDIA-H100-80GB-HBM3.json",
+}
+
 #: Where each solution defines the default model's L (seconds): solutions are standalone, so the one
 #: constant is written three times (file in the solution folder, its definition's pattern).
 LATENCY_DEFINITIONS = {
@@ -225,6 +234,17 @@ def gpu_reports(name: str, adapter) -> dict[str, tuple[float, Times]]:
     for device in adapter.gpu_tables():
         paths, bandwidth = table_report(name, device, origins.get(device))
         reports[device] = bandwidth, report_times(name, paths)
+    return reports
+
+
+def model_reports(name: str, adapter) -> dict[str, tuple[float, Times]]:
+    """:func:`gpu_reports`, with :data:`MODEL_REPORTS` in place of a table's report where it names
+    one: what a solution's default ladder was fitted to and predicts from."""
+    reports = gpu_reports(name, adapter)
+    for (solution, device), report in MODEL_REPORTS.items():
+        if solution == name and device in reports:
+            paths, bandwidth = table_report(name, device, report)
+            reports[device] = bandwidth, report_times(name, paths)
     return reports
 
 
@@ -469,7 +489,7 @@ def print_fits(names: list[str], device: str, latency: float | None) -> int:
     2 after a message for a solution without a table of that GPU."""
     for name in names:
         adapter = load_adapter(name)
-        reports = gpu_reports(name, adapter)
+        reports = model_reports(name, adapter)
         if device not in reports:
             print(f"error: {name} has no table of {device!r} (its tables: {', '.join(reports)})", file=sys.stderr)
             return 2
@@ -500,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
             bandwidth = args.predict * bandwidth_scale(name, latency)
             for dtype in adapter.state_dtypes():
                 if args.batches:
-                    rows = predict_latency(adapter, dtype, args.predict, args.batches, gpu_reports(name, adapter),
+                    rows = predict_latency(adapter, dtype, args.predict, args.batches, model_reports(name, adapter),
                                            model_bandwidth=bandwidth)
                     print(format_latency_predictions(name, dtype, args.predict, rows))
                 else:
