@@ -21,6 +21,7 @@ from harness.judge.timing import IDLE_S, STOP_MIN_SAMPLES, TimingConfig
 from harness.paths import LOCAL_RESULTS_DIR, RESULTS_DIR
 from harness.records.report import print_summary, print_table, solution_summary
 from harness.records.store import RunWriter
+from harness.run_lock import checkout_lock
 
 
 def default_device() -> str:
@@ -258,14 +259,24 @@ def main(argv: list[str]) -> int:
     except argparse.ArgumentTypeError as exc:
         parser.error(str(exc))
     try:
-        if devices:
-            return run_on_gpus(args, parser, devices)
-        result = run_from_args(args, config)
+        with checkout_lock(on_wait=_say_waiting):
+            if devices:
+                return run_on_gpus(args, parser, devices)
+            result = run_from_args(args, config)
+            report(args, result.run_dir, result.traces, result.floors, result.notes)
     except (HarnessInputError, ValueError, CoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    report(args, result.run_dir, result.traces, result.floors, result.notes)
+    except KeyboardInterrupt:  # only while waiting for another run: a started run returns its result
+        print("stopped while waiting for the other run; nothing was judged", file=sys.stderr)
+        return 130
     return 130 if result.interrupted else 0
+
+
+def _say_waiting(holder: str) -> None:
+    print(f"note: another run is judging in this checkout ({holder}); this one waits for it to finish: "
+          "two runs at once would each take the other's files for a solution's tampering "
+          "(harness/run_lock.py). Several GPUs: one run with --gpus.", file=sys.stderr)
 
 
 def report(args, run_dir: Path, traces: list, floors: list, notes: list[str]) -> None:

@@ -1,0 +1,100 @@
+"""One judging run per checkout at a time (harness/run_lock.py): a second run waits, is told who
+holds the lock, and both runs' verdicts are their solutions' own."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO
+from harness.paths import cache_dir
+from harness.run_lock import LANE_ENV, checkout_lock, lock_path
+
+pytest.importorskip("fcntl")
+
+#: A process that holds the lock at PATH, says so on stdout, then holds it until a line comes on its
+#: stdin or SECONDS pass.
+HOLDER = """
+import select, sys
+from pathlib import Path
+from harness.run_lock import checkout_lock
+with checkout_lock(path=Path(sys.argv[1])):
+    print("held", flush=True)
+    select.select([sys.stdin], [], [], float(sys.argv[2]))
+"""
+
+
+def _holder(path, seconds: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(seconds)], cwd=REPO,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_the_lock_file_is_per_checkout_and_outside_it(tmp_path):
+    assert lock_path(REPO) == lock_path(REPO / "." / "harness" / "..")  # by the resolved path
+    assert lock_path(REPO) != lock_path(tmp_path)
+    assert lock_path(REPO).parent == cache_dir() / "run-locks" and not lock_path(REPO).is_relative_to(REPO)
+
+
+def test_a_second_run_waits_for_the_first_and_is_told_who_holds_it(tmp_path):
+    path = tmp_path / "checkout.lock"
+    holder = _holder(path, 1.0)
+    told = []
+    start = time.monotonic()
+    with checkout_lock(on_wait=told.append, path=path):
+        waited = time.monotonic() - start
+        assert holder.poll() is not None or waited >= 0.5  # the holder let go first
+        assert path.read_text().startswith(f"pid {os.getpid()} since ")
+    holder.wait(timeout=30)
+    assert len(told) == 1 and told[0].startswith(f"pid {holder.pid} since ") and waited >= 0.5
+    assert path.read_text() == ""  # nothing left claiming the lock
+
+
+def test_a_run_that_finds_the_lock_free_is_told_nothing(tmp_path):
+    told = []
+    with checkout_lock(on_wait=told.append, path=tmp_path / "checkout.lock"):
+        pass
+    with checkout_lock(on_wait=told.append, path=tmp_path / "checkout.lock"):
+        pass
+    assert told == []
+
+
+def test_a_lane_of_a_gpus_run_runs_under_its_parents_lock(tmp_path, monkeypatch):
+    path = tmp_path / "checkout.lock"
+    holder = _holder(path, 30.0)
+    try:
+        monkeypatch.setenv(LANE_ENV, str(holder.pid))
+        told, start = [], time.monotonic()
+        with checkout_lock(on_wait=told.append, path=path):
+            assert time.monotonic() - start < 5 and told == []
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_the_command_line_run_waits_for_the_lock_says_so_and_then_judges(tmp_path, monkeypatch):
+    """run_local.py under the lock: while another run holds this checkout's lock it waits, naming
+    the holder; once the lock is free it judges as usual. (Before the lock, two CPU runs of
+    pt-reference started together marked each other's workloads as tampering: 0 of 20 passed.)"""
+    from conftest import write_small_dataset
+
+    monkeypatch.setenv("GDN_BENCH_CACHE", str(tmp_path / "cache"))  # this test's lock file only
+    monkeypatch.delenv(LANE_ENV, raising=False)
+    holder = _holder(lock_path(REPO), 120.0)
+    dataset = write_small_dataset(tmp_path / "dataset")
+    run = subprocess.Popen([sys.executable, "run_local.py", "--algo", "pt-reference", "--device", "cpu", "-n", "2",
+                            "--budget", "0.2", "--workloads", str(dataset), "--results", str(tmp_path / "r"),
+                            "--no-progress"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        note = run.stderr.readline()  # the run's first word on stderr: that it waits
+        assert f"another run is judging in this checkout (pid {holder.pid} since " in note, note
+        assert run.poll() is None  # still waiting
+    finally:
+        holder.communicate("go\n", timeout=30)  # let go of the lock
+    out, err = run.communicate(timeout=600)
+    assert run.returncode == 0, err[-2000:]
+    assert "2 passed, 0 failed" in out
