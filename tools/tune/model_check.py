@@ -227,9 +227,10 @@ def check_solution(name: str, adapter=None, latency: float | None = None) -> dic
     return results
 
 
-def gpu_reports(name: str, adapter) -> dict[str, tuple[float, Times]]:
-    """Device -> ``(bandwidth, µs of the report's configs)`` for every GPU table of solution ``name``."""
-    origins = table_origins(name)
+def gpu_reports(name: str, adapter, origins: dict[str, str] | None = None) -> dict[str, tuple[float, Times]]:
+    """Device -> ``(bandwidth, µs of the report's configs)`` for every GPU table of solution ``name``,
+    each read from the report ``origins`` names for its device (default :func:`table_origins`)."""
+    origins = table_origins(name) if origins is None else origins
     reports = {}
     for device in adapter.gpu_tables():
         paths, bandwidth = table_report(name, device, origins.get(device))
@@ -240,12 +241,8 @@ def gpu_reports(name: str, adapter) -> dict[str, tuple[float, Times]]:
 def model_reports(name: str, adapter) -> dict[str, tuple[float, Times]]:
     """:func:`gpu_reports`, with :data:`MODEL_REPORTS` in place of a table's report where it names
     one: what a solution's default ladder was fitted to and predicts from."""
-    reports = gpu_reports(name, adapter)
-    for (solution, device), report in MODEL_REPORTS.items():
-        if solution == name and device in reports:
-            paths, bandwidth = table_report(name, device, report)
-            reports[device] = bandwidth, report_times(name, paths)
-    return reports
+    fitted = {device: report for (solution, device), report in MODEL_REPORTS.items() if solution == name}
+    return gpu_reports(name, adapter, origins={**table_origins(name), **fitted})
 
 
 def predict(adapter, state_dtype: str, bandwidth: float, batches=range(1, 1025)) -> list[tuple[int, int | None, str]]:
