@@ -21,7 +21,7 @@ from harness.judge.timing import IDLE_S, STOP_MIN_SAMPLES, TimingConfig
 from harness.paths import LOCAL_RESULTS_DIR, RESULTS_DIR
 from harness.records.report import print_summary, print_table, solution_summary
 from harness.records.store import RunWriter
-from harness.run_lock import checkout_lock
+from harness.run_lock import WaitInterrupted, checkout_lock
 
 
 def default_device() -> str:
@@ -260,16 +260,22 @@ def main(argv: list[str]) -> int:
         parser.error(str(exc))
     try:
         with checkout_lock(on_wait=_say_waiting):
-            if devices:
-                return run_on_gpus(args, parser, devices)
-            result = run_from_args(args, config)
-            report(args, result.run_dir, result.traces, result.floors, result.notes)
+            return run_and_report(args, parser, config, devices)
+    except WaitInterrupted:
+        print("stopped while waiting for the other run; nothing was judged", file=sys.stderr)
+        return 130
+
+
+def run_and_report(args, parser, config: RunConfig, devices: list[str] | None) -> int:
+    """The run :func:`main` makes once it holds the checkout's lock; its exit code."""
+    try:
+        if devices:
+            return run_on_gpus(args, parser, devices)
+        result = run_from_args(args, config)
     except (HarnessInputError, ValueError, CoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # only while waiting for another run: a started run returns its result
-        print("stopped while waiting for the other run; nothing was judged", file=sys.stderr)
-        return 130
+    report(args, result.run_dir, result.traces, result.floors, result.notes)
     return 130 if result.interrupted else 0
 
 

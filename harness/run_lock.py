@@ -37,6 +37,11 @@ except ImportError:  # no flock here: runs are not serialized
 LANE_ENV = "GDN_BENCH_LANE_OF"
 
 
+class WaitInterrupted(Exception):
+    """Ctrl-C (or SIGINT/SIGTERM under the CLI's handlers) while waiting for another run's lock:
+    nothing was judged."""
+
+
 def lock_path(repo_root: Path = REPO_ROOT) -> Path:
     """The lock file of the checkout at ``repo_root``: ``<cache root>/run-locks/<16 hex digits>.lock``,
     named by the checkout's resolved path (outside the checkout, so no run writes into it)."""
@@ -55,7 +60,7 @@ def checkout_lock(on_wait: Callable[[str], None] = lambda holder: None,
         path: the lock file (default :func:`lock_path` of this checkout).
 
     Raises:
-        KeyboardInterrupt: Ctrl-C (or SIGINT/SIGTERM under the CLI's handlers) while waiting.
+        WaitInterrupted: a KeyboardInterrupt while waiting (one in the ``with`` block is the block's).
     """
     if fcntl is None or os.environ.get(LANE_ENV):
         yield
@@ -68,7 +73,10 @@ def checkout_lock(on_wait: Callable[[str], None] = lambda holder: None,
         except BlockingIOError:
             handle.seek(0)
             on_wait(handle.read().strip() or "a run that wrote nothing yet")
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            except KeyboardInterrupt as exc:
+                raise WaitInterrupted() from exc
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()} since {time.strftime('%H:%M:%S UTC', time.gmtime())}")

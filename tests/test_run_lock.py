@@ -98,3 +98,26 @@ def test_the_command_line_run_waits_for_the_lock_says_so_and_then_judges(tmp_pat
     out, err = run.communicate(timeout=600)
     assert run.returncode == 0, err[-2000:]
     assert "2 passed, 0 failed" in out
+
+
+def test_ctrl_c_while_waiting_for_the_lock_stops_the_run_with_130_and_judges_nothing(tmp_path, monkeypatch):
+    import signal
+
+    from conftest import write_small_dataset
+
+    monkeypatch.setenv("GDN_BENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(LANE_ENV, raising=False)
+    holder = _holder(lock_path(REPO), 120.0)
+    run = subprocess.Popen([sys.executable, "run_local.py", "--algo", "pt-reference", "--device", "cpu",
+                            "--workloads", str(write_small_dataset(tmp_path / "dataset")), "--results",
+                            str(tmp_path / "r"), "--no-progress"], cwd=REPO, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        assert "another run is judging in this checkout" in run.stderr.readline()
+        run.send_signal(signal.SIGINT)
+        out, err = run.communicate(timeout=60)
+    finally:
+        holder.communicate("go\n", timeout=30)
+    assert run.returncode == 130, err[-2000:]
+    assert "stopped while waiting for the other run; nothing was judged" in err and "Traceback" not in err
+    assert not list((tmp_path / "r").glob("runs/*"))  # the folder is checked writable up front; no run in it
