@@ -459,13 +459,21 @@ __device__ __forceinline__ void load_shared_qk(const Params& p, int batch, int h
 //   a, b      [B, 1, HV]    : head
 //   A_log, dt_bias [HV]     : hv
 //
+// Rows a lane holds in a variant (ROWS rows per warp, LANES lanes per row).
+template <int ROWS, int LANES>
+constexpr int kRowsPerLane = ROWS / (kWarpSize / LANES);
+
+// Two passes (see "Passes" in the header) need this many rows a lane at least, one a pass:
+// update_rows, the all-variants launch and validate_config all ask it.
+constexpr int kMinRowsPerLaneForTwoPasses = 2;
+
 // Updates rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * WARPS + warp) * ROWS:
 // the work of one warp. Warps never wait for each other (no block barrier).
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES>
 __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, int batch) {
   constexpr int kGroups = kWarpSize / LANES;            // rows a warp works on at once
   constexpr int kPieces = kHeadK / (kPiece * LANES);    // float4 pieces per lane and row
-  constexpr int kLaneRows = ROWS / kGroups;             // rows per lane
+  constexpr int kLaneRows = kRowsPerLane<ROWS, LANES>;
   static_assert(kHeadV % (WARPS * ROWS) == 0, "blocks must tile V exactly");
   static_assert(kWarpSize % LANES == 0 && ROWS % kGroups == 0, "lane groups must tile the rows");
   const int lane = threadIdx.x % kWarpSize;
@@ -482,14 +490,14 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   // operands-first candidate: the other way round).
   // 16-byte aligned: rows are 512 B apart and every piece starts at a multiple of 16 B.
   const int64_t tile = (head * kHeadV + v0) * kHeadK + k0;  // state[batch, hv, v0, k0]
-  // v early: not where a lane holds 8 rows of 32-lane pieces, where one more live register
-  // spilled 4 bytes under the 64-register bound (branch cuda-v4-v-early; the only variants that
-  // spill with it, by ptxas -v of the all-variants build).
-  constexpr bool kVEarly = (kCandidate & kCandidateVEarly) && !(ROWS == 8 && LANES == 32) && PASSES == 1;
+  // A lane of 8 rows of 32-lane pieces spilled 4 bytes under the 64-register bound with one more
+  // live register (branch cuda-v4-v-early; the only variants that spill with it, by ptxas -v of
+  // the all-variants build): the v-early and shared-q/k candidates leave those variants alone.
+  constexpr bool kNoRegisterToSpare = ROWS == 8 && LANES == 32;
+  constexpr bool kVEarly = (kCandidate & kCandidateVEarly) && !kNoRegisterToSpare && PASSES == 1;
   const int v_row = v0 + sub / (LANES / kLaneRows);  // the row update_and_store gives this lane
   constexpr bool kOperandsFirst = kCandidate & kCandidateOperandsFirst;
-  // Shared q/k: not where a lane holds 8 rows of 32-lane pieces, which spilled 4 bytes with it.
-  constexpr bool kSharedQK = (kCandidate & kCandidateSharedQK) && !(ROWS == 8 && LANES == 32);
+  constexpr bool kSharedQK = (kCandidate & kCandidateSharedQK) && !kNoRegisterToSpare;
   float4 q4[kPieces], k4[kPieces];
   GateInputs in;
   float v_early = 0.0f;
@@ -518,7 +526,8 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   // PASSES = 2: the lane's first half of its rows is reduced, updated and stored before the second
   // half's sums are taken, so less of the warp's math is left after its last state load lands
   // (see "Passes" in the header).
-  static_assert(PASSES == 1 || (PASSES == 2 && kLaneRows >= 2), "two passes need 2+ rows per lane");
+  static_assert(PASSES == 1 || (PASSES == 2 && kLaneRows >= kMinRowsPerLaneForTwoPasses),
+                "two passes need kMinRowsPerLaneForTwoPasses rows a lane");
   constexpr int kPassRows = kLaneRows / PASSES;
 #pragma unroll
   for (int pass = 0; pass < PASSES; ++pass) {
@@ -713,10 +722,6 @@ void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
   gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES><<<grid, WARPS * kWarpSize, 0, stream>>>(params);
 }
 
-// Rows a lane holds in a variant (ROWS rows per warp, LANES lanes per row).
-template <int ROWS, int LANES>
-constexpr int kRowsPerLane = ROWS / (kWarpSize / LANES);
-
 template <int ROWS, int POLICY, int LANES, int PASSES>
 void launch_warps(const Params& params, int64_t batch, int64_t warps, cudaStream_t stream) {
   switch (warps) {
@@ -732,7 +737,7 @@ template <int ROWS, int POLICY, int LANES>
 void launch_passes(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
   if (config.passes == 1) {
     launch_warps<ROWS, POLICY, LANES, 1>(params, batch, config.warps_per_block, stream);
-  } else if constexpr (kRowsPerLane<ROWS, LANES> >= 2) {
+  } else if constexpr (kRowsPerLane<ROWS, LANES> >= kMinRowsPerLaneForTwoPasses) {
     launch_warps<ROWS, POLICY, LANES, 2>(params, batch, config.warps_per_block, stream);
   }
 }
@@ -814,8 +819,9 @@ void validate_config(const LaunchConfig& config) {
       << "lanes_per_row " << lanes << " puts " << kWarpSize / lanes
       << " rows in flight per warp: rows_per_warp must be a multiple of that, not " << rows;
   const int64_t rows_per_lane = rows / (kWarpSize / lanes);
-  TVM_FFI_CHECK(config.passes == 1 || (config.passes == 2 && rows_per_lane >= 2), ValueError)
-      << "passes must be 1, or 2 where a lane holds 2 or more rows (rows_per_warp / (32 / lanes_per_row)), not "
+  TVM_FFI_CHECK(config.passes == 1 || (config.passes == 2 && rows_per_lane >= kMinRowsPerLaneForTwoPasses), ValueError)
+      << "passes must be 1, or 2 where a lane holds " << kMinRowsPerLaneForTwoPasses
+      << " or more rows (rows_per_warp / (32 / lanes_per_row)), not "
       << config.passes << " with " << rows_per_lane << " rows per lane";
 }
 
