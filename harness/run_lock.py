@@ -60,7 +60,8 @@ def checkout_lock(on_wait: Callable[[str], None] = lambda holder: None,
         path: the lock file (default :func:`lock_path` of this checkout).
 
     Raises:
-        WaitInterrupted: a KeyboardInterrupt while waiting (one in the ``with`` block is the block's).
+        WaitInterrupted: a KeyboardInterrupt while waiting, ``on_wait`` included (one in the ``with``
+            block is the block's).
     """
     if fcntl is None or os.environ.get(LANE_ENV):
         yield
@@ -68,15 +69,12 @@ def checkout_lock(on_wait: Callable[[str], None] = lambda holder: None,
     path = Path(path) if path else lock_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as handle:
+        # The whole wait, the note included: a Ctrl-C that lands while the note is being printed
+        # (the moment a user, or a test, reacts to it) is a Ctrl-C while waiting.
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            on_wait(handle.read().strip() or "a run that wrote nothing yet")
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX)
-            except KeyboardInterrupt as exc:
-                raise WaitInterrupted() from exc
+            _acquire(handle, on_wait)
+        except KeyboardInterrupt as exc:
+            raise WaitInterrupted() from exc
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()} since {time.strftime('%H:%M:%S UTC', time.gmtime())}")
@@ -88,3 +86,13 @@ def checkout_lock(on_wait: Callable[[str], None] = lambda holder: None,
             handle.truncate()
             handle.flush()
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _acquire(handle, on_wait: Callable[[str], None]) -> None:
+    """Take the lock on the open lock file, at once or, after ``on_wait(holder)``, once it is free."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        on_wait(handle.read().strip() or "a run that wrote nothing yet")
+        fcntl.flock(handle, fcntl.LOCK_EX)

@@ -63,6 +63,25 @@ def test_a_run_that_finds_the_lock_free_is_told_nothing(tmp_path):
     assert told == []
 
 
+def test_a_ctrl_c_that_lands_while_the_note_is_printed_is_a_ctrl_c_while_waiting(tmp_path):
+    """CI 2026-11-26: the SIGINT a user (or the test below) sends on reading the note can arrive
+    before the note's print returns; that must still end as WaitInterrupted, not a traceback."""
+    from harness.run_lock import WaitInterrupted
+
+    def interrupted_while_telling(holder: str) -> None:
+        raise KeyboardInterrupt("SIGINT")
+
+    path = tmp_path / "checkout.lock"
+    holder = _holder(path, 30.0)
+    try:
+        with pytest.raises(WaitInterrupted):
+            with checkout_lock(on_wait=interrupted_while_telling, path=path):
+                pytest.fail("the block ran without the lock")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_a_lane_of_a_gpus_run_runs_under_its_parents_lock(tmp_path, monkeypatch):
     path = tmp_path / "checkout.lock"
     holder = _holder(path, 30.0)
