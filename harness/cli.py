@@ -21,7 +21,7 @@ from harness.judge.timing import IDLE_S, STOP_MIN_SAMPLES, TimingConfig
 from harness.paths import LOCAL_RESULTS_DIR, RESULTS_DIR
 from harness.records.report import print_summary, print_table, solution_summary
 from harness.records.store import RunWriter
-from harness.run_lock import WaitInterrupted, checkout_lock
+from harness.run_lock import exclusively
 
 
 def default_device() -> str:
@@ -258,12 +258,7 @@ def main(argv: list[str]) -> int:
             raise argparse.ArgumentTypeError("--gpus and --device exclude each other: a lane per GPU sets its device")
     except argparse.ArgumentTypeError as exc:
         parser.error(str(exc))
-    try:
-        with checkout_lock(on_wait=_say_waiting):
-            return run_and_report(args, parser, config, devices)
-    except WaitInterrupted:
-        print("stopped while waiting for the other run; nothing was judged", file=sys.stderr)
-        return 130
+    return exclusively(lambda: run_and_report(args, parser, config, devices))
 
 
 def run_and_report(args, parser, config: RunConfig, devices: list[str] | None) -> int:
@@ -277,12 +272,6 @@ def run_and_report(args, parser, config: RunConfig, devices: list[str] | None) -
         return 2
     report(args, result.run_dir, result.traces, result.floors, result.notes)
     return 130 if result.interrupted else 0
-
-
-def _say_waiting(holder: str) -> None:
-    print(f"note: another run is judging in this checkout ({holder}); this one waits for it to finish: "
-          "two runs at once would each take the other's files for a solution's tampering "
-          "(harness/run_lock.py). Several GPUs: one run with --gpus.", file=sys.stderr)
 
 
 def report(args, run_dir: Path, traces: list, floors: list, notes: list[str]) -> None:

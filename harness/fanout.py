@@ -17,7 +17,6 @@ the writer ``run_local.py`` uses, every trace carrying the device it ran on
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -28,7 +27,6 @@ from pathlib import Path
 
 from harness.facts import REFERENCE_SOLUTION
 from harness.paths import REPO_ROOT
-from harness.run_lock import LANE_ENV
 
 #: Options of run_local.py that a lane sets itself (the rest pass through unchanged).
 LANE_OWNED = {"algo", "device", "results", "gpus", "no_progress", "verbose", "help"}
@@ -111,12 +109,11 @@ def lane_argv(args: argparse.Namespace, parser: argparse.ArgumentParser, names: 
 def run_lanes(commands: list[list[str]], logs: list[Path]) -> list[int]:
     """Start every lane's command at once (one process per GPU), wait for all; their exit codes.
     A Ctrl-C reaches them too (same process group): each writes what finished, then exits.
-    They run under this process's checkout lock (:data:`harness.run_lock.LANE_ENV`)."""
+    They run under this process's checkout lock (:data:`harness.run_lock.LOCK_HELD_ENV`, inherited)."""
     procs = []
-    env = {**os.environ, LANE_ENV: str(os.getpid())}
     for command, log in zip(commands, logs):
         with open(log, "w") as out:
-            procs.append(subprocess.Popen(command, cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT, env=env))
+            procs.append(subprocess.Popen(command, cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT))
     try:
         return [p.wait() for p in procs]
     except KeyboardInterrupt:

@@ -1,4 +1,4 @@
-"""One judging run per checkout at a time: a second run waits for the first.
+"""One judging run per checkout at a time, and nothing else writing into the checkout meanwhile.
 
 A run's file vault (:mod:`harness.judge.vault`) puts back every file under the
 checkout's ``harness/`` and ``results/`` trees, the solutions' folders and their
@@ -8,23 +8,31 @@ folder, its summary, bytecode, a build), so two runs at once each blame the
 other's writes on the solution they are judging and delete them. Measured
 2026-11-26 (two ``run_local.py --algo pt-reference --device cpu`` started 3 s
 apart in one clone): 0 of 20 passed in each run, every trace "tampering", where
-one run alone passes 20 of 20.
+one run alone passes 20 of 20. Any other writer does the same: a file copied
+into ``results/tuning/`` 6 s into such a run was deleted, and the run passed 0
+of 20 (same day, same command); written there by a tune's report writer under
+the lock, the report waited for the run, which passed 20 of 20, and was kept.
 
-So the command-line run (:func:`harness.cli.main`) holds an exclusive lock
-(``flock``) on a file of its checkout, kept under the cache root, and a second
-run waits for it, after saying so. The lanes of one ``--gpus`` run are one
-run: their parent holds the lock and starts them with :data:`LANE_ENV` set.
-Where ``fcntl`` is missing (not Linux or macOS) there is no lock.
+So the run (:func:`harness.cli.main`, :func:`exclusively`) holds an exclusive
+lock (``flock``) on a file of its checkout, kept under the cache root, from
+start to end, and every tool writes into the checkout only under the same lock
+(:func:`writing_into`: a tune's report and tables, a probe's report, the
+leaderboard, the plots); a second one waits for it, after saying so. While a
+process holds the lock, :data:`LOCK_HELD_ENV` in its environment names it, so
+what it starts (the lanes of a ``--gpus`` run) and what it calls in process run
+under its lock instead of waiting for themselves. Where ``fcntl`` is missing
+(not Linux or macOS) there is no lock.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from harness.paths import REPO_ROOT, cache_dir
 
@@ -33,13 +41,17 @@ try:
 except ImportError:  # no flock here: runs are not serialized
     fcntl = None
 
-#: Set (to the parent's pid) in the environment of a ``--gpus`` run's lanes: the parent holds the lock.
-LANE_ENV = "GDN_BENCH_LANE_OF"
+#: Set (to its pid) by the process holding the lock, for as long as it holds it; inherited by what
+#: it starts. A process that finds it naming a live process runs under that lock.
+LOCK_HELD_ENV = "GDN_BENCH_LOCK_HELD_BY"
+
+#: What a command stopped by Ctrl-C while waiting for the lock says (then it exits 130).
+STOPPED_WHILE_WAITING = "stopped while waiting for the other run; nothing was judged or written"
 
 
 class WaitInterrupted(Exception):
-    """Ctrl-C (or SIGINT/SIGTERM under the CLI's handlers) while waiting for another run's lock:
-    nothing was judged."""
+    """Ctrl-C (or SIGINT/SIGTERM under the CLI's handlers) while waiting for another process's
+    lock: nothing was judged or written."""
 
 
 def lock_path(repo_root: Path = REPO_ROOT) -> Path:
@@ -56,14 +68,14 @@ def checkout_lock(on_wait: Callable[[str], None] = lambda holder: None,
 
     Args:
         on_wait: called once, before waiting, with what the holder wrote into the lock file
-            (``"pid N since HH:MM:SS UTC"``), when another run holds the lock.
+            (``"pid N since HH:MM:SS UTC: <its script>"``), when another process holds the lock.
         path: the lock file (default :func:`lock_path` of this checkout).
 
     Raises:
         WaitInterrupted: a KeyboardInterrupt while waiting, ``on_wait`` included (one in the ``with``
             block is the block's).
     """
-    if fcntl is None or os.environ.get(LANE_ENV):
+    if fcntl is None or _held_above():
         yield
         return
     path = Path(path) if path else lock_path()
@@ -77,11 +89,13 @@ def checkout_lock(on_wait: Callable[[str], None] = lambda holder: None,
             raise WaitInterrupted() from exc
         handle.seek(0)
         handle.truncate()
-        handle.write(f"pid {os.getpid()} since {time.strftime('%H:%M:%S UTC', time.gmtime())}")
+        handle.write(f"pid {os.getpid()} since {time.strftime('%H:%M:%S UTC', time.gmtime())}: {_command()}")
         handle.flush()
+        os.environ[LOCK_HELD_ENV] = str(os.getpid())
         try:
             yield
         finally:
+            os.environ.pop(LOCK_HELD_ENV, None)
             handle.seek(0)
             handle.truncate()
             handle.flush()
@@ -94,5 +108,77 @@ def _acquire(handle, on_wait: Callable[[str], None]) -> None:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.seek(0)
-        on_wait(handle.read().strip() or "a run that wrote nothing yet")
+        on_wait(handle.read().strip() or "a process that wrote nothing there yet")
         fcntl.flock(handle, fcntl.LOCK_EX)
+
+
+def _held_above() -> bool:
+    """Whether :data:`LOCK_HELD_ENV` names a live process: this one, or the one that started it,
+    holds the lock. A value left behind by a process that is gone counts for nothing."""
+    try:
+        pid = int(os.environ.get(LOCK_HELD_ENV, ""))
+        os.kill(pid, 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:  # alive, another user's: not one of ours, but alive
+        return True
+    return True
+
+
+def _command() -> str:
+    """This process's script, relative to the checkout where it lies in it (``run_local.py``,
+    ``tools/tune/__main__.py``): what a waiting command is told holds the lock."""
+    script = Path(sys.argv[0] or "python").resolve()
+    return str(script.relative_to(REPO_ROOT.resolve())) if script.is_relative_to(REPO_ROOT.resolve()) else script.name
+
+
+def say_waiting(holder: str) -> None:
+    """The note a command prints (stderr) before it waits for the lock ``holder`` holds."""
+    print(f"note: another command holds this checkout ({holder}); this one waits for it to finish: "
+          "a run's file vault takes whatever else is written into the checkout meanwhile for the "
+          "judged solution's tampering (harness/run_lock.py). Several GPUs: one run with --gpus.",
+          file=sys.stderr)
+
+
+def inside_checkout(paths: Iterable[Path | str | None], repo_root: Path = REPO_ROOT) -> bool:
+    """Whether any of ``paths`` (None entries ignored) lies inside the checkout at ``repo_root``."""
+    root = Path(repo_root).resolve()
+    return any(p is not None and Path(p).resolve().is_relative_to(root) for p in paths)
+
+
+@contextmanager
+def writing_into(paths: Iterable[Path | str | None]) -> Iterator[None]:
+    """For a tool's ``with`` block that writes ``paths``: under the checkout's lock where one lies
+    inside the checkout (so never while a run's vault is watching it: the note of
+    :func:`say_waiting`, then the wait), else as it is.
+
+    Raises:
+        SystemExit: 130, after :data:`STOPPED_WHILE_WAITING` on stderr, for a Ctrl-C while waiting
+            (nothing of the block ran).
+    """
+    if not inside_checkout(paths):
+        yield
+        return
+    try:
+        with checkout_lock(on_wait=say_waiting):
+            yield
+    except WaitInterrupted:
+        print(STOPPED_WHILE_WAITING, file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+def exclusively(work: Callable[[], int]) -> int:
+    """``work()``'s exit code, run under the checkout's lock (:func:`checkout_lock`, the note of
+    :func:`say_waiting` if it must wait): the judging run, whose vault covers the checkout
+    whatever ``--results`` says.
+
+    Returns:
+        ``work()``'s code, or 130 after :data:`STOPPED_WHILE_WAITING` on stderr when a Ctrl-C
+        (SIGINT, or SIGTERM under the run's handlers) came while waiting: nothing ran.
+    """
+    try:
+        with checkout_lock(on_wait=say_waiting):
+            return work()
+    except WaitInterrupted:
+        print(STOPPED_WHILE_WAITING, file=sys.stderr)
+        return 130

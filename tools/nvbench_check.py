@@ -29,6 +29,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from harness.run_lock import writing_into
+
 #: The subjects and batch sizes the issue asks for: the copy and two own solutions at B = 1 and 64.
 DEFAULT_SUBJECTS, DEFAULT_BATCHES = ("copy", "cuda-v4", "fla-recurrent"), (1, 64)
 #: NVBench's summary of a cold measurement's mean GPU time (seconds), used where the JSON has no
@@ -129,7 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", default=",".join(map(str, DEFAULT_BATCHES)), help="batch sizes (sweep's)")
     args = parser.parse_args(argv)
     subjects, batches = args.subjects.split(","), [int(b) for b in args.batches.split(",")]
-    args.out.mkdir(parents=True, exist_ok=True)
+    with writing_into([args.out]):  # never while a run's vault watches results/ (harness/run_lock.py)
+        return _check(subjects, batches, args.out)
+
+
+def _check(subjects: list[str], batches: list[int], out: Path) -> int:
+    """NVBench, then FlashInfer's timers in fresh processes, on ``subjects`` at ``batches``; the outputs in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
 
     import cuda.bench as bench
 
@@ -143,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         for subject in subjects:
             for batch in batches:
                 register_subject(bench, subject, batch, Path(workdir) / f"{subject}-{batch}", keep)
-        json_path = args.out / "nvbench.json"
+        json_path = out / "nvbench.json"
         bench.run_all_benchmarks(["nvbench_check", "--json", str(json_path)])
         keep.clear()
     # FlashInfer's timers in processes of their own (one CUPTI client each), the clock warmed first,
@@ -151,9 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     plain = {(s, b): in_fresh_process(plain_figures, s, b, TimingConfig().warm_s, None, (Tier.CUPTI, Tier.EVENTS),
                                       1) for s in subjects for b in batches}
     rows = compare(nvbench_figures(json_path), plain)
-    (args.out / "nvbench_check.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (out / "nvbench_check.json").write_text(json.dumps(rows, indent=1) + "\n")
     report = markdown(rows, f"# NVBench beside FlashInfer's CUPTI and events timers (cuda-bench {bench.__version__})")
-    (args.out / "nvbench_check.md").write_text(report)
+    (out / "nvbench_check.md").write_text(report)
     print(report)
     return 0
 

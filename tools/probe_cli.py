@@ -13,6 +13,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from harness.run_lock import writing_into
+
 
 def probe_parser(doc: str, batches: str) -> argparse.ArgumentParser:
     """The probes' common options; ``doc``: the probe's module doc (its first line describes it),
@@ -68,11 +70,12 @@ def write_report(out: Path, name: str, **fields) -> Path:
     """``out/<name>.json``: ``fields`` after the date (UTC), the commit and the GPU's name."""
     from harness.records.environment import git_commit, hardware_name
 
-    out.mkdir(parents=True, exist_ok=True)
     report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
               "hardware": hardware_name("cuda"), **fields}
     path = out / f"{name}.json"
-    path.write_text(json.dumps(report, indent=1) + "\n")
+    with writing_into([out]):  # never while a run's vault watches results/ (harness/run_lock.py)
+        out.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=1) + "\n")
     return path
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 from harness.facts import COPY_FLOOR
 from harness.paths import RESULTS_DIR
 from harness.records.leaderboard import load_measurements
+from harness.run_lock import writing_into
 
 TARGETS_FILE = "targets.md"
 
@@ -176,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no runs under {args.results}/runs", file=sys.stderr)
         return 1
     text = to_markdown(judge_all(measurements, args.set_name, args.tier), args.set_name, args.tier)
-    (Path(args.results) / TARGETS_FILE).write_text(text)
+    with writing_into([args.results]):  # never while a run's vault watches results/ (harness/run_lock.py)
+        (Path(args.results) / TARGETS_FILE).write_text(text)
     print(text)
     return 0
 

@@ -45,6 +45,7 @@ from harness.facts import Tier
 from harness.judge.core import buffer_sets_for
 from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, SYNC_TRIALS, SYNC_WARMUP, TimingConfig
 from harness.records.store import load_run
+from harness.run_lock import writing_into
 from tools.timing_proof import in_fresh_process, run_local
 
 #: The largest |harness / plain - 1| each tier may show (issue #29).
@@ -346,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
               "plain_repeats": max(1, args.repeats), "harness_repeats": max(1, args.harness_repeats),
               "plain_flush_mb": args.plain_flush_mb, "plain_sets": "the core's" if plain_sets is None else plain_sets,
               "rows": rows}
-    write_report(args.out, report)
+    with writing_into([args.out]):  # never while a run's vault watches results/ (harness/run_lock.py)
+        write_report(args.out, report)
     print((args.out / "tier_parity.md").read_text())
     print(f"{sum(r['within'] for r in rows)} of {len(rows)} within their targets; "
           f"{sum(r['within_spread'] for r in rows)} within the plain timer's range widened by the target")

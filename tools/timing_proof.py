@@ -46,6 +46,7 @@ from harness.judge.solutions import load_meta, load_solution
 from harness.judge.timing import (L2Flusher, TierUnavailable, TimingConfig, bench_cupti, bench_events, bench_sync,
                                   warm_gpu_clocks)
 from harness.data.workloads import materialize_inputs
+from harness.run_lock import writing_into
 
 AGREEMENT = 0.05  # CUPTI vs torch.profiler, relative
 SYNC_INFLATION = 5.0  # sync tier / CUPTI at B = 1
@@ -220,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
               "environment": environment("cuda"), "command": "python -m tools.timing_proof " + " ".join(argv or []),
               "tiers": rows, "repeat_command": repeat_command, "repeat": repeat_rows, "checks": checks + repeat}
-    write_report(args.out, report)
+    with writing_into([args.out]):  # never while a run's vault watches results/ (harness/run_lock.py)
+        write_report(args.out, report)
     failed = [c for c in report["checks"] if not c["passed"]]
     print((args.out / "timing_proof.md").read_text())
     print(f"{len(report['checks']) - len(failed)} passed, {len(failed)} failed")

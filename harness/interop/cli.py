@@ -9,6 +9,7 @@ from pathlib import Path
 from harness.errors import HarnessInputError
 from harness.facts import CONTEST_BASELINE_SOLUTION, FLASHINFER_SOLUTION, REFERENCE_SOLUTION
 from harness.paths import RESULTS_DIR, SOLUTIONS_DIR
+from harness.run_lock import writing_into
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,7 +142,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     check_args(parser, args)
     try:
-        return COMMANDS[args.command](args)
+        with writing_into([getattr(args, "out", None)]):  # never while a run's vault watches the checkout
+            return COMMANDS[args.command](args)
     except HarnessInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

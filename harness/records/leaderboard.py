@@ -48,6 +48,7 @@ from harness.paths import RESULTS_DIR
 from harness.records.report import trace_rows
 from harness.records.store import StoredRun, load_run, run_dirs
 from harness.records.trace import is_floor_label, label_state_dtype
+from harness.run_lock import writing_into
 
 LEADERBOARD_FILE = "leaderboard.csv"
 #: What identifies a leaderboard row.
@@ -217,8 +218,9 @@ def build_leaderboard(results_dir: Path = RESULTS_DIR) -> pd.DataFrame:
 def write_leaderboard(results_dir: Path = RESULTS_DIR) -> Path:
     """Build the leaderboard and write it to ``<results_dir>/leaderboard.csv``."""
     path = Path(results_dir) / LEADERBOARD_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    build_leaderboard(results_dir).to_csv(path, index=False, float_format="%.6g")
+    with writing_into([path]):  # never while a run's vault watches results/ (harness/run_lock.py)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        build_leaderboard(results_dir).to_csv(path, index=False, float_format="%.6g")
     return path
 
 

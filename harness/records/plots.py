@@ -34,6 +34,7 @@ from harness.facts import COPY_FLOOR, HEADLINE_TIERS, Tier  # noqa: E402
 from harness.paths import RESULTS_DIR  # noqa: E402
 from harness.records.leaderboard import latest_runs, load_measurements, state_dtype  # noqa: E402
 from harness.records.trace import is_floor_label  # noqa: E402
+from harness.run_lock import writing_into  # noqa: E402
 
 SWEEP_SET = "sweep"
 PLOTS_DIR = "plots"
@@ -198,25 +199,31 @@ def write_plots(results_dir: Path = RESULTS_DIR, log=print) -> list[Path]:
     if measurements.empty:
         log(f"note: no traces under {Path(results_dir) / 'runs'}; no plots")
         return []
-    written = []
     colors = solution_colors(measurements["solution"])
-    for hardware in sorted(measurements["hardware"].unique()):
-        on_hw = measurements[measurements["hardware"] == hardware]
-        sweep_tiers = on_hw.loc[(on_hw["set"] == SWEEP_SET) & on_hw["value_us"].notna(), "tier"].unique()
-        if len(sweep_tiers) == 0:
-            log(f"note: {hardware}: no '{SWEEP_SET}' run; latency-vs-batch plot skipped")
-        for tier in sorted(sweep_tiers, key=list(TIER_COLORS).index):
-            curves = sweep_curves(measurements, hardware, tier)
-            written.append(plot_latency_vs_batch(curves, hardware, tier,
-                                                 latency_plot_path(plots_dir, hardware, tier), colors))
-        run = multi_tier_run(measurements, hardware)
-        table = tier_table(measurements, run) if run else pd.DataFrame()
-        if table.empty:
-            log(f"note: {hardware}: no run with several tiers at batch size 1; tier plot skipped")
-            continue
-        run_set = measurements.loc[measurements["run"] == run, "set"].iloc[0]
-        title = f"timing tiers at batch size 1\n{hardware}, {run_set} set, run {run.split('_')[0]}"
-        written.append(plot_tiers(table, title, tiers_plot_path(plots_dir, hardware)))
+    with writing_into([plots_dir]):  # never while a run's vault watches results/ (harness/run_lock.py)
+        return [path for hardware in sorted(measurements["hardware"].unique())
+                for path in _hardware_plots(measurements, hardware, plots_dir, colors, log)]
+
+
+def _hardware_plots(measurements: pd.DataFrame, hardware: str, plots_dir: Path, colors: dict, log) -> list[Path]:
+    """One GPU's plots: latency against batch size per tier of its sweep runs, and the tiers at B = 1."""
+    written = []
+    on_hw = measurements[measurements["hardware"] == hardware]
+    sweep_tiers = on_hw.loc[(on_hw["set"] == SWEEP_SET) & on_hw["value_us"].notna(), "tier"].unique()
+    if len(sweep_tiers) == 0:
+        log(f"note: {hardware}: no '{SWEEP_SET}' run; latency-vs-batch plot skipped")
+    for tier in sorted(sweep_tiers, key=list(TIER_COLORS).index):
+        curves = sweep_curves(measurements, hardware, tier)
+        written.append(plot_latency_vs_batch(curves, hardware, tier,
+                                             latency_plot_path(plots_dir, hardware, tier), colors))
+    run = multi_tier_run(measurements, hardware)
+    table = tier_table(measurements, run) if run else pd.DataFrame()
+    if table.empty:
+        log(f"note: {hardware}: no run with several tiers at batch size 1; tier plot skipped")
+        return written
+    run_set = measurements.loc[measurements["run"] == run, "set"].iloc[0]
+    title = f"timing tiers at batch size 1\n{hardware}, {run_set} set, run {run.split('_')[0]}"
+    written.append(plot_tiers(table, title, tiers_plot_path(plots_dir, hardware)))
     return written
 
 

@@ -22,6 +22,7 @@ import torch
 from harness.paths import RESULTS_DIR
 from harness.records.environment import git_commit, hardware_name, libs
 from harness.records.plots import slug
+from harness.run_lock import writing_into
 from tools.tune.inputs import DESCRIPTION as INPUTS_DESCRIPTION
 
 #: Where runs go unless ``--out`` says otherwise: a new folder per run (tracked
@@ -81,9 +82,10 @@ def write_report(path: Path, report: dict) -> Path:
     Raises:
         FileExistsError: ``path`` exists (a tune never rewrites a file).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "x") as handle:
-        json.dump(report, handle, indent=2)
+    with writing_into([path]):  # never while a run's vault watches results/ (harness/run_lock.py)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "x") as handle:
+            json.dump(report, handle, indent=2)
     return path
 
 

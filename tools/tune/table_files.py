@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from harness.paths import REPO_ROOT
 from harness.records.plots import slug
+from harness.run_lock import writing_into
 
 #: The launch-table files of a tuned solution, as glob patterns relative to its folder: the
 #: Python solutions' ``launch_tables/<device slug>.json``, cuda-v4's
@@ -69,11 +70,13 @@ def write_table_files(adapter, report: dict, report_path: Path) -> list[Path]:
     if not tables:
         return []
     written = []
-    for relative, text in adapter.table_files(tables, provenance(report, report_path)).items():
-        target = Path(adapter.source_dir) / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        written.append(target)
+    files = adapter.table_files(tables, provenance(report, report_path))
+    with writing_into([adapter.source_dir]):  # never while a run's vault watches the solution (harness/run_lock.py)
+        for relative, text in files.items():
+            target = Path(adapter.source_dir) / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+            written.append(target)
     return written
 
 
