@@ -216,10 +216,12 @@ def write_run_files(results_dir: Path, run_id: str, run: dict, traces: list, flo
     summary.csv) by :class:`harness.records.store.RunWriter`, as run_local.py
     writes them. Returns (run folder, summary frame)."""
     from harness.records.store import RunWriter
+    from harness.run_lock import writing_into
 
     writer = RunWriter(Path(results_dir) / "runs" / run_id)
-    writer.write_run(run, floors, traces)
-    return writer.run_dir, writer.write_summary(traces, floors)
+    with writing_into([writer.run_dir]):  # never while a run's vault watches the checkout (harness/run_lock.py)
+        writer.write_run(run, floors, traces)
+        return writer.run_dir, writer.write_summary(traces, floors)
 
 
 def collect(outputs: list, names: list[str], algo: str, gpu: str, results_dir: Path,

@@ -17,7 +17,7 @@ So the run (:func:`harness.cli.main`, :func:`exclusively`) holds an exclusive
 lock (``flock``) on a file of its checkout, kept under the cache root, from
 start to end, and every tool writes into the checkout only under the same lock
 (:func:`writing_into`: a tune's report and tables, a probe's report, the
-leaderboard, the plots); a second one waits for it, after saying so. While a
+leaderboard, the plots, what a Modal run or tune brings back); a second one waits for it, after saying so. While a
 process holds the lock, :data:`LOCK_HELD_ENV` in its environment names it, so
 what it starts (the lanes of a ``--gpus`` run) and what it calls in process run
 under its lock instead of waiting for themselves. Where ``fcntl`` is missing

@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from harness.paths import SOLUTIONS_DIR
+from harness.run_lock import writing_into
 from tools.tune.table_files import is_table_file, table_files
 #: Provenance file of a Modal tune's local folder (beside ``<solution>/`` reports).
 MODAL_RECORD = "modal.json"
@@ -242,13 +243,14 @@ def write_tuning(output: dict, names: list[str], tuning_dir: Path, gpu: str, rec
     """
     reports, tables = checked_output(output, names)
     targets = install_targets(tables, solutions_dir) if install else []
-    folder = new_tuning_folder(tuning_dir, gpu, now)
-    written = [write_new(folder / path, content) for path, content in {**reports, **tables}.items()]
-    for target, content in zip(targets, tables.values()):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
     record = dict(record, device=output.get("device"), exit_code=output.get("code"), error=output.get("error", ""),
                   reports=sorted(map(str, reports)), tables=sorted(map(str, tables)),
                   installed=[str(path) for path in targets])
-    written.append(write_new(folder / MODAL_RECORD, json.dumps(record, indent=2).encode()))
+    with writing_into([tuning_dir, *targets]):  # never while a run's vault watches the checkout (harness/run_lock.py)
+        folder = new_tuning_folder(tuning_dir, gpu, now)
+        written = [write_new(folder / path, content) for path, content in {**reports, **tables}.items()]
+        for target, content in zip(targets, tables.values()):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        written.append(write_new(folder / MODAL_RECORD, json.dumps(record, indent=2).encode()))
     return folder, written + targets
