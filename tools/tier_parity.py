@@ -42,7 +42,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.facts import Tier
-from harness.judge.core import buffer_sets_for
+from harness.judge.core import placement_copies
 from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, SYNC_TRIALS, SYNC_WARMUP, TimingConfig
 from harness.records.store import load_run
 from harness.run_lock import writing_into
@@ -125,12 +125,6 @@ def subject_call(subject: str, batch: int, workdir: Path):
     return run, tuple(given[name] for name in dps.argument_order(definition))
 
 
-def fresh_copies(args: tuple) -> tuple:
-    """``args`` with every tensor cloned into an allocation of its own (on its device; a clone is a
-    GPU copy, where making the workload's inputs again would run its generator on the CPU)."""
-    return tuple(a.clone() if hasattr(a, "clone") else a for a in args)
-
-
 def rotating(fn, arg_sets: list[tuple]):
     """A callable of no arguments whose k-th call is ``fn(*arg_sets[k % len(arg_sets)])``: the
     calls take the sets in turn, as the timing core's calls take its buffer sets (up to 8 within
@@ -155,10 +149,10 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     (µs), each after ``warm_s`` seconds of back-to-back flush + call (:func:`warm`; 0: none);
     FlashInfer's timers flush as :func:`flashinfer_flush` says. The cupti, events and sync timers
     call :func:`rotating` over ``sets`` argument sets of their own allocations (None: as many as the
-    timing core takes, :func:`harness.judge.core.buffer_sets_for`), as the harness's tiers take the core's buffer sets in
+    timing core takes, :func:`harness.judge.core.placement_copies`), as the harness's tiers take the core's buffer sets in
     turn: where buffers lie moves a B <= 8 figure by 2-8% (docs/timing.md), so both sides' medians
     are over as many placements. The contest timer gets one argument set a trial, the first the
-    original and the others :func:`fresh_copies`, the same arguments every call of a trial, as
+    original and the others its copies (:func:`harness.judge.core.placement_copies`), the same arguments every call of a trial, as
     flashinfer-bench main's evaluator calls its runnable (and the harness's contest tier does)."""
     import warnings
 
@@ -174,7 +168,7 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
 
     def contest(fn, args) -> float:  # each trial after the clock warm-up, as the harness's contest trials
         medians = []
-        for trial_args in [args, *(fresh_copies(args) for _ in range(CONTEST_TRIALS - 1))]:
+        for trial_args in placement_copies(args, CONTEST_TRIALS):
             warm(fn, trial_args, warm_s)
             medians.append(statistics.median(bench_gpu_time_with_cupti(fn, input_args=trial_args,
                                                                        **{**CONTEST_SETTINGS, **flush})))
@@ -196,8 +190,8 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     timers = {Tier.CUPTI: cupti, Tier.CONTEST: contest, Tier.EVENTS: events, Tier.SYNC: sync}
     with tempfile.TemporaryDirectory() as workdir:
         fn, args = subject_call(subject, batch, Path(workdir))
-        sets = buffer_sets_for(args) if sets is None else sets
-        turns = (rotating(fn, [args, *(fresh_copies(args) for _ in range(sets - 1))]), ()) if sets > 1 else (fn, args)
+        placed = placement_copies(args, sets)  # None: as many as the core takes
+        turns = (rotating(fn, placed), ()) if len(placed) > 1 else (fn, args)
         return {tier: timers[tier](*((fn, args) if tier == Tier.CONTEST else turns)) * 1e3 for tier in tiers}
 
 

@@ -104,6 +104,22 @@ def buffer_sets_for(values: Iterable) -> int:
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
     return buffer_sets(sum(t.numel() * t.element_size() for t in tensors),
                        on_gpu=any(t.device.type != "cpu" for t in tensors))
+
+
+def placement_copies(values: tuple | dict, count: int | None = None) -> list:
+    """``values`` (a call's arguments, a tuple, or its named inputs, a dict), then copies of it with
+    every tensor cloned into an allocation of its own (on its device, so a GPU copy) and anything
+    else shared: ``count`` in all, by default :func:`buffer_sets_for` its tensors (as many as the
+    timing core takes: up to 8 within 2 GiB, one on a CPU).
+
+    For the timers outside the core (the copy floor, the tuner, ``tools.tier_parity``'s plain
+    process): where a buffer lies moves a B <= 8 figure by 2-8 % on an H100 or H200
+    (docs/timing.md, "The offset is where the buffers lie"), so a median compared with the core's
+    is taken over calls on as many placements, in turn."""
+    named = values if isinstance(values, dict) else dict(enumerate(values))
+    count = buffer_sets_for(named.values()) if count is None else count
+    copies = [{k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in named.items()} for _ in range(count - 1)]
+    return [values, *(c if isinstance(values, dict) else tuple(c.values()) for c in copies)]
 _RESULT_HEAD = struct.Struct("<IQIIQIIIdQ")
 
 

@@ -36,7 +36,7 @@ import torch
 from harness.data.definition import TORCH_DTYPES
 from harness.data.workloads import Workload, build_inputs
 from harness.facts import HEADLINE_TIERS, Tier
-from harness.judge.core import buffer_sets_for
+from harness.judge.core import placement_copies
 from harness.judge.timing import TierUnavailable, TimingConfig, measure
 from harness.judge.timing.tiers import describe_timer
 from harness.records.trace import Environment, FloorMeasurement, TierFigure
@@ -182,17 +182,11 @@ def measure_floor(definition, workload: Workload, stored: dict, state_dtype: str
 
 
 def floor_buffer_sets(state: torch.Tensor | None, target: torch.Tensor) -> list[BufferSet]:
-    """The buffer sets the floor's calls take in turn: ``(state, target)`` first, then clones of
-    the state and new destinations, each an allocation of its own, as many sets in all as the
-    timing core gives calls that move the same bytes (:func:`harness.judge.core.buffer_sets_for`: up to
-    8 within 2 GiB; one on a CPU). Where a buffer lies moves a B <= 8 copy by 2-8 % on an H100 or
-    H200, and the kernels a floor divides are medians over the core's sets, so the floor is a
-    median over as many placements, not over the one its first allocation got
-    (docs/timing.md, "The offset is where the buffers lie")."""
-    count = buffer_sets_for((state, target))
-    fresh = [{"state": None if state is None else state.clone(), "new_state": torch.empty_like(target)}
-             for _ in range(count - 1)]
-    return [{"state": state, "new_state": target}, *fresh]
+    """The buffer sets the floor's calls take in turn: ``{"state": state, "new_state": target}``,
+    then copies, each tensor an allocation of its own, as many as the timing core gives calls that
+    move the same bytes (:func:`floor_buffer_sets`), so that the floor is a
+    median over as many placements as the kernels it divides."""
+    return placement_copies({"state": state, "new_state": target})
 
 
 def _time_copy(copy: Copy, sets: list[BufferSet], nbytes: int, device: str, timing: TimingConfig,

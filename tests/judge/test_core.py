@@ -254,3 +254,18 @@ def test_a_machine_without_a_c_compiler_is_told_so(tmp_path, monkeypatch):
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     with pytest.raises(CoreError, match="C compiler"):
         core.build_core()
+
+
+def test_placement_copies_clone_every_tensor_and_share_the_rest():
+    """The floor's, the tuner's and tier parity's sets (docs/timing.md, "The offset is where the
+    buffers lie"): the arguments first, then clones in allocations of their own, as many as asked."""
+    from harness.judge.core import placement_copies
+
+    state, scale = torch.arange(4.0), 0.5
+    first, *copies = placement_copies((state, scale), 3)
+    assert first[0] is state and len(copies) == 2
+    for copy in copies:
+        assert isinstance(copy, tuple) and copy[1] == scale
+        assert torch.equal(copy[0], state) and copy[0].data_ptr() != state.data_ptr()
+    assert copies[0][0].data_ptr() != copies[1][0].data_ptr()
+    assert len(placement_copies((state, scale))) == 1  # a CPU: no placement to vary

@@ -16,7 +16,7 @@ import torch
 from conftest import write_small_dataset
 from harness.data.dataset import open_dataset
 from harness.data.workloads import stored_tensors
-from harness.judge import floor as floor_module
+from harness.judge import core
 from harness.judge.floor import (DEFAULT_FLOOR_MARGIN, FLOOR_MARGINS, Copy, _first_call, _time_copy, candidate_tiers,
                                  floor_buffer_sets, floor_margin, measure_floor, physical_limit_us, triton_copies)
 from harness.judge.stream_copy import (MEDIUM_STATE_BYTES, SMALL_STATE_BYTES, CopyConfig, candidate_configs,
@@ -158,7 +158,7 @@ def test_the_floors_calls_take_as_many_buffer_sets_as_the_cores_in_turn(monkeypa
     is divided by takes as many, each a separate allocation holding the state, in turn."""
     source = state(1, torch.float32)
     assert len(floor_buffer_sets(source, torch.empty_like(source))) == 1  # a CPU: no placement to vary
-    monkeypatch.setattr(floor_module, "buffer_sets_for", lambda values: 3)
+    monkeypatch.setattr(core, "buffer_sets_for", lambda values: 3)
     sets = floor_buffer_sets(source, torch.empty_like(source))
     assert len({t.data_ptr() for s in sets for t in s.values()}) == 6 and sets[0]["state"] is source
     assert all(torch.equal(s["state"], source) for s in sets)
@@ -168,7 +168,7 @@ def test_the_floors_calls_take_as_many_buffer_sets_as_the_cores_in_turn(monkeypa
     timed = handed[-6:]  # after the warm-up and estimate calls, on the first set
     assert timed == [sets[i % 3]["new_state"].data_ptr() for i in range(6)]
     fills = floor_buffer_sets(None, torch.empty(4))
-    assert fills[0]["state"] is None
+    assert [s["state"] for s in fills] == [None] * 3
 
 
 def test_the_candidates_take_the_first_tier_torch_measured_in_headline_order():

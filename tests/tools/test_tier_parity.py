@@ -144,7 +144,8 @@ def test_with_several_sets_the_timers_take_them_in_turn_and_contest_one_a_trial(
     monkeypatch.setitem(sys.modules, "flashinfer_bench.bench.timing", timing)
     monkeypatch.setattr(parity, "subject_call", lambda subject, batch, workdir: (lambda x: x, ("set 0",)))
     made = iter(["set 1", "set 2", "trial 1", "trial 2"])
-    monkeypatch.setattr(parity, "fresh_copies", lambda args: (next(made),))
+    monkeypatch.setattr(parity, "placement_copies",
+                        lambda args, count: [args, *((next(made),) for _ in range((count or 3) - 1))])
 
     parity.plain_figures("copy", 1, 0.0, None, ("cupti", "contest", "events", "sync"), sets=3)
     # the contest timer (FlashInfer's CUPTI timer, three trials) is handed one set a trial itself,
@@ -170,13 +171,3 @@ def bytes_stand_in(nbytes: int):
     import torch
 
     return torch.empty(nbytes // 4, dtype=torch.float32, device="meta")
-
-
-def test_fresh_copies_clone_every_tensor_and_keep_the_rest():
-    import torch
-
-    from tools.tier_parity import fresh_copies
-
-    state, scale = torch.arange(4.0), 0.5
-    copied = fresh_copies((state, scale))
-    assert torch.equal(copied[0], state) and copied[0].data_ptr() != state.data_ptr() and copied[1] == scale

@@ -132,12 +132,13 @@ def test_a_tune_times_each_config_over_the_cores_number_of_placements(monkeypatc
     as many sets, each tensor a clone in an allocation of its own, the scale and the like kept."""
     import torch
 
+    from harness.judge import core
     from tools.tune import measure
 
     inputs = measure.random_inputs(1, "cpu")
-    assert measure.placement_sets(inputs) == [inputs]  # a CPU: no placement to vary
-    monkeypatch.setattr(measure, "buffer_sets_for", lambda values: 3)
-    sets = measure.placement_sets(inputs)
+    assert core.placement_copies(inputs) == [inputs]  # a CPU: no placement to vary
+    monkeypatch.setattr(core, "buffer_sets_for", lambda values: 3)
+    sets = core.placement_copies(inputs)
     assert len(sets) == 3 and sets[0] is inputs
     for other in sets[1:]:
         assert other.keys() == inputs.keys() and other["scale"] is None

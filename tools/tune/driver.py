@@ -21,6 +21,7 @@ import time
 from typing import Callable, Sequence
 
 from harness.facts import FLASHINFER_SOLUTIONS
+from harness.judge.core import placement_copies
 from harness.judge.solutions import load_meta
 from harness.paths import SOLUTIONS_DIR
 from tools.tune.inputs import tune_inputs
@@ -32,7 +33,6 @@ from tools.tune.measure import (
     failure_row,
     fastest_correct,
     load_baseline,
-    placement_sets,
     state_tolerance,
     steady_choice,
 )
@@ -96,10 +96,10 @@ def measure_batch(adapter: Adapter, state_dtype: str, batch: int, timer: Timer, 
     """One batch size's row: the workload, copy floor (µs), every measured
     config (with ``x_floor``), the config in use, the check of ``run``, the
     baselines and the fastest correct config. Every figure is over the same
-    :func:`~tools.tune.measure.placement_sets` in turn, the copy floor's too."""
+    :func:`harness.judge.core.placement_copies` of the inputs in turn, the copy floor's too."""
     inputs, workload = tune_inputs(batch, state_dtype, device)
     expected = reference_outputs(inputs)
-    sets = placement_sets(inputs)
+    sets = placement_copies(inputs)
     floor_us = timer([lambda s=s: s["new_state"].copy_(s["state"]) for s in sets])
     space, in_use = adapter.configs(state_dtype), adapter.in_use(inputs)
     configs = {}

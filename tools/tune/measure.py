@@ -22,7 +22,6 @@ import torch
 
 from harness.facts import DEFAULT_TOLERANCE, STATE_DTYPE_TOLERANCES, Tolerance
 from harness.judge.check import tensor_errors
-from harness.judge.core import buffer_sets_for
 from harness.judge.solutions import load_meta, load_solution
 from harness.judge.timing import L2Flusher, TierUnavailable, TimingConfig, TimingStats, bench_cupti, bench_events
 from tools.vectorized import reference_outputs  # noqa: F401  (re-exported: the tuners' reference)
@@ -95,21 +94,8 @@ def tuner_timing(iters: int = 100, warmup: int = 5) -> TimingConfig:
     return TimingConfig(warmup=warmup, iters=iters, budget_s=5.0, warm_s=0.05)
 
 
-def placement_sets(inputs: dict) -> list[dict]:
-    """``inputs``, then copies of it with every tensor cloned into an allocation of its own: as
-    many sets in all as the timing core gives calls that move the same bytes
-    (:func:`harness.judge.core.buffer_sets_for`: up to 8 within 2 GiB; one on a CPU). A tune that times
-    each config over them in turn ranks configs by a median over as many placements as the
-    harness's figures are; on one set, where its buffers landed moved a B <= 8 figure by 2-8 %
-    and the tuner read 1.9-3 % under the sweep for the same config (results/cuda-notes.md)."""
-    count = buffer_sets_for(inputs.values())
-    clones = ({name: v.clone() if isinstance(v, torch.Tensor) else v for name, v in inputs.items()}
-              for _ in range(count - 1))
-    return [inputs, *clones]
-
-
 class KernelTimer:
-    """Median µs of zero-argument calls taken in turn (one per :func:`placement_sets` set) under a
+    """Median µs of zero-argument calls taken in turn (one per :func:`harness.judge.core.placement_copies` set) under a
     cold L2, CUPTI tier if possible.
 
     ``tier`` says which tier produced the numbers ("cupti" or "events");
