@@ -113,16 +113,36 @@ def _acquire(handle, on_wait: Callable[[str], None]) -> None:
 
 
 def _held_above() -> bool:
-    """Whether :data:`LOCK_HELD_ENV` names a live process: this one, or the one that started it,
-    holds the lock. A value left behind by a process that is gone counts for nothing."""
+    """Whether :data:`LOCK_HELD_ENV` names this process or one it descends from (the lock's holder
+    started it): then it runs under that lock. A name inherited from elsewhere (a shell that kept
+    it, a pid reused) counts for nothing. Without ``/proc`` (macOS), a live process named counts."""
     try:
-        pid = int(os.environ.get(LOCK_HELD_ENV, ""))
-        os.kill(pid, 0)
-    except (ValueError, ProcessLookupError):
+        named = int(os.environ.get(LOCK_HELD_ENV, ""))
+    except ValueError:
         return False
-    except PermissionError:  # alive, another user's: not one of ours, but alive
+    ancestors = _ancestors()
+    if ancestors is not None:
+        return named in ancestors
+    try:
+        os.kill(named, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
         return True
     return True
+
+
+def _ancestors() -> set[int] | None:
+    """This process's pid and its parents' up to init, from ``/proc``; None where there is none."""
+    pids, pid = set(), os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None if pid == os.getpid() else pids
+        pid = int(stat[stat.rindex(")") + 2:].split()[1])  # the field after the state: the parent's pid
+    return pids
 
 
 def _command() -> str:

@@ -81,14 +81,31 @@ def test_a_ctrl_c_that_lands_while_the_note_is_printed_is_a_ctrl_c_while_waiting
         holder.wait()
 
 
-def test_a_lane_of_a_gpus_run_runs_under_its_parents_lock(tmp_path, monkeypatch):
+def test_a_lane_of_a_gpus_run_runs_under_its_parents_lock(tmp_path):
+    """The lanes are the holder's children: started under the lock, they take it without waiting."""
     path = tmp_path / "checkout.lock"
-    holder = _holder(path, 30.0)
+    lane = f"""
+import time
+from pathlib import Path
+from harness.run_lock import checkout_lock
+start = time.monotonic()
+with checkout_lock(on_wait=lambda holder: print("waited"), path=Path({str(path)!r})):
+    print("lane", round(time.monotonic() - start))
+"""
+    with checkout_lock(path=path):
+        done = subprocess.run([sys.executable, "-c", lane], cwd=REPO, capture_output=True, text=True, timeout=30)
+    assert done.stdout.split() == ["lane", "0"], done.stdout + done.stderr
+
+
+def test_a_live_process_named_that_did_not_start_this_one_holds_nothing(tmp_path, monkeypatch):
+    """A name kept by a shell, or a pid reused, must not let a run past another's lock."""
+    path = tmp_path / "checkout.lock"
+    holder = _holder(path, 1.0)
     try:
-        monkeypatch.setenv(LOCK_HELD_ENV, str(holder.pid))
+        monkeypatch.setenv(LOCK_HELD_ENV, str(holder.pid))  # alive, but a child of this one, not its parent
         told, start = [], time.monotonic()
         with checkout_lock(on_wait=told.append, path=path):
-            assert time.monotonic() - start < 5 and told == []
+            assert time.monotonic() - start >= 0.5 and len(told) == 1
     finally:
         holder.kill()
         holder.wait()
