@@ -42,7 +42,7 @@ except ImportError:  # no flock here: runs are not serialized
     fcntl = None
 
 #: Set (to its pid) by the process holding the lock, for as long as it holds it; inherited by what
-#: it starts. A process that finds it naming a live process runs under that lock.
+#: it starts. A process that finds it naming itself or an ancestor runs under that lock.
 LOCK_HELD_ENV = "GDN_BENCH_LOCK_HELD_BY"
 
 #: What a command stopped by Ctrl-C while waiting for the lock says (then it exits 130).
