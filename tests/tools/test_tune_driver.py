@@ -121,6 +121,64 @@ def test_wrong_and_uncompilable_configs_are_recorded_and_never_chosen():
     assert set(only["batches"][0]["configs"]) == {"good", "zeros"}
 
 
+class TwoGood(Reference):
+    """Reference with a second correct config ("also-good"), each call tagged with its config."""
+
+    def configs(self, state_dtype):
+        return {**super().configs(state_dtype), "also-good": "also-good"}
+
+    def call(self, config, inputs):
+        run = super().call("good" if config == "also-good" else config, inputs)
+        run.config = config
+        return run
+
+    def in_use(self, inputs):
+        return "also-good"
+
+
+def test_rounds_time_every_correct_figure_in_turn_and_keep_the_median():
+    """With --rounds 3 a config fast in one round only (good: 1.0, then 2.0 twice) loses to one
+    steady at 1.5; in one round it wins. Wrong configs are not timed again."""
+    seen = []
+    per_round = {"good": [1.0, 2.0, 2.0], "also-good": [1.5, 1.5, 1.5], "zeros": [0.5, 0.5, 0.5]}
+
+    def timer(calls):
+        name = getattr(calls[0], "config", "floor")
+        seen.append(name)
+        return per_round[name][sum(n == name for n in seen) - 1] if name in per_round else 3.0
+
+    one = driver.tune_dtype(TwoGood(), "float32", [1], timer, "cpu")
+    assert one["table"] == [[None, "good"]] and one["batches"][0]["rounds"] == 1
+    seen.clear()
+    three = driver.tune_dtype(TwoGood(), "float32", [1], timer, "cpu", rounds=3)
+    row = three["batches"][0]
+    assert three["table"] == [[None, "also-good"]] and row["rounds"] == 3
+    assert row["configs"]["good"]["us_rounds"] == [1.0, 2.0, 2.0] and row["configs"]["good"]["us"] == 2.0
+    assert row["configs"]["good"]["x_floor"] == 2.0 / 3.0 and row["copy_floor_us_rounds"] == [3.0] * 3
+    assert "us_rounds" not in row["configs"]["zeros"]  # wrong: timed once, never again
+    # round 1 is the check-and-time pass; rounds 2 and 3 take every correct config in turn, the floor
+    # and the baselines (untagged calls here) beside them
+    configs = [name for name in seen if name != "floor"]
+    assert configs == ["good", "zeros", "also-good"] + ["good", "also-good"] * 2
+    assert seen.count("floor") % 3 == 0 and seen.count("floor") >= 3
+
+
+def test_a_config_that_raises_in_a_later_round_is_a_failure_not_a_pick():
+    calls_of = {}
+
+    def timer(calls):
+        name = getattr(calls[0], "config", "floor")
+        calls_of[name] = calls_of.get(name, 0) + 1
+        if name == "good" and calls_of[name] == 2:
+            raise RuntimeError("illegal memory access")
+        return 1.0 if name == "good" else 1.5
+
+    part = driver.tune_dtype(TwoGood(), "float32", [1], timer, "cpu", rounds=2)
+    good = part["batches"][0]["configs"]["good"]
+    assert good == {"correct": False, "error": "RuntimeError: illegal memory access"}
+    assert part["table"] == [[None, "also-good"]]
+
+
 def test_tune_inputs_are_the_judges_workload():
     """The tuner's inputs are a stored workload's, built by the harness's own input builder."""
     from harness.data import generator
@@ -185,6 +243,7 @@ def test_cutedsl_adapter_offers_configs_its_kernel_compiles(tmp_path):
     (["--algo", "fla-recurrent", "--batches", "1,x"], "not a comma-separated list of integers"),
     (["--algo", "fla-recurrent", "--batches", "0"], "each >= 1"),
     (["--algo", "fla-recurrent", "--iters", "-5"], "-5 is not >= 1"),
+    (["--algo", "fla-recurrent", "--rounds", "0"], "0 is not >= 1"),
     (["--algo", "fla-recurrent", "--dtypes", "float64"], "unknown state dtype float64"),
     (["--algo", "fla-recurrent", "--only", "("], "not a regular expression"),
     (["--algo", "cuda-v4", "--defines", "1X=2"], "argument --defines: '1X=2': a macro is NAME or NAME=VALUE"),
@@ -220,14 +279,15 @@ def mocked_v4(monkeypatch):
     result; records the build's defines, the tuned adapter and any table-file write."""
     from tools.tune import cuda_v4
 
-    seen = {"builds": [], "tuned": [], "table_writes": []}
+    seen = {"builds": [], "tuned": [], "table_writes": [], "rounds": []}
 
     def build(meta, defines=()):
         seen["builds"].append(defines)
         return SimpleNamespace(load=lambda: None)
 
-    def tune(adapter, batches, timer, device, only, dtypes):
+    def tune(adapter, batches, timer, device, only, dtypes, rounds):
         seen["tuned"].append(adapter)
+        seen["rounds"].append(rounds)
         return {"float32": {"batches": [], "table": [[None, "r4/nc"]], "native": "  X(INT64_MAX, 4, kNc, 32, 8)",
                             "no_correct_config": []}}
 
@@ -248,7 +308,7 @@ def test_a_candidate_build_is_tuned_recorded_and_writes_no_table_file(defines, m
     assert cli.main(argv, timer=FakeTimer(), device="cpu") == 0
     # the macros reach the adapter's build, beside the all-variants one (once)
     assert mocked_v4["builds"] == [tuple(dict.fromkeys((ALL_VARIANTS, *defines)))]
-    assert mocked_v4["tuned"][0].defines == defines
+    assert mocked_v4["tuned"][0].defines == defines and mocked_v4["rounds"] == [1]
     report = json.loads(report_path(tmp_path, "cuda-v4", "cpu").read_text())
     assert report["defines"] == list(defines) and report["only"] == ""
     assert report["command"] == "python -m tools.tune " + " ".join(argv)
@@ -260,6 +320,16 @@ def test_a_candidate_build_is_tuned_recorded_and_writes_no_table_file(defines, m
     assert mocked_v4["table_writes"] == []
     assert f"no table file written for cuda-v4: --defines {','.join(defines)} built a candidate" in out
     assert out.startswith("cuda-v4" + "".join(f" -D{d}" for d in defines) + " on ")
+
+
+def test_rounds_reach_the_tune_and_its_recorded_command(mocked_v4, tmp_path):
+    from tools.tune.report import report_path
+
+    argv = ["--algo", "cuda-v4", "--batches", "256,512", "--rounds", "3", "--out", str(tmp_path)]
+    assert cli.main(argv, timer=FakeTimer(), device="cpu") == 0
+    assert mocked_v4["rounds"] == [3]
+    assert json.loads(report_path(tmp_path, "cuda-v4", "cpu").read_text())["command"].endswith("--rounds 3 --out "
+                                                                                              + str(tmp_path))
 
 
 def test_a_modal_tune_refuses_defines_for_another_solution_before_any_gpu_time():

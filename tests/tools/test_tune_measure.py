@@ -1,10 +1,9 @@
 """The measuring pieces of the tuner (tools/tune/measure.py; the driver is tests/tools/test_tune_driver.py's)."""
 
-import json
 
 import pytest
 
-from tools.tune.measure import compress_table, fastest_correct, lookup_launch_config, steady_choice, write_report
+from tools.tune.measure import compress_table, fastest_correct, lookup_launch_config, steady_choice
 
 
 def test_fastest_correct_ignores_wrong_configs():
@@ -38,11 +37,6 @@ def test_steady_choice_prefers_the_config_that_is_also_fast_at_the_neighbours():
     assert steady_choice(times, abs_tol_us=0.0)[1] == (2, "b")
     with pytest.raises(ValueError, match="B=16"):
         steady_choice([(16, {})])
-
-
-def test_write_report(tmp_path):
-    path = write_report(tmp_path / "new", "t.json", {"a": 1})
-    assert json.loads(path.read_text()) == {"a": 1}
 
 
 def test_check_and_time_records_a_failing_variant():

@@ -3,14 +3,16 @@
 Usage (from the repository root, on a GPU machine)::
 
     python -m tools.tune --algo all                       # fla-recurrent, cuda-v4, cutedsl-bf16
-    python -m tools.tune --algo cuda-v4 [--batches 1,2,4,...] [--iters 100] [--only REGEX]
+    python -m tools.tune --algo cuda-v4 [--batches 1,2,4,...] [--iters 100] [--rounds 1] [--only REGEX]
         [--dtypes float32,bfloat16] [--defines NAME[=VALUE],...] [--out DIR]
 
 Per solution, state dtype and batch size it checks every configuration of the
 solution's search space against the reference and times it (the harness's
 CUPTI tier, else CUDA events; the tier is recorded), beside the copy floor
 and the baselines, then chooses one config per batch size
-(:func:`tools.tune.measure.steady_choice`). It writes the full report
+(:func:`tools.tune.measure.steady_choice`); with ``--rounds N`` every figure is
+the median of N rounds over all configs in turn (the batch size's row records
+them). It writes the full report
 ``<out>/<solution>/<GPU>.json`` (default ``<out>``: a new
 ``results/tuning/<UTC time>/``) and this GPU's table file in the solution
 folder (:func:`tools.tune.table_files.write_table_files`; replacing this GPU's
@@ -121,6 +123,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--algo", required=True, type=algos, help=f"all, or some of: {', '.join(ADAPTERS)}")
     p.add_argument("--batches", type=batches, default=list(DEFAULT_BATCHES), help="comma-separated batch sizes")
     p.add_argument("--iters", type=positive_int, default=100, help="timed calls per config (median)")
+    p.add_argument("--rounds", type=positive_int, default=1,
+                   help="time every config this many times, all of them once a round, and keep the median "
+                        "(a drift of the machine spreads over every config alike; the tune takes as many "
+                        "times as long)")
     p.add_argument("--only", type=regex, default="",
                    help="regular expression: measure only the matching config names (plus the one in use); "
                         "writes no table file")
@@ -207,7 +213,7 @@ def main(argv: list[str] | None = None, *, timer=None, device=None) -> int:
         if reason:
             print(f"skipped {name}: {reason}", file=sys.stderr)
             continue
-        results = tune_solution(adapter, args.batches, timer, device, args.only, tuple(wanted))
+        results = tune_solution(adapter, args.batches, timer, device, args.only, tuple(wanted), args.rounds)
         report = build_report(name, device, command, timer, args.only, results, defines=args.defines)
         print(format_report(report))
         print(f"wrote {write_report(paths[name], report)}")

@@ -16,6 +16,7 @@ compressed (:func:`tools.tune.measure.compress_table`).
 from __future__ import annotations
 
 import re
+import statistics
 import sys
 import time
 from typing import Callable, Sequence
@@ -64,56 +65,98 @@ def measured_configs(space: dict[str, object], only: str, in_use: str) -> dict[s
 
 
 def measure_config(adapter: Adapter, config, sets: list[dict], expected: tuple, timer: Timer,
-                   state_dtype: str) -> dict:
-    """``{"correct", "mismatches", "max_abs_err_*", "us"}`` of one config, checked on ``sets[0]``
-    and timed over all of them in turn, or ``{"correct": False, "error"}`` when it does not
-    compile or raises."""
+                   state_dtype: str) -> tuple[dict, list | None]:
+    """``({"correct", "mismatches", "max_abs_err_*", "us"}, calls)`` of one config, checked on
+    ``sets[0]`` and timed over all of them in turn (``calls``: one per set, for later rounds), or
+    ``({"correct": False, "error"}, None)`` when it does not compile or raises."""
     try:
         calls = [adapter.call(config, inputs) for inputs in sets]
     except Exception as exc:  # one variant that does not compile must not end the tune
-        return failure_row(exc)
-    return check_and_time(calls, sets[0], expected, timer, state_tolerance(state_dtype))
+        return failure_row(exc), None
+    return check_and_time(calls, sets[0], expected, timer, state_tolerance(state_dtype)), calls
 
 
-def time_baselines(baselines: dict[str, tuple], sets: list[dict], timer: Timer) -> dict[str, dict]:
-    """``{name: {"us": µs} | {"unavailable": reason}}`` for loaded baselines
+def time_baselines(baselines: dict[str, tuple], sets: list[dict], timer: Timer) -> tuple[dict[str, dict], dict]:
+    """``({name: {"us": µs} | {"unavailable": reason}}, {name: calls})`` for loaded baselines
     (``{name: load_baseline(...)}``), each timed over ``sets`` in turn; one that raises is
     recorded, not fatal."""
-    times = {}
+    times, timed = {}, {}
     for name, (make_call, reason) in baselines.items():
         if make_call is None:
             times[name] = {"unavailable": reason}
             continue
         try:
-            times[name] = {"us": timer([make_call(inputs) for inputs in sets])}
+            timed[name] = [make_call(inputs) for inputs in sets]
+            times[name] = {"us": timer(timed[name])}
         except Exception as exc:
+            timed.pop(name, None)
             times[name] = {"unavailable": failure_row(exc)["error"]}
-    return times
+    return times, timed
+
+
+def time_in_rounds(figures: dict[tuple, dict], timed: dict[tuple, list], timer: Timer, rounds: int) -> None:
+    """Time every figure of ``figures`` (key -> its row, holding ``"us"`` from the first pass; a
+    config that computed wrong results is left out) with its calls in ``timed``
+    ``rounds - 1`` times more, all of them once a round in turn, so that a drift of the machine
+    during the tune spreads over every config alike; each row's ``"us"`` becomes the median of
+    its rounds and ``"us_rounds"`` keeps them. A call that raises in a later round makes its row
+    a failure (:func:`~tools.tune.measure.failure_row`): it was not a config to pick.
+
+    Why: a single tune's best at B = 256 on an H100 (r16/nc/l16/w2/p2, 90.47 µs), which the table
+    took for every B >= 129, read 0.4-0.5 % slower at B = 256 and 512 than the previous table's
+    variant in an alternating A/B on another machine (results/tuning/20261126-H100-passes-one-row):
+    near-tied variants are ordered by one tune's moment."""
+    rows = {key: figures[key] for key in timed
+            if figures[key].get("us") is not None and figures[key].get("correct", True)}
+    for row in rows.values():
+        row["us_rounds"] = [row["us"]]
+    for _ in range(rounds - 1):
+        for key, row in rows.items():
+            if "error" in row:
+                continue
+            try:
+                row["us_rounds"].append(timer(timed[key]))
+            except Exception as exc:
+                row.clear()
+                row.update(failure_row(exc))
+    for row in rows.values():
+        if "error" not in row:
+            row["us"] = statistics.median(row["us_rounds"])
 
 
 def measure_batch(adapter: Adapter, state_dtype: str, batch: int, timer: Timer, device, only: str = "",
-                  baselines: dict[str, tuple] | None = None) -> dict:
+                  baselines: dict[str, tuple] | None = None, rounds: int = 1) -> dict:
     """One batch size's row: the workload, copy floor (µs), every measured
     config (with ``x_floor``), the config in use, the check of ``run``, the
     baselines and the fastest correct config. Every figure is over the same
-    :func:`harness.judge.core.placement_copies` of the inputs in turn, the copy floor's too."""
+    :func:`harness.judge.core.placement_copies` of the inputs in turn, the copy floor's too, and
+    the median of ``rounds`` rounds (:func:`time_in_rounds`)."""
     inputs, workload = tune_inputs(batch, state_dtype, device)
     expected = reference_outputs(inputs)
     sets = placement_copies(inputs)
-    floor_us = timer([lambda s=s: s["new_state"].copy_(s["state"]) for s in sets])
+    floor_calls = [lambda s=s: s["new_state"].copy_(s["state"]) for s in sets]
+    floor = {"us": timer(floor_calls)}
     space, in_use = adapter.configs(state_dtype), adapter.in_use(inputs)
-    configs = {}
+    configs, config_calls = {}, {}
     for name, config in measured_configs(space, only, in_use).items():
-        configs[name] = measure_config(adapter, config, sets, expected, timer, state_dtype)
-        if configs[name].get("us") is not None:
-            configs[name]["x_floor"] = configs[name]["us"] / floor_us
+        configs[name], config_calls[name] = measure_config(adapter, config, sets, expected, timer, state_dtype)
+    baseline_rows, baseline_calls = time_baselines(baselines or {}, sets, timer)
+    if rounds > 1:  # keys apart: a config may share a baseline's name
+        time_in_rounds({**{("floor",): floor}, **{("config", n): r for n, r in configs.items()},
+                        **{("baseline", n): r for n, r in baseline_rows.items()}},
+                       {("floor",): floor_calls, **{("config", n): c for n, c in config_calls.items() if c},
+                        **{("baseline", n): c for n, c in baseline_calls.items()}}, timer, rounds)
+    for row in configs.values():
+        if row.get("us") is not None:
+            row["x_floor"] = row["us"] / floor["us"]
     try:
         entry = check_call(lambda: adapter.run(inputs), inputs, expected, state_tolerance(state_dtype))
     except Exception as exc:
         entry = failure_row(exc)
-    return {"batch": batch, "workload": workload, "placement_sets": len(sets), "copy_floor_us": floor_us, "in_use": in_use,
-            "in_use_in_space": in_use in space, "entry_check": entry, "configs": configs,
-            "baselines": time_baselines(baselines or {}, sets, timer), "best": fastest_correct(configs)}
+    return {"batch": batch, "workload": workload, "placement_sets": len(sets), "rounds": rounds,
+            "copy_floor_us": floor["us"], "copy_floor_us_rounds": floor.get("us_rounds", [floor["us"]]),
+            "in_use": in_use, "in_use_in_space": in_use in space, "entry_check": entry, "configs": configs,
+            "baselines": baseline_rows, "best": fastest_correct(configs)}
 
 
 def correct_times(configs: dict[str, dict]) -> dict[str, float]:
@@ -130,7 +173,7 @@ def chosen_table(rows: list[dict]) -> list[list]:
 
 
 def tune_dtype(adapter: Adapter, state_dtype: str, batches: list[int], timer: Timer, device,
-               only: str = "") -> dict:
+               only: str = "", rounds: int = 1) -> dict:
     """Every batch size of one state dtype, then its table.
 
     Returns:
@@ -143,7 +186,7 @@ def tune_dtype(adapter: Adapter, state_dtype: str, batches: list[int], timer: Ti
     rows = []
     for batch in batches:
         start = time.monotonic()
-        rows.append(measure_batch(adapter, state_dtype, batch, timer, device, only, baselines))
+        rows.append(measure_batch(adapter, state_dtype, batch, timer, device, only, baselines, rounds))
         print(f"{adapter.name} {state_dtype} B={batch}: {len(rows[-1]['configs'])} configs in "
               f"{time.monotonic() - start:.1f} s", file=sys.stderr, flush=True)
     table = chosen_table(rows)
@@ -152,8 +195,9 @@ def tune_dtype(adapter: Adapter, state_dtype: str, batches: list[int], timer: Ti
 
 
 def tune_solution(adapter: Adapter, batches: list[int], timer: Timer, device, only: str = "",
-                  dtypes: tuple[str, ...] | None = None) -> dict[str, dict]:
+                  dtypes: tuple[str, ...] | None = None, rounds: int = 1) -> dict[str, dict]:
     """:func:`tune_dtype` for each of the solution's state dtypes (those in
-    ``dtypes`` only, when given); ``adapter`` is loaded (:meth:`Adapter.load`)."""
+    ``dtypes`` only, when given), each figure the median of ``rounds`` rounds; ``adapter`` is
+    loaded (:meth:`Adapter.load`)."""
     wanted = [d for d in adapter.state_dtypes() if dtypes is None or d in dtypes]
-    return {dtype: tune_dtype(adapter, dtype, batches, timer, device, only) for dtype in wanted}
+    return {dtype: tune_dtype(adapter, dtype, batches, timer, device, only, rounds) for dtype in wanted}

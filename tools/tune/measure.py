@@ -12,10 +12,8 @@ figures off as CUPTI ones. The choice of one config per batch size
 
 from __future__ import annotations
 
-import json
 import math
 import traceback
-from pathlib import Path
 from typing import Callable, Sequence
 
 import torch
@@ -228,14 +226,6 @@ def steady_choice(times_by_batch: list[tuple[int, dict[str, float]]], rel_tol: f
         around = slowdowns[max(i - 1, 0):i + 2]
         chosen.append((batch, min(tied, key=lambda name: sum(math.log(s.get(name, 2.0)) for s in around))))
     return chosen
-
-
-def write_report(out_dir, filename: str, report: dict) -> Path:
-    """Write a tuner's report as ``<out_dir>/<filename>`` (JSON) and return the path."""
-    path = Path(out_dir) / filename
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2))
-    return path
 
 
 def lookup_launch_config(table, batch: int):

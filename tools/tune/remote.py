@@ -33,7 +33,7 @@ MODAL_RECORD = "modal.json"
 
 def tuner_argv(algo: str, options: str = "") -> list[str]:
     """The ``python -m tools.tune`` arguments the container runs: ``--algo algo`` plus the
-    tuner ``options`` (``--batches``, ``--iters``, ``--only``, ``--dtypes``, ``--defines``), checked
+    tuner ``options`` (``--batches``, ``--iters``, ``--rounds``, ``--only``, ``--dtypes``, ``--defines``), checked
     here by the tuner's own parser and checks so that a mistake costs no GPU time.
 
     Raises:
