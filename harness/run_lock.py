@@ -17,11 +17,12 @@ So the run (:func:`harness.cli.main`, :func:`exclusively`) holds an exclusive
 lock (``flock``) on a file of its checkout, kept under the cache root, from
 start to end, and every tool writes into the checkout only under the same lock
 (:func:`writing_into`: a tune's report and tables, a probe's report, the
-leaderboard, the plots, what a Modal run or tune brings back); a second one waits for it, after saying so. While a
-process holds the lock, :data:`LOCK_HELD_ENV` in its environment names it, so
-what it starts (the lanes of a ``--gpus`` run) and what it calls in process run
-under its lock instead of waiting for themselves. Where ``fcntl`` is missing
-(not Linux or macOS) there is no lock.
+leaderboard, the plots, what a Modal run or tune brings back); a second one
+waits for it, after saying so. While a process holds the lock,
+:data:`LOCK_HELD_ENV` in its environment names it, so what it starts (the
+lanes of a ``--gpus`` run) and what it calls in process run under its lock
+instead of waiting for themselves. Where ``fcntl`` is missing (not Linux or
+macOS) there is no lock.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ except ImportError:  # no flock here: runs are not serialized
 LOCK_HELD_ENV = "GDN_BENCH_LOCK_HELD_BY"
 
 #: What a command stopped by Ctrl-C while waiting for the lock says (then it exits 130).
-STOPPED_WHILE_WAITING = "stopped while waiting for the other run; nothing was judged or written"
+STOPPED_WHILE_WAITING = "stopped while waiting for the other command; nothing was judged or written"
 
 
 class WaitInterrupted(Exception):
