@@ -94,34 +94,30 @@ def time_baselines(baselines: dict[str, tuple], sets: list[dict], timer: Timer) 
     return times, timed
 
 
-def time_in_rounds(figures: dict[tuple, dict], timed: dict[tuple, list], timer: Timer, rounds: int) -> None:
-    """Time every figure of ``figures`` (key -> its row, holding ``"us"`` from the first pass; a
-    config that computed wrong results is left out) with its calls in ``timed``
-    ``rounds - 1`` times more, all of them once a round in turn, so that a drift of the machine
-    during the tune spreads over every config alike; each row's ``"us"`` becomes the median of
-    its rounds and ``"us_rounds"`` keeps them. A call that raises in a later round makes its row
-    a failure (:func:`~tools.tune.measure.failure_row`): it was not a config to pick.
+def time_in_rounds(figures: list[tuple[dict, list]], timer: Timer, rounds: int) -> None:
+    """Time every ``(row, calls)`` of ``figures`` (``row`` holding ``"us"`` from the first pass; a
+    config that computed wrong results is left out) ``rounds - 1`` times more, all of them once a
+    round in turn, so that a drift of the machine during the tune falls on every config alike.
+    Each row's ``"us"`` becomes the median of its rounds and ``"us_rounds"`` keeps them; a call
+    that raises in a later round is timed no more and its row gets ``"round_error"``.
 
     Why: a single tune's best at B = 256 on an H100 (r16/nc/l16/w2/p2, 90.47 µs), which the table
     took for every B >= 129, read 0.4-0.5 % slower at B = 256 and 512 than the previous table's
     variant in an alternating A/B on another machine (results/tuning/20261126-H100-passes-one-row):
     near-tied variants are ordered by one tune's moment."""
-    rows = {key: figures[key] for key in timed
-            if figures[key].get("us") is not None and figures[key].get("correct", True)}
-    for row in rows.values():
+    timed = [(row, calls) for row, calls in figures if row.get("us") is not None and row.get("correct", True)]
+    for row, _ in timed:
         row["us_rounds"] = [row["us"]]
     for _ in range(rounds - 1):
-        for key, row in rows.items():
-            if "error" in row:
+        for row, calls in timed:
+            if "round_error" in row:
                 continue
             try:
-                row["us_rounds"].append(timer(timed[key]))
+                row["us_rounds"].append(timer(calls))
             except Exception as exc:
-                row.clear()
-                row.update(failure_row(exc))
-    for row in rows.values():
-        if "error" not in row:
-            row["us"] = statistics.median(row["us_rounds"])
+                row["round_error"] = failure_row(exc)["error"]
+    for row, _ in timed:
+        row["us"] = statistics.median(row["us_rounds"])
 
 
 def measure_batch(adapter: Adapter, state_dtype: str, batch: int, timer: Timer, device, only: str = "",
@@ -130,7 +126,8 @@ def measure_batch(adapter: Adapter, state_dtype: str, batch: int, timer: Timer, 
     config (with ``x_floor``), the config in use, the check of ``run``, the
     baselines and the fastest correct config. Every figure is over the same
     :func:`harness.judge.core.placement_copies` of the inputs in turn, the copy floor's too, and
-    the median of ``rounds`` rounds (:func:`time_in_rounds`)."""
+    the median of ``rounds`` rounds (:func:`time_in_rounds`; a config that raised in a later
+    round is a failure, not a pick)."""
     inputs, workload = tune_inputs(batch, state_dtype, device)
     expected = reference_outputs(inputs)
     sets = placement_copies(inputs)
@@ -141,11 +138,11 @@ def measure_batch(adapter: Adapter, state_dtype: str, batch: int, timer: Timer, 
     for name, config in measured_configs(space, only, in_use).items():
         configs[name], config_calls[name] = measure_config(adapter, config, sets, expected, timer, state_dtype)
     baseline_rows, baseline_calls = time_baselines(baselines or {}, sets, timer)
-    if rounds > 1:  # keys apart: a config may share a baseline's name
-        time_in_rounds({**{("floor",): floor}, **{("config", n): r for n, r in configs.items()},
-                        **{("baseline", n): r for n, r in baseline_rows.items()}},
-                       {("floor",): floor_calls, **{("config", n): c for n, c in config_calls.items() if c},
-                        **{("baseline", n): c for n, c in baseline_calls.items()}}, timer, rounds)
+    if rounds > 1:
+        time_in_rounds([(floor, floor_calls), *((configs[n], c) for n, c in config_calls.items() if c),
+                        *((baseline_rows[n], c) for n, c in baseline_calls.items())], timer, rounds)
+        configs.update({name: {"correct": False, "error": row["round_error"]}
+                        for name, row in configs.items() if "round_error" in row})
     for row in configs.values():
         if row.get("us") is not None:
             row["x_floor"] = row["us"] / floor["us"]
