@@ -163,6 +163,17 @@ def test_rounds_time_every_correct_figure_in_turn_and_keep_the_median():
     assert seen.count("floor") % 3 == 0 and seen.count("floor") >= 3
 
 
+def test_a_report_in_rounds_shows_each_figures_range():
+    from tools.tune.report import format_report
+
+    three = driver.tune_dtype(TwoGood(), "float32", [1], lambda calls: 2.0 if getattr(calls[0], "config", "") == "good"
+                              else 4.0, "cpu", rounds=3)
+    text = format_report({"solution": "fake", "device": "cpu", "timing": {"tier": "fake", "iters": 100},
+                          "state_dtypes": {"float32": three}})
+    assert "median of 100 cold-L2 calls; the median of 3 rounds [their range], µs" in text
+    assert "best good 2.00 [2.00-2.00] (0.500x)" in text
+
+
 def test_a_config_that_raises_in_a_later_round_is_a_failure_not_a_pick():
     calls_of = {}
 

@@ -99,7 +99,9 @@ def _cell(row: dict, name: str | None) -> str:
         return f"{name or '-'} -"
     if not result["correct"]:
         return f"{name} WRONG" if "error" not in result else f"{name} FAILED"
-    return f"{name} {_us(result['us'])} ({result['us'] / row['copy_floor_us']:.3f}x)"
+    rounds = result.get("us_rounds") or []
+    spread = f" [{_us(min(rounds))}-{_us(max(rounds))}]" if len(rounds) > 1 else ""
+    return f"{name} {_us(result['us'])}{spread} ({result['us'] / row['copy_floor_us']:.3f}x)"
 
 
 def format_report(report: dict) -> str:
@@ -108,8 +110,11 @@ def format_report(report: dict) -> str:
     that failed, then the chosen table in the solution's own form."""
     timing = report["timing"]
     built = "".join(f" -D{macro}" for macro in report.get("defines") or ())  # older reports have none
+    rounds = max((row.get("rounds", 1) for part in report["state_dtypes"].values() for row in part["batches"]),
+                 default=1)  # older reports have none
+    over = f"; the median of {rounds} rounds [their range]" if rounds > 1 else ""
     lines = [f"{report['solution']}{built} on {report['device']}  ({timing['tier']} tier, median of "
-             f"{timing['iters']} cold-L2 calls, µs)"]
+             f"{timing['iters']} cold-L2 calls{over}, µs)"]
     for dtype, part in report["state_dtypes"].items():
         lines.append(f"== {dtype} state")
         for row in part["batches"]:
