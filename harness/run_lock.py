@@ -129,7 +129,7 @@ def _held_above() -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # alive, another user's
-        return True
+        pass
     return True
 
 

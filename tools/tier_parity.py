@@ -266,8 +266,6 @@ def plain_repeats(subjects: list[str], batches: list[int], repeats: int, warm_s:
 
 def write_report(out: Path, report: dict) -> None:
     """``tier_parity.json`` and ``tier_parity.md``."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "tier_parity.json").write_text(json.dumps(report, indent=2) + "\n")
     lines = [f"# Tier parity — {report['hardware']}, {report['date']}, commit {report['git_commit']}", "",
              f"Command: `{report['command']}`", "", "Plain-process timers:", ""]
     lines += [f"* `{tier}`: {timer}" for tier, timer in PLAIN_TIMERS.items()]
@@ -291,7 +289,10 @@ def write_report(out: Path, report: dict) -> None:
               f"{r['plain_min_us']:.3f}–{r['plain_max_us']:.3f} | "
               f"{r['ratio']:.3f} | ±{r['target']:.0%} | {'yes' if r['within'] else '**no**'} | "
               f"{'yes' if r['within_spread'] else '**no**'} |" for r in report["rows"]]
-    (out / "tier_parity.md").write_text("\n".join(lines) + "\n")
+    with writing_into([out]):  # never while a run's vault watches results/ (harness/run_lock.py)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "tier_parity.json").write_text(json.dumps(report, indent=2) + "\n")
+        (out / "tier_parity.md").write_text("\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -341,8 +342,7 @@ def main(argv: list[str] | None = None) -> int:
               "plain_repeats": max(1, args.repeats), "harness_repeats": max(1, args.harness_repeats),
               "plain_flush_mb": args.plain_flush_mb, "plain_sets": "the core's" if plain_sets is None else plain_sets,
               "rows": rows}
-    with writing_into([args.out]):  # never while a run's vault watches results/ (harness/run_lock.py)
-        write_report(args.out, report)
+    write_report(args.out, report)
     print((args.out / "tier_parity.md").read_text())
     print(f"{sum(r['within'] for r in rows)} of {len(rows)} within their targets; "
           f"{sum(r['within_spread'] for r in rows)} within the plain timer's range widened by the target")

@@ -186,8 +186,6 @@ def repeat_checks(command: list[str], tier: str, scratch: Path) -> tuple[list[di
 
 def write_report(out: Path, report: dict) -> None:
     """``timing_proof.json`` and a markdown summary."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "timing_proof.json").write_text(json.dumps(report, indent=2) + "\n")
     lines = [f"# Timing proof — {report['environment']['hardware']}, {report['date']}, commit {report['git_commit']}",
              "", f"Command: `{report['command']}`", "",
              "| subject | B | CUPTI µs | torch.profiler µs | events µs | sync µs | kernels/call | CUPTI span µs |",
@@ -202,7 +200,10 @@ def write_report(out: Path, report: dict) -> None:
               for r in report["repeat"]]
     lines += ["", "| check | result | numbers |", "|---|---|---|"]
     lines += [f"| {c['check']} | {'PASS' if c['passed'] else 'FAIL'} | {c['detail']} |" for c in report["checks"]]
-    (out / "timing_proof.md").write_text("\n".join(lines) + "\n")
+    with writing_into([out]):  # never while a run's vault watches results/ (harness/run_lock.py)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "timing_proof.json").write_text(json.dumps(report, indent=2) + "\n")
+        (out / "timing_proof.md").write_text("\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -221,8 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
               "environment": environment("cuda"), "command": "python -m tools.timing_proof " + " ".join(argv or []),
               "tiers": rows, "repeat_command": repeat_command, "repeat": repeat_rows, "checks": checks + repeat}
-    with writing_into([args.out]):  # never while a run's vault watches results/ (harness/run_lock.py)
-        write_report(args.out, report)
+    write_report(args.out, report)
     failed = [c for c in report["checks"] if not c["passed"]]
     print((args.out / "timing_proof.md").read_text())
     print(f"{len(report['checks']) - len(failed)} passed, {len(failed)} failed")

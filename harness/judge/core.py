@@ -99,8 +99,8 @@ def buffer_sets(nbytes_per_set: int, on_gpu: bool = True) -> int:
 
 def buffer_sets_for(values: Iterable) -> int:
     """:func:`buffer_sets` for calls on ``values``: the bytes of the tensors among them (anything
-    else moves none), one set where none of them is off the CPU. What the copy floor, the tuner and
-    ``tools.tier_parity`` count their sets by."""
+    else moves none), one set where none of them is off the CPU. What :func:`placement_copies`
+    counts by."""
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
     return buffer_sets(sum(t.numel() * t.element_size() for t in tensors),
                        on_gpu=any(t.device.type != "cpu" for t in tensors))
@@ -120,6 +120,8 @@ def placement_copies(values: tuple | dict, count: int | None = None) -> list:
     count = buffer_sets_for(named.values()) if count is None else count
     copies = [{k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in named.items()} for _ in range(count - 1)]
     return [values, *(c if isinstance(values, dict) else tuple(c.values()) for c in copies)]
+
+
 _RESULT_HEAD = struct.Struct("<IQIIQIIIdQ")
 
 

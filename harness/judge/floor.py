@@ -184,7 +184,7 @@ def measure_floor(definition, workload: Workload, stored: dict, state_dtype: str
 def floor_buffer_sets(state: torch.Tensor | None, target: torch.Tensor) -> list[BufferSet]:
     """The buffer sets the floor's calls take in turn: ``{"state": state, "new_state": target}``,
     then copies, each tensor an allocation of its own, as many as the timing core gives calls that
-    move the same bytes (:func:`floor_buffer_sets`), so that the floor is a
+    move the same bytes (:func:`harness.judge.core.placement_copies`), so that the floor is a
     median over as many placements as the kernels it divides."""
     return placement_copies({"state": state, "new_state": target})
 

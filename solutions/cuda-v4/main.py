@@ -45,6 +45,8 @@ LANES_PER_ROW_CHOICES = (32, 16, 8)
 CACHE_POLICIES = ("stream", "nc", "plain", "noalloc")
 #: Passes over a lane's rows compiled into kernel.cu (2 only where a lane holds 2 or more rows).
 PASSES_CHOICES = (1, 2)
+#: kernel.cu's kMinRowsPerLaneForTwoPasses: two passes need this many rows a lane, one a pass.
+MIN_ROWS_PER_LANE_FOR_TWO_PASSES = 2
 
 
 class LaunchConfig(NamedTuple):
@@ -81,7 +83,7 @@ class LaunchConfig(NamedTuple):
         return (self.rows_per_warp in ROWS_PER_WARP_CHOICES and self.lanes_per_row in LANES_PER_ROW_CHOICES
                 and self.rows_per_warp % (32 // self.lanes_per_row) == 0 and self.cache_policy in CACHE_POLICIES
                 and self.warps_per_block in WARPS_PER_BLOCK_CHOICES
-                and (self.passes == 1 or (self.passes == 2 and self.rows_per_lane() >= 2)))
+                and (self.passes == 1 or (self.passes == 2 and self.rows_per_lane() >= MIN_ROWS_PER_LANE_FOR_TWO_PASSES)))
 
     def rows_per_lane(self) -> int:
         """Rows each lane holds: ``rows_per_warp`` over the rows a warp works on at once (``32 / lanes_per_row``)."""

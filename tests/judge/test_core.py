@@ -269,3 +269,21 @@ def test_placement_copies_clone_every_tensor_and_share_the_rest():
         assert torch.equal(copy[0], state) and copy[0].data_ptr() != state.data_ptr()
     assert copies[0][0].data_ptr() != copies[1][0].data_ptr()
     assert len(placement_copies((state, scale))) == 1  # a CPU: no placement to vary
+
+
+def test_placement_copies_of_named_inputs_keep_the_names_and_the_non_tensors(monkeypatch):
+    """The tuner's and the floor's form: a dict of inputs, its copies dicts with the same keys,
+    each tensor a clone in an allocation of its own, the scale and the like kept."""
+    from tools.tune.measure import random_inputs
+
+    inputs = random_inputs(1, "cpu")
+    assert core.placement_copies(inputs) == [inputs]  # a CPU: no placement to vary
+    monkeypatch.setattr(core, "buffer_sets_for", lambda values: 3)
+    sets = core.placement_copies(inputs)
+    assert len(sets) == 3 and sets[0] is inputs
+    for other in sets[1:]:
+        assert other.keys() == inputs.keys() and other["scale"] is None
+        for name, tensor in inputs.items():
+            if isinstance(tensor, torch.Tensor):
+                assert other[name].data_ptr() != tensor.data_ptr()
+                assert torch.equal(other[name], tensor) or name in ("output", "new_state")  # destinations: any bytes

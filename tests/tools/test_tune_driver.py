@@ -136,6 +136,17 @@ class TwoGood(Reference):
         return "also-good"
 
 
+def test_a_tune_times_every_figure_over_the_cores_number_of_placements(monkeypatch):
+    """The harness's figures are medians over the timing core's buffer sets; the tuner's configs,
+    copy floor and baselines are each timed over as many sets in turn (harness.judge.core.placement_copies)."""
+    from harness.judge import core
+
+    monkeypatch.setattr(core, "buffer_sets_for", lambda values: 3)
+    handed = []
+    part = driver.tune_dtype(TwoGood(), "float32", [1], lambda calls: handed.append(len(calls)) or 1.0, "cpu")
+    assert part["batches"][0]["placement_sets"] == 3 and handed and set(handed) == {3}
+
+
 def test_rounds_time_every_correct_figure_in_turn_and_keep_the_median():
     """With --rounds 3 a config fast in one round only (good: 1.0, then 2.0 twice) loses to one
     steady at 1.5; in one round it wins. Wrong configs are not timed again."""

@@ -1,6 +1,5 @@
 """The measuring pieces of the tuner (tools/tune/measure.py; the driver is tests/tools/test_tune_driver.py's)."""
 
-
 import pytest
 
 from tools.tune.measure import compress_table, fastest_correct, lookup_launch_config, steady_choice
@@ -119,24 +118,3 @@ def test_reference_outputs_widen_a_bf16_state():
     widened = reference_outputs(dict(inputs, state=inputs["state"].float()))
     assert state.dtype == torch.float32 and out.dtype == torch.bfloat16
     assert torch.equal(state, widened[1]) and torch.equal(out, widened[0])
-
-
-def test_a_tune_times_each_config_over_the_cores_number_of_placements(monkeypatch):
-    """The harness's figures are medians over the timing core's buffer sets; the tuner's are over
-    as many sets, each tensor a clone in an allocation of its own, the scale and the like kept."""
-    import torch
-
-    from harness.judge import core
-    from tools.tune import measure
-
-    inputs = measure.random_inputs(1, "cpu")
-    assert core.placement_copies(inputs) == [inputs]  # a CPU: no placement to vary
-    monkeypatch.setattr(core, "buffer_sets_for", lambda values: 3)
-    sets = core.placement_copies(inputs)
-    assert len(sets) == 3 and sets[0] is inputs
-    for other in sets[1:]:
-        assert other.keys() == inputs.keys() and other["scale"] is None
-        for name, tensor in inputs.items():
-            if isinstance(tensor, torch.Tensor):
-                assert other[name].data_ptr() != tensor.data_ptr()
-                assert torch.equal(other[name], tensor) or name in ("output", "new_state")  # destinations: any bytes
