@@ -37,14 +37,14 @@ class Tagged:
 @pytest.fixture
 def tiny_fla(monkeypatch, tmp_path):
     """fla-recurrent's adapter with a tiny search space (bv16/w1, bv32/w1 and bv0/w1,
-    which raises in the launch) whose calls carry a tag, and bv16/w1 in use (the CPU
+    which raises in the launch) whose calls carry a tag, tables chosen over B = 1 alone, and bv16/w1 in use (the CPU
     has no table: the default model, here of one rung): the interpreter runs a kernel's
     programs one by one, and bv16 has a quarter of the shipped bv4's (this test took 16 s
     with it). Table files go to a copy of the solution folder, returned."""
     pytest.importorskip("triton", reason="triton is not installed")
     import shutil
 
-    from tools.tune import protocol
+    from tools.tune import protocol, table_files
 
     solutions = tmp_path / "solutions"
     shutil.copytree(SOLUTIONS_DIR / "fla-recurrent", solutions / "fla-recurrent",
@@ -64,6 +64,8 @@ def tiny_fla(monkeypatch, tmp_path):
     def tagged(self, config, inputs):
         return Tagged((inputs["q"].shape[0], config_name(config)), call(self, config, inputs))
 
+    # a table is chosen over B = 1 alone here (the real TABLE_BATCHES go up to 512: too big for the interpreter)
+    monkeypatch.setattr(table_files, "TABLE_BATCHES", (1,))
     monkeypatch.setattr(FlaRecurrent, "configs", configs)
     monkeypatch.setattr(FlaRecurrent, "call", tagged)
     monkeypatch.setattr(FlaRecurrent, "load", loaded_with_a_small_model)

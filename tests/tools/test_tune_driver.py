@@ -68,6 +68,17 @@ def test_fla_recurrent_end_to_end(tiny_fla, tmp_path, capsys):
     assert exit_info.value.code == 2 and "never rewrites" in capsys.readouterr().err
 
 
+def test_a_tune_that_leaves_out_a_table_batch_size_writes_no_table_file(tiny_fla, tmp_path, capsys):
+    # its last entry would give B = 2's pick to B = 1 (the fixture's table is chosen over B = 1)
+    before = {p.name: p.read_text() for p in (tiny_fla / "launch_tables").iterdir()}
+    argv = ["--algo", "fla-recurrent", "--batches", "2", "--out", str(tmp_path / "out")]
+    assert cli.main(argv, timer=FakeTimer(), device="cpu") == 0
+    out = capsys.readouterr().out
+    assert "no table file written for fla-recurrent: --batches left out B = 1 (a table is chosen over" in out
+    assert {p.name: p.read_text() for p in (tiny_fla / "launch_tables").iterdir()} == before
+    assert (tmp_path / "out" / "fla-recurrent").is_dir()  # the report is still written
+
+
 def test_a_tune_of_part_of_the_search_space_writes_no_table_file(tiny_fla, tmp_path, capsys):
     before = sorted(p.name for p in (tiny_fla / "launch_tables").iterdir())
     argv = ["--algo", "fla-recurrent", "--batches", "1", "--only", "bv32", "--out", str(tmp_path / "out")]
@@ -299,7 +310,7 @@ def test_defines_are_parsed_in_order_each_once():
 def mocked_v4(monkeypatch):
     """cuda-v4's adapter with its build mocked (no nvcc) and the measuring replaced by a canned
     result; records the build's defines, the tuned adapter and any table-file write."""
-    from tools.tune import cuda_v4
+    from tools.tune import cuda_v4, table_files
 
     seen = {"builds": [], "tuned": [], "table_writes": [], "rounds": []}
 
@@ -313,6 +324,7 @@ def mocked_v4(monkeypatch):
         return {"float32": {"batches": [], "table": [[None, "r4/nc"]], "native": "  X(INT64_MAX, 4, kNc, 32, 8)",
                             "no_correct_config": []}}
 
+    monkeypatch.setattr(table_files, "TABLE_BATCHES", (1,))  # the tests tune B = 1 only
     monkeypatch.setattr(cuda_v4, "load_solution", build)
     monkeypatch.setattr(cli, "unavailable_reason", lambda adapter: None)
     monkeypatch.setattr(cli, "tune_solution", tune)

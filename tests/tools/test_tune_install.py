@@ -107,6 +107,10 @@ def _bad(tmp_path: Path, case: str) -> Path:
         return _report(tmp_path, only="bv8")
     if case == "--defines":  # a candidate build, tuned to compare, never installed
         return _report(tmp_path, defines=["GDN_V4_CANDIDATE=4"])
+    if case == "part of the batch sizes":  # --batches 1,...,256: B = 512 would get B = 256's pick
+        rows = json.loads(read_stored(H200_REPORTS / "fla-recurrent" / "NVIDIA-H200.json"))["state_dtypes"]
+        rows["float32"]["batches"] = [row for row in rows["float32"]["batches"] if row["batch"] != 512]
+        return _report(tmp_path, state_dtypes=rows)
     if case == "unknown config":  # the search space changed since the tune
         rows = json.loads(read_stored(H200_REPORTS / "fla-recurrent" / "NVIDIA-H200.json"))["state_dtypes"]
         rows["float32"]["table"] = [[None, "bv3/w1"]]
@@ -120,6 +124,7 @@ def _bad(tmp_path: Path, case: str) -> Path:
     ("--only", "measured only the configs matching --only 'bv8'"),
     ("--defines", "a candidate build (--defines GDN_V4_CANDIDATE=4): no table to install"),
     ("unknown config", "names configs fla-recurrent no longer has: bv3/w1"),
+    ("part of the batch sizes", "its float32 tune left out B = 512: no table to install"),
 ])
 def test_bad_input_is_one_line_and_status_2_and_writes_nothing(case, message, tmp_path, capsys):
     good = H200_REPORTS / "fla-recurrent" / "NVIDIA-H200.json"

@@ -19,7 +19,8 @@ folder (:func:`tools.tune.table_files.write_table_files`; replacing this GPU's
 file if there is one: that is the command's purpose), which the solution
 picks at run time on this GPU. (``python -m tools.tune.install REPORT`` writes
 the same files later from a report.) With ``--only`` (part of the search space) it
-writes no table file. ``--defines`` builds cuda-v4 with extra preprocessor
+writes no table file, nor with ``--batches`` that leave out one of the table's batch sizes
+(:data:`tools.tune.table_files.TABLE_BATCHES`). ``--defines`` builds cuda-v4 with extra preprocessor
 macros beside its all-variants one (a candidate build, e.g.
 ``GDN_V4_CANDIDATE=4``; the report records them): a candidate is compared with
 the shipped kernel, never installed, so it writes no table file either, and
@@ -41,10 +42,9 @@ from harness.facts import STATE_DTYPES
 from tools.tune import ADAPTERS
 from tools.tune.driver import tune_solution, unavailable_reason
 from tools.tune.report import build_report, default_out_dir, format_report, report_path, write_report
-from tools.tune.table_files import write_table_files
+from tools.tune.table_files import TABLE_BATCHES, missing_table_batches, write_table_files
 from tools.tune.measure import KernelTimer
 
-DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 #: A preprocessor macro as nvcc's ``-D`` takes it: NAME or NAME=VALUE, NAME a C identifier (VALUE
 #: without blanks or commas: the list is comma-separated and each macro is one ``-D`` argument).
 _MACRO = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(=[^\s,]+)?")
@@ -121,7 +121,9 @@ def parser() -> argparse.ArgumentParser:
     """The command line (see the module doc)."""
     p = argparse.ArgumentParser(prog="python -m tools.tune", description=__doc__.split("\n\n")[0])
     p.add_argument("--algo", required=True, type=algos, help=f"all, or some of: {', '.join(ADAPTERS)}")
-    p.add_argument("--batches", type=batches, default=list(DEFAULT_BATCHES), help="comma-separated batch sizes")
+    p.add_argument("--batches", type=batches, default=list(TABLE_BATCHES),
+                   help="comma-separated batch sizes; a table file is written only when they include every "
+                        "default one")
     p.add_argument("--iters", type=positive_int, default=100, help="timed calls per config (median)")
     p.add_argument("--rounds", type=positive_int, default=1,
                    help="time every config this many times, all of them once a round, and keep the median "
@@ -162,6 +164,8 @@ def no_table_reason(args: argparse.Namespace) -> str | None:
     search space), or None."""
     if args.only:
         return "--only measured part of the search space"
+    if missing := missing_table_batches(args.batches):
+        return f"--batches left out B = {', '.join(map(str, missing))} (a table is chosen over every default batch size)"
     if args.defines:
         return f"--defines {','.join(args.defines)} built a candidate, not the shipped kernel"
     return None

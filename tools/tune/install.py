@@ -20,8 +20,9 @@ checked before any file is written. A bad input prints one line on stderr and
 exits with status 2: a missing or unreadable file, a file that is not JSON,
 a report of a solution that has no adapter, or a report with no table. A
 report has no table when it comes from another tuner's form, when ``--only``
-measured only part of the search space, when ``--defines`` built a candidate
-instead of the shipped kernel, or when it had no correct config.
+measured only part of the search space, when ``--batches`` left out one of the
+table's batch sizes, when ``--defines`` built a candidate instead of the shipped
+kernel, or when it had no correct config.
 A table that names a config the solution no longer has is also an error.
 """
 
@@ -37,7 +38,7 @@ from harness.judge.solutions import load_meta, load_solution
 from harness.paths import SOLUTIONS_DIR
 from harness.records.store import read_stored
 from tools.tune import ADAPTERS
-from tools.tune.table_files import report_tables, write_table_files
+from tools.tune.table_files import missing_table_batches, report_tables, write_table_files
 
 PROG = "python -m tools.tune.install"
 
@@ -80,6 +81,11 @@ def read_report(path: Path) -> Report:
     if not report_tables(data):
         raise InstallError(f"{path}: no launch table in it (not a python -m tools.tune report, "
                            "or no correct config at any batch size)")
+    for dtype, part in data["state_dtypes"].items():
+        if missing := missing_table_batches(row.get("batch") for row in part.get("batches") or ()):
+            raise InstallError(f"{path}: its {dtype} tune left out B = {', '.join(map(str, missing))}: "
+                               "no table to install (a table is chosen over every batch size of "
+                               "tools.tune.table_files.TABLE_BATCHES)")
     return Report(Path(path), data, solution)
 
 

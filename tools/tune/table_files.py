@@ -45,6 +45,19 @@ def provenance(report: dict, report_path: Path) -> dict:
             "date_utc": report["date_utc"], "tier": report["timing"]["tier"], "report": shown.as_posix()}
 
 
+#: The batch sizes a launch table is chosen over (the tuner's default ``--batches``). A table's last
+#: entry covers every larger batch and its first every smaller one, so a tune that left one of these
+#: out would give its choices at the sizes it measured to the sizes it did not (``--batches 256,512``
+#: would put B = 256's pick at B = 1): such a tune, or its report, has no table to write.
+TABLE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+def missing_table_batches(batches) -> list[int]:
+    """The sizes of :data:`TABLE_BATCHES` that ``batches`` (measured batch sizes) lacks, ascending:
+    empty when a table may be chosen from them."""
+    return sorted(set(TABLE_BATCHES) - set(batches))
+
+
 def report_tables(report: dict) -> dict[str, list[list]]:
     """State dtype -> ``[[largest batch | None, config name]]`` chosen by a tune (``report``:
     :func:`tools.tune.report.build_report`); a state dtype without a table (no correct config at
