@@ -66,7 +66,7 @@ def test_the_index_includes_every_table_file_once():
 
 
 @pytest.mark.parametrize("device, report", [
-    ("NVIDIA H100 80GB HBM3", "results/tuning/20261126-H100-passes-one-row/tune/NVIDIA-H100-80GB-HBM3.json"),
+    ("NVIDIA H100 80GB HBM3", "results/tuning/20261126-H100-rounds/tune/NVIDIA-H100-80GB-HBM3.json"),
     ("NVIDIA H200", "results/tuning/20261126-H200-fast-gates/cuda-v4/NVIDIA-H200.json"),
 ])
 def test_each_gpus_table_is_its_reports_choice(main, device, report):
