@@ -14,6 +14,10 @@ import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+#: Where a Triton kernel's tensors must lie in this session: on the CPU under the interpreter,
+#: else on the GPU (compiled Triton refuses CPU tensors: "Pointer argument ... cannot be accessed").
+TRITON_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+TRITON_DEVICE = "cpu" if TRITON_INTERPRETED else "cuda"
 
 # Tests never write into the user's cache (~/.cache/gdn-decode-bench): generated
 # tensors and builds go to a folder of this test session (inherited by the

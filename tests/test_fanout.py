@@ -109,7 +109,11 @@ def test_pt_reference_runs_on_every_lane_so_it_weighs_on_none():
 
 
 def test_gpus_without_a_gpu_is_a_clear_error():
-    done = subprocess.run([sys.executable, "run_local.py", "--gpus", "all"], cwd=REPO, capture_output=True, text=True)
+    import os
+
+    hidden = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # no GPU, also on a GPU machine
+    done = subprocess.run([sys.executable, "run_local.py", "--gpus", "all"], cwd=REPO, capture_output=True, text=True,
+                          env=hidden)
     assert done.returncode == 2 and "PyTorch sees no CUDA GPU" in done.stderr and "Traceback" not in done.stderr
 
 

@@ -1,5 +1,5 @@
 """The copy floor as the best of several copies: the Triton streaming copy and fill (under
-TRITON_INTERPRET=1 on a CPU), the candidate rule, the best-of selection, and everything
+TRITON_INTERPRET=1 on a CPU, compiled on a GPU), the candidate rule, the best-of selection, and everything
 downstream of it (annotation, summary, leaderboard, the judge's limit), old stored runs included."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import write_small_dataset
+from conftest import TRITON_DEVICE, write_small_dataset
 from harness.data.dataset import open_dataset
 from harness.data.workloads import stored_tensors
 from harness.judge import core
@@ -39,8 +39,8 @@ ALL_CONFIGS = sorted({c for n in (1, SMALL_STATE_BYTES + 1, MEDIUM_STATE_BYTES +
 
 
 def state(batch: int, dtype: torch.dtype) -> torch.Tensor:
-    """A random state ``[B, 8, 128, 128]`` in ``dtype`` (the definition's shape)."""
-    return torch.randn(batch, 8, 128, 128, generator=torch.Generator().manual_seed(batch)).to(dtype)
+    """A random state ``[B, 8, 128, 128]`` in ``dtype`` (the definition's shape), where Triton runs."""
+    return torch.randn(batch, 8, 128, 128, generator=torch.Generator().manual_seed(batch)).to(TRITON_DEVICE, dtype)
 
 
 # ------------------------------------------------------------------ kernels
@@ -60,9 +60,9 @@ def test_the_streaming_copy_and_fill_are_exact_for_the_state(batch, dtype):
 
 @pytest.mark.parametrize("numel", [1, 1023, 4097, 8193 + 5])
 def test_every_configuration_handles_sizes_that_are_no_multiple_of_its_block(numel):
-    source = torch.randn(numel + 7)[:numel]  # and a guard zone past the end that must stay untouched
+    source = torch.randn(numel + 7, device=TRITON_DEVICE)[:numel]  # and a guard zone past the end that must stay untouched
     for config in ALL_CONFIGS:
-        backing = torch.full((numel + 7,), -1.0)
+        backing = torch.full((numel + 7,), -1.0, device=TRITON_DEVICE)
         target = backing[:numel]
         stream_copy(source, target, config)
         assert torch.equal(target, source) and bool((backing[numel:] == -1.0).all()), config

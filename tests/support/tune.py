@@ -42,6 +42,11 @@ def tiny_fla(monkeypatch, tmp_path):
     programs one by one, and bv16 has a quarter of the shipped bv4's (this test took 16 s
     with it). Table files go to a copy of the solution folder, returned."""
     pytest.importorskip("triton", reason="triton is not installed")
+    from conftest import TRITON_INTERPRETED
+
+    if not TRITON_INTERPRETED:  # the tiny tune checks fla-recurrent's kernel on CPU tensors
+        pytest.skip("runs fla-recurrent's kernel on the CPU, under TRITON_INTERPRET=1 (set where no GPU is "
+                    "visible; set it to run this on a GPU machine)")
     import shutil
 
     from tools.tune import protocol, table_files
