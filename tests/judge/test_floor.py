@@ -38,9 +38,9 @@ ALL_CONFIGS = sorted({c for n in (1, SMALL_STATE_BYTES + 1, MEDIUM_STATE_BYTES +
                      key=lambda c: (c.block, c.num_warps))
 
 
-def state(batch: int, dtype: torch.dtype) -> torch.Tensor:
-    """A random state ``[B, 8, 128, 128]`` in ``dtype`` (the definition's shape), where Triton runs."""
-    return torch.randn(batch, 8, 128, 128, generator=torch.Generator().manual_seed(batch)).to(TRITON_DEVICE, dtype)
+def state(batch: int, dtype: torch.dtype, device: str = TRITON_DEVICE) -> torch.Tensor:
+    """A random state ``[B, 8, 128, 128]`` in ``dtype`` (the definition's shape), by default where Triton runs."""
+    return torch.randn(batch, 8, 128, 128, generator=torch.Generator().manual_seed(batch)).to(device, dtype)
 
 
 # ------------------------------------------------------------------ kernels
@@ -156,7 +156,7 @@ def test_a_candidate_that_raises_is_recorded_not_fatal():
 def test_the_floors_calls_take_as_many_buffer_sets_as_the_cores_in_turn(monkeypatch):
     """A kernel's figure is a median over the timing core's buffer sets (placements); the floor it
     is divided by takes as many, each a separate allocation holding the state, in turn."""
-    source = state(1, torch.float32)
+    source = state(1, torch.float32, "cpu")
     assert len(floor_buffer_sets(source, torch.empty_like(source))) == 1  # a CPU: no placement to vary
     monkeypatch.setattr(core, "buffer_sets_for", lambda values: 3)
     sets = floor_buffer_sets(source, torch.empty_like(source))
