@@ -43,6 +43,12 @@ B = 2, +0.03 at B = 4 and 8 with the table's variants for the shipped build: in 
 only (results/cuda-notes.md). Tuned (H100, c73de30, 3 rounds each, each side's best variant):
 -0.07..-0.11 µs at B = 1-4, +0.00..+0.09 at B = 8. The fast gates shipped; the build that was
 shipped before is the candidate ``precise-gates`` now.
+
+Prediction for ``index-32`` (32-bit element offsets; written before its first run, 2026-11-26):
+0 to -0.03 µs at B = 1-8 and nothing at B = 32. In the SASS of the H100's B = 1 and B <= 4 variants
+(nvcc 13.0 sm_90a) the first state load moves from the 46th instruction to the 32nd, and what it
+waits on after the block-index reads shrinks from about ten dependent 64-bit steps to four: some
+20-40 cycles of a ~4,000-cycle call, at most one CUPTI tick.
 """
 
 from __future__ import annotations
@@ -60,9 +66,10 @@ from tools.timing_proof import in_fresh_process
 ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, "no-exchange": 8,
              "no-operands-no-exchange": 15, "copy": 16}
 #: name -> kernel.cu's GDN_V4_CANDIDATE flags (kCandidateVEarly 1, kCandidateOperandsFirst 2, kCandidatePreciseGates 4,
-#: kCandidateAllReduce 8, kCandidateSharedQK 16; the halves candidate, 32 at b280400, is the variants' passes now).
+#: kCandidateAllReduce 8, kCandidateSharedQK 16, kCandidateIndex32 32; the halves candidate, 32 at b280400, is
+#: the variants' passes now).
 CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,
-              "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16}
+              "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "index-32": 32}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
           **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}

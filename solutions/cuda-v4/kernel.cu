@@ -102,6 +102,7 @@
 #include <initializer_list>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 namespace {
 
@@ -169,8 +170,13 @@ constexpr int kCandidateOperandsFirst = 2;  // every small operand's load issued
 constexpr int kCandidatePreciseGates = 4;  // the gates with IEEE expf/log1pf/division (compute_gates_precise)
 constexpr int kCandidateAllReduce = 8;     // every lane all-reduces all 2R row sums (update_and_store)
 constexpr int kCandidateSharedQK = 16;     // q and k loaded once per block into shared memory (update_rows)
+constexpr int kCandidateIndex32 = 32;      // element offsets in 32 bits (the host checks that they fit)
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-static_assert(kCandidate >= 0 && kCandidate < 32, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
+static_assert(kCandidate >= 0 && kCandidate < 64, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
+// The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
+// variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
+// (IMAD.WIDE, SHF.L.U64.HI, LEA.HI.X chains); 32-bit offsets need one IMAD.WIDE.U32 an address.
+using Index = std::conditional_t<(kCandidate & kCandidateIndex32) != 0, uint32_t, int64_t>;
 
 // One float4 of the state (16-byte aligned), with the cache policy POLICY.
 template <int POLICY>
@@ -312,10 +318,10 @@ struct GateInputs {
 // k0 of q/k head hq, the gate inputs of head = batch * HV + hv and, where V_EARLY, v of its V row
 // v_row. The ablations put constants in place of some.
 template <int PIECES, int LANES, bool V_EARLY, bool SHARED_QK>
-__device__ __forceinline__ void load_operands(const Params& p, int batch, int hq, int k0, int hv, int64_t head,
+__device__ __forceinline__ void load_operands(const Params& p, int batch, int hq, int k0, int hv, Index head,
                                               int v_row, float4 (&q4)[PIECES], float4 (&k4)[PIECES],
                                               GateInputs& in, float& v) {
-  const int64_t qk = (static_cast<int64_t>(batch) * kNumQKHeads + hq) * kHeadK + k0;
+  const Index qk = (static_cast<Index>(batch) * kNumQKHeads + hq) * kHeadK + k0;
 #pragma unroll
   for (int c = 0; c < PIECES && !SHARED_QK; ++c) {  // 8-byte aligned: every piece starts at a multiple of 8 B
     const bool constant = kAblate & kAblateQK;
@@ -340,7 +346,7 @@ __device__ __forceinline__ void load_operands(const Params& p, int batch, int hq
 template <int R, int PIECES, int POLICY, int LANES>
 __device__ __forceinline__ void store_all_reduced(const Params& p, const float4 (&s)[R][PIECES],
                                                   const float4 (&k4)[PIECES], float (&x)[2 * R], float kq,
-                                                  Gates gates, int64_t head, int v0, int64_t tile, int sub) {
+                                                  Gates gates, Index head, int v0, Index tile, int sub) {
 #pragma unroll
   for (int offset = LANES / 2; offset > 0; offset /= 2) {
 #pragma unroll
@@ -370,7 +376,7 @@ __device__ __forceinline__ void store_all_reduced(const Params& p, const float4 
 template <int R, int PIECES, int POLICY, int LANES, bool V_EARLY>
 __device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R][PIECES],
                                                  const float4 (&q4)[PIECES], const float4 (&k4)[PIECES],
-                                                 Gates gates, float v_early, int64_t head, int v0, int64_t tile,
+                                                 Gates gates, float v_early, Index head, int v0, Index tile,
                                                  int group, int sub) {
   constexpr int kRowLanes = LANES / R;  // lanes that end up holding one row's sums
   static_assert(kRowLanes >= 2, "a row's two sums need two lanes");
@@ -439,7 +445,7 @@ __device__ __forceinline__ void load_shared_qk(const Params& p, int batch, int h
                                                float4 (&q4)[PIECES], float4 (&k4)[PIECES]) {
   constexpr int kQKPieces = kHeadK / kPiece;  // float4 pieces of one q or k head
   __shared__ float4 qk_shared[2][kQKPieces];
-  const int64_t base = (static_cast<int64_t>(batch) * kNumQKHeads + hq) * kHeadK;
+  const Index base = (static_cast<Index>(batch) * kNumQKHeads + hq) * kHeadK;
   for (int i = threadIdx.x; i < 2 * kQKPieces; i += WARPS * kWarpSize) {
     const uint16_t* src = (i < kQKPieces ? p.q : p.k) + base + (i % kQKPieces) * kPiece;
     qk_shared[i / kQKPieces][i % kQKPieces] = load_bf16x4(src);
@@ -484,12 +490,12 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   // [(x * WARPS + w) * ROWS, + ROWS), of which lane group j takes kLaneRows rows from v0.
   const int v0 = (chunk * WARPS + warp) * ROWS + group * kLaneRows;
   const int hq = hv / kGroup;  // GVA: q/k head h / 2 serves v head h
-  const int64_t head = static_cast<int64_t>(batch) * kNumVHeads + hv;
+  const Index head = static_cast<Index>(batch) * kNumVHeads + hv;
   const int k0 = kPiece * sub;
   // All loads first: the state rows (the DRAM traffic), then the small operands (the
   // operands-first candidate: the other way round).
   // 16-byte aligned: rows are 512 B apart and every piece starts at a multiple of 16 B.
-  const int64_t tile = (head * kHeadV + v0) * kHeadK + k0;  // state[batch, hv, v0, k0]
+  const Index tile = (head * kHeadV + v0) * kHeadK + k0;  // state[batch, hv, v0, k0]
   // A lane of 8 rows of 32-lane pieces spilled 4 bytes under the 64-register bound with one more
   // live register (branch cuda-v4-v-early; the only variants that spill with it, by ptxas -v of
   // the all-variants build): the v-early and shared-q/k candidates leave those variants alone.
@@ -847,6 +853,8 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
   check_tensor(new_state, "new_state", kDLFloat, 32, {batch, kNumVHeads, kHeadV, kHeadK},
                device_id, 16);
   TVM_FFI_CHECK(batch <= 65535, ValueError) << "batch " << batch << " exceeds gridDim.z";
+  TVM_FFI_CHECK((std::is_same_v<Index, int64_t>) || batch * kNumVHeads * kHeadV * kHeadK <= UINT32_MAX, ValueError)
+      << "batch " << batch << ": the state's element offsets exceed 32 bits (GDN_V4_CANDIDATE index-32 build)";
   if (batch == 0) return;
 
   Params params;
