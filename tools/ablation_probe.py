@@ -48,7 +48,8 @@ Prediction for ``index-32`` (32-bit element offsets; written before its first ru
 0 to -0.03 µs at B = 1-8 and nothing at B = 32. In the SASS of the H100's B = 1 and B <= 4 variants
 (nvcc 13.0 sm_90a) the first state load moves from the 46th instruction to the 32nd, and what it
 waits on after the block-index reads shrinks from about ten dependent 64-bit steps to four: some
-20-40 cycles of a ~4,000-cycle call, at most one CUPTI tick.
+20-40 cycles of a ~4,000-cycle call, at most one CUPTI tick. Measured (H100, a4595fd, two runs):
++0.03 µs at B = 1-2, +0.32 at B = 8, +0.13 at B = 32: refuted (results/ablation/20261126-H100-index32).
 """
 
 from __future__ import annotations
