@@ -5,7 +5,7 @@
     modal run run_modal.py --algo cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events --gpu H100
     modal run run_modal.py --algo pt-reference --options="-n 1 --iters 50"
     modal run run_modal.py --algo all --workloads /path/to/flashinfer-trace   # uploaded to the Volume
-    modal run run_modal.py --tune --algo cuda-v4 --gpu H100 --options="--batches 1,8,64"
+    modal run run_modal.py --tune --algo cuda-v4 --gpu H100 --options="--rounds 3"
 
 ``--options`` passes any other run_local.py option through. Each container
 runs the same :func:`harness.judge.run.run_benchmark` as run_local.py, with
