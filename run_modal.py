@@ -348,7 +348,7 @@ def tune_on_modal(function, algo: str, gpu: str, options: str, tuning_dir: Path 
     from tools.tune.report import TUNING_DIR
 
     try:
-        argv = tuner_argv(algo, options)
+        argv = tuner_argv(algo, options, install_tables)
     except ValueError as exc:  # a message, not a traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2

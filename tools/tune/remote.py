@@ -31,18 +31,19 @@ MODAL_RECORD = "modal.json"
 # ------------------------------------------------------------ local, before the container
 
 
-def tuner_argv(algo: str, options: str = "") -> list[str]:
+def tuner_argv(algo: str, options: str = "", install_tables: bool = False) -> list[str]:
     """The ``python -m tools.tune`` arguments the container runs: ``--algo algo`` plus the
     tuner ``options`` (``--batches``, ``--iters``, ``--rounds``, ``--only``, ``--dtypes``, ``--defines``), checked
     here by the tuner's own parser and checks so that a mistake costs no GPU time.
 
     Raises:
-        ValueError: no ``--algo``, an unknown solution, a bad option or value, or
-            ``--out`` (the container sets its own); the message says which.
+        ValueError: no ``--algo``, an unknown solution, a bad option or value, ``--out`` (the
+            container sets its own), or ``install_tables`` for a tune that writes no table file
+            (:func:`tools.tune.cli.no_table_reason`); the message says which.
     """
     import shlex
 
-    from tools.tune.cli import check_arguments, parser
+    from tools.tune.cli import check_arguments, no_table_reason, parser
 
     if not algo.strip():
         raise ValueError("--tune needs --algo NAME[,NAME] or --algo all (the solutions to tune)")
@@ -61,6 +62,8 @@ def tuner_argv(algo: str, options: str = "") -> list[str]:
     if args.out is not None:  # parsed, so that an abbreviation (--ou) is caught too
         raise ValueError(f"--out {args.out}: the container chooses its output folder "
                          "(the reports come back under results/tuning/)")
+    if install_tables and (why := no_table_reason(args)):
+        raise ValueError(f"--install-tables: this tune would write no table file ({why})")
     return argv
 
 
