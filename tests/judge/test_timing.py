@@ -178,15 +178,17 @@ def test_a_call_longer_than_the_warm_up_window_is_its_own_estimate(cpu_gpu_tiers
 
 
 def test_one_slow_call_does_not_make_the_estimate():
-    """The estimate is the median of at least ESTIMATE_CALLS calls where they fit in a tenth of the
-    budget: a hiccup in one call (pt-compiled's sync tier, H100) no longer cuts an honest tier."""
+    """The estimate is the fastest of at least ESTIMATE_CALLS calls where they fit in a tenth of the
+    budget: a hiccup in one call (pt-compiled's sync tier, H100), or in two of three (fla-upstream's),
+    no longer cuts an honest tier."""
     from harness.judge.timing import stop_rule
 
-    pauses = iter([0.03, 0.001, 0.001, 0.001])
-    calls = []
-    estimate = stop_rule.estimate_call_s(lambda args: calls.append(time.sleep(next(pauses))), lambda index: index,
-                                         lambda: None, 0, budget_s=1.0)
-    assert len(calls) == stop_rule.ESTIMATE_CALLS and estimate < 0.01
+    for slow_calls in (1, 2):
+        pauses = iter([0.03] * slow_calls + [0.001] * 3)
+        calls = []
+        estimate = stop_rule.estimate_call_s(lambda args: calls.append(time.sleep(next(pauses))), lambda index: index,
+                                             lambda: None, 0, budget_s=1.0)
+        assert len(calls) == stop_rule.ESTIMATE_CALLS and estimate < 0.01, slow_calls
     pauses = iter([0.03])  # a call over a tenth of the budget is timed once, as before
     calls.clear()
     assert stop_rule.estimate_call_s(lambda args: calls.append(time.sleep(next(pauses))), lambda index: index,
