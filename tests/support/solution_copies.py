@@ -27,9 +27,12 @@ from harness.judge.solutions import load_meta
 _COPIES = itertools.count()
 
 
-def import_copy(folder: str | Path, root: str | Path) -> ModuleType:
+def import_copy(folder: str | Path, root: str | Path, hide_gpu: bool = False) -> ModuleType:
     """Copy ``folder`` under ``root`` and import the copy's entry module as a
-    submodule of a fresh package; returns the entry module."""
+    submodule of a fresh package; returns the entry module. ``hide_gpu``: import it as if no GPU
+    were visible (``torch.cuda.is_available()`` False while it imports), for a test that reads
+    what an entry declares on a GPU machine too: cuda-v4's loads its built library at import
+    wherever a GPU is visible, and a copy has none."""
     meta = load_meta(Path(folder))
     package = f"gdn_copy_{next(_COPIES)}_{re.sub(r'[^0-9a-zA-Z_]', '_', meta.name)}"
     target = Path(root) / package
@@ -45,7 +48,12 @@ def import_copy(folder: str | Path, root: str | Path) -> ModuleType:
         sys.modules[package] = importlib.util.module_from_spec(spec)
         if init.is_file():
             spec.loader.exec_module(sys.modules[package])
-        return importlib.import_module(f"{package}.{entry}")
+        if not hide_gpu:
+            return importlib.import_module(f"{package}.{entry}")
+        from unittest import mock
+
+        with mock.patch("torch.cuda.is_available", return_value=False):
+            return importlib.import_module(f"{package}.{entry}")
     except BaseException:
         _forget_package(package)
         raise
