@@ -465,9 +465,13 @@ __device__ __forceinline__ void load_shared_qk(const Params& p, int batch, int h
 //   a, b      [B, 1, HV]    : head
 //   A_log, dt_bias [HV]     : hv
 //
-// Rows a lane holds in a variant (ROWS rows per warp, LANES lanes per row).
+// Rows a lane holds in a variant (rows per warp, lanes per row): for the kernel's templates and
+// for validate_config's check of a variant asked for at run time alike.
+constexpr int64_t rows_per_lane(int64_t rows_per_warp, int64_t lanes_per_row) {
+  return rows_per_warp / (kWarpSize / lanes_per_row);
+}
 template <int ROWS, int LANES>
-constexpr int kRowsPerLane = ROWS / (kWarpSize / LANES);
+constexpr int kRowsPerLane = static_cast<int>(rows_per_lane(ROWS, LANES));
 
 // Two passes (see "Passes" in the header) need this many rows a lane at least, one a pass:
 // update_rows, the all-variants launch and validate_config all ask it.
@@ -824,11 +828,11 @@ void validate_config(const LaunchConfig& config) {
   TVM_FFI_CHECK(rows % (kWarpSize / lanes) == 0, ValueError)
       << "lanes_per_row " << lanes << " puts " << kWarpSize / lanes
       << " rows in flight per warp: rows_per_warp must be a multiple of that, not " << rows;
-  const int64_t rows_per_lane = rows / (kWarpSize / lanes);
-  TVM_FFI_CHECK(config.passes == 1 || (config.passes == 2 && rows_per_lane >= kMinRowsPerLaneForTwoPasses), ValueError)
+  const int64_t lane_rows = rows_per_lane(rows, lanes);
+  TVM_FFI_CHECK(config.passes == 1 || (config.passes == 2 && lane_rows >= kMinRowsPerLaneForTwoPasses), ValueError)
       << "passes must be 1, or 2 where a lane holds " << kMinRowsPerLaneForTwoPasses
       << " or more rows (rows_per_warp / (32 / lanes_per_row)), not "
-      << config.passes << " with " << rows_per_lane << " rows per lane";
+      << config.passes << " with " << lane_rows << " rows per lane";
 }
 
 void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
