@@ -11,7 +11,6 @@ built with nvcc where it is (the torch binding needs a CUDA build of torch) and 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import write_small_dataset
+from conftest import TRITON_INTERPRETED, write_small_dataset
 from harness.errors import HarnessInputError
 from harness.facts import Rules
 from harness.judge import dps, entries
@@ -41,8 +40,7 @@ KIT = ENTRIES / fixtures.KIT
 TRITON = ["triton-dps", "triton-kit"]
 #: Entries judged PASSED on the CPU: the Triton ones only under the Triton interpreter (set by
 #: conftest where no GPU is; on a GPU machine test_the_cuda_entries_pass_on_a_gpu judges them there).
-ON_THE_CPU = ["python-dps", "python-value", "python-inplace"] + (TRITON if os.environ.get("TRITON_INTERPRET") == "1"
-                                                                 else [])
+ON_THE_CPU = ["python-dps", "python-value", "python-inplace"] + (TRITON if TRITON_INTERPRETED else [])
 CUDA = ["cuda-tvm-ffi", "cuda-torch"]
 
 
