@@ -661,7 +661,7 @@ def test_a_tune_that_returns_nothing_or_fails_says_so(run_modal, tmp_path, capsy
     ({"tune": True, "install_tables": True, "algo": "cuda-v4", "options": "--batches 1,8,64"},
      "--install-tables: this tune would write no table file (--batches left out B = 2, 4, 16, 32, 128, 256, 512"),
     ({"tune": True, "install_tables": True, "algo": "cuda-v4", "options": "--only ^r4/"},
-     "--install-tables: this tune would write no table file (--only measured part of the search space)"),
+     "--install-tables: this tune would write no table file (--only '^r4/' measured part of the search space)"),
 ])
 def test_bad_tune_arguments_exit_2_with_one_line_before_any_container(run_modal, tmp_path, capsys, arguments,
                                                                      message):

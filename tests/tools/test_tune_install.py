@@ -121,10 +121,10 @@ def _bad(tmp_path: Path, case: str) -> Path:
 @pytest.mark.parametrize("case, message", [
     ("missing", "cannot read"), ("not json", "not JSON"), ("legacy form", "not of a tuned solution"),
     ("unknown solution", "'cuda-v1', not of a tuned solution"), ("no table", "no launch table in it"),
-    ("--only", "measured only the configs matching --only 'bv8'"),
-    ("--defines", "a candidate build (--defines GDN_V4_CANDIDATE=4): no table to install"),
+    ("--only", "--only 'bv8' measured part of the search space: no table to install"),
+    ("--defines", "--defines GDN_V4_CANDIDATE=4 built a candidate, not the shipped kernel: no table to install"),
     ("unknown config", "names configs fla-recurrent no longer has: bv3/w1"),
-    ("part of the batch sizes", "its float32 tune left out B = 512: no table to install"),
+    ("part of the batch sizes", "its float32 tune: --batches left out B = 512 (a table is chosen over"),
 ])
 def test_bad_input_is_one_line_and_status_2_and_writes_nothing(case, message, tmp_path, capsys):
     good = H200_REPORTS / "fla-recurrent" / "NVIDIA-H200.json"

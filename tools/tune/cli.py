@@ -42,7 +42,8 @@ from harness.facts import STATE_DTYPES
 from tools.tune import ADAPTERS
 from tools.tune.driver import tune_solution, unavailable_reason
 from tools.tune.report import build_report, default_out_dir, format_report, report_path, write_report
-from tools.tune.table_files import TABLE_BATCHES, missing_table_batches, write_table_files
+from tools.tune import table_files
+from tools.tune.table_files import TABLE_BATCHES, write_table_files
 from tools.tune.measure import KernelTimer
 
 #: A preprocessor macro as nvcc's ``-D`` takes it: NAME or NAME=VALUE, NAME a C identifier (VALUE
@@ -160,15 +161,9 @@ def make_adapter(name: str, defines: tuple[str, ...]):
 
 
 def no_table_reason(args: argparse.Namespace) -> str | None:
-    """Why this tune writes no table file (a table holds the shipped build's choice over its whole
-    search space), or None."""
-    if args.only:
-        return "--only measured part of the search space"
-    if missing := missing_table_batches(args.batches):
-        return f"--batches left out B = {', '.join(map(str, missing))} (a table is chosen over every default batch size)"
-    if args.defines:
-        return f"--defines {','.join(args.defines)} built a candidate, not the shipped kernel"
-    return None
+    """Why this tune writes no table file (:func:`tools.tune.table_files.no_table_reason` of its
+    arguments), or None."""
+    return table_files.no_table_reason(only=args.only, batches=args.batches, defines=args.defines)
 
 
 def load(adapter) -> str | None:

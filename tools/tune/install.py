@@ -38,7 +38,7 @@ from harness.judge.solutions import load_meta, load_solution
 from harness.paths import SOLUTIONS_DIR
 from harness.records.store import read_stored
 from tools.tune import ADAPTERS
-from tools.tune.table_files import missing_table_batches, report_tables, write_table_files
+from tools.tune.table_files import no_table_reason, report_tables, write_table_files
 
 PROG = "python -m tools.tune.install"
 
@@ -74,18 +74,14 @@ def read_report(path: Path) -> Report:
     solution = data.get("solution") if isinstance(data, dict) else None
     if solution not in ADAPTERS:
         raise InstallError(f"{path}: a report of {solution!r}, not of a tuned solution ({', '.join(ADAPTERS)})")
-    if data.get("only"):  # the tuner itself writes no table from part of the search space
-        raise InstallError(f"{path}: measured only the configs matching --only {data['only']!r}: no table to install")
-    if data.get("defines"):  # a candidate build's choice is not the shipped kernel's table
-        raise InstallError(f"{path}: a candidate build (--defines {','.join(data['defines'])}): no table to install")
+    if why := no_table_reason(only=data.get("only"), defines=data.get("defines") or ()):
+        raise InstallError(f"{path}: {why}: no table to install")
     if not report_tables(data):
         raise InstallError(f"{path}: no launch table in it (not a python -m tools.tune report, "
                            "or no correct config at any batch size)")
     for dtype, part in data["state_dtypes"].items():
-        if missing := missing_table_batches(row.get("batch") for row in part.get("batches") or ()):
-            raise InstallError(f"{path}: its {dtype} tune left out B = {', '.join(map(str, missing))}: "
-                               "no table to install (a table is chosen over every batch size of "
-                               "tools.tune.table_files.TABLE_BATCHES)")
+        if why := no_table_reason(batches=[row.get("batch") for row in part.get("batches") or ()]):
+            raise InstallError(f"{path}: its {dtype} tune: {why}: no table to install")
     return Report(Path(path), data, solution)
 
 

@@ -58,6 +58,28 @@ def missing_table_batches(batches) -> list[int]:
     return sorted(set(TABLE_BATCHES) - set(batches))
 
 
+def no_table_reason(*, only: str | None = None, batches=TABLE_BATCHES, defines=()) -> str | None:
+    """Why a tune with these settings has no table to write or install, or None: a table holds the
+    shipped build's choice over its whole search space at every size of :data:`TABLE_BATCHES`.
+    The one wording of the rule, for the tuner's arguments (:func:`tools.tune.cli.main`, before
+    a Modal tune: :func:`tools.tune.remote.tuner_argv`) and for a report's settings
+    (:func:`tools.tune.install.read_report`).
+
+    Args:
+        only: the ``--only`` pattern, if any.
+        batches: the batch sizes measured.
+        defines: the ``--defines`` macros of a candidate build, if any.
+    """
+    if only:
+        return f"--only {only!r} measured part of the search space"
+    if missing := missing_table_batches(batches):
+        return (f"--batches left out B = {', '.join(map(str, missing))} (a table is chosen over every "
+                "batch size of tools.tune.table_files.TABLE_BATCHES)")
+    if defines:
+        return f"--defines {','.join(defines)} built a candidate, not the shipped kernel"
+    return None
+
+
 def report_tables(report: dict) -> dict[str, list[list]]:
     """State dtype -> ``[[largest batch | None, config name]]`` chosen by a tune (``report``:
     :func:`tools.tune.report.build_report`); a state dtype without a table (no correct config at
