@@ -12,7 +12,7 @@
 #                 PARITY_SOLUTIONS picks the solutions (default cuda-v4,fla-recurrent; the copy always),
 #                 PARITY_REPEATS the plain-process repeats (default 3: about 8 min, so start:parity, wait:parity;
 #                 PARITY_HARNESS_REPEATS the harness runs, in rounds with them (default 1; each ~3 min with 4 solutions);
-#                 PARITY_PLAIN_SETS the argument sets the plain timers take in turn (default: the tool's, as many as the
+#                 PARITY_PLAIN_SETS the argument sets the plain cupti and events timers take in turn (default: the tool's, as many as the
 #                 timing core takes, up to 8; 1: the runs before 2026-11-26);
 #                 it stops at PARITY_LIMIT_S, 540 s, or 1500 s under start:)
 #   v2-gpus       `--algo all --workloads contest-v2 --gpus all`, timed (issue #31: a machine of several GPUs)

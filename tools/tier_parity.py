@@ -9,9 +9,10 @@ process, on one GPU in one session (issue #29).
    and for the copy the floor's torch ``copy_`` (the copy the plain process times too).
 2. A plain process per (subject, B) (spawned: one CUPTI client each), the subject called through
    the positional DPS entry the judge calls (:mod:`harness.judge.dps`) on the workload's trial-0
-   inputs (the cupti, events and sync timers over ``--plain-sets`` copies of them in turn, by
-   default as many as the timing core's buffer sets: :func:`plain_figures`), timed with the
-   timers the tiers name (:data:`PLAIN_TIMERS`):
+   inputs (the cupti and events timers over ``--plain-sets`` copies of them in turn, by default
+   as many as the timing core's buffer sets: :func:`plain_figures`; the contest and sync timers
+   one set a trial, as the evaluators call them), timed with the timers the tiers name
+   (:data:`PLAIN_TIMERS`):
 
    * ``cupti``: ``flashinfer.testing.bench_gpu_time_with_cupti(fn, cold_l2_cache=True)``, median;
    * ``contest``: the same timer with flashinfer-bench main's settings (:data:`CONTEST_SETTINGS`),
@@ -19,7 +20,9 @@ process, on one GPU in one session (issue #29).
    * ``events``: ``flashinfer.testing.bench_gpu_time(fn, enable_cupti=False, use_cuda_graph=False,
      cold_l2_cache=True)``, median;
    * ``sync``: flashinfer-bench 0.1.2's ``bench.timing.time_runnable(fn, args, 10, 50)`` (the
-     contest's original loop), the mean of 3 trials as its evaluator takes it.
+     contest's original loop), the mean of 3 trials as its evaluator takes it, each trial's
+     arguments its own and handed to the loop, which clones them before every call
+     (:func:`sync_trials`).
 
    Each point is measured ``--repeats`` times (fresh processes, in rounds over all points) and
    the plain figure is the median: the named events and sync timers move 0.5-4.5x between two
@@ -56,7 +59,8 @@ PLAIN_TIMERS = {
     Tier.CONTEST: f"bench_gpu_time_with_cupti(fn, **{CONTEST_SETTINGS}), {CONTEST_TRIALS} trials, each on an argument "
                   "set of its own, mean of medians",
     Tier.EVENTS: "flashinfer.testing.bench_gpu_time(fn, enable_cupti=False, use_cuda_graph=False, cold_l2_cache=True), median",
-    Tier.SYNC: "flashinfer_bench 0.1.2 bench.timing.time_runnable(fn, args, 10, 50), mean of 3",
+    Tier.SYNC: f"flashinfer_bench 0.1.2 bench.timing.time_runnable(fn, args, 10, 50), {SYNC_TRIALS} trials, each on an "
+               "argument set of its own that the loop clones before every call, mean of the trial means",
 }
 COPY = "copy"
 #: The floor's copy the plain process times too (harness/judge/floor.py).
@@ -133,6 +137,33 @@ def rotating(fn, arg_sets: list[tuple]):
     return lambda: fn(*next(turn))
 
 
+#: The plain timers that take one argument set a trial, as flashinfer-bench's evaluators call them
+#: (main's CUPTI timer, 0.1.2's loop), and as the harness's contest and sync tiers give each trial
+#: a set of its own; the others take the sets in turn (:func:`rotating`).
+ONE_SET_A_TRIAL = (Tier.CONTEST, Tier.SYNC)
+
+
+def sync_trials(time_runnable, fn, args: tuple, warm_trial) -> float:
+    """The contest's original figure in a plain process, ms: flashinfer-bench 0.1.2's evaluator
+    calls ``time_runnable(fn, args, SYNC_WARMUP, SYNC_ITERS, device)`` once per trial, each trial on
+    an input set of its own, and averages the trials' means. The arguments are handed to the
+    loop, which clones them before every call (outside its event pair, as the harness's sync tier's
+    loop does in the worker): with no arguments (a :func:`rotating` callable) the loop clones
+    nothing and the call's host path differs from the one the tier times.
+
+    Args:
+        time_runnable: ``flashinfer_bench.bench.timing.time_runnable`` (tests pass a fake).
+        fn: the positional entry; ``args``: trial 0's arguments, copied for the others
+            (:func:`harness.judge.core.placement_copies`).
+        warm_trial: called with each trial's arguments before its loop (the clock warm-up).
+    """
+    means = []
+    for trial_args in placement_copies(args, SYNC_TRIALS):
+        warm_trial(trial_args)
+        means.append(time_runnable(fn, list(trial_args), SYNC_WARMUP, SYNC_ITERS, "cuda:0"))
+    return statistics.mean(means)
+
+
 def flashinfer_flush(flush_mb: int | None) -> dict:
     """Keyword arguments that set the L2 flush of FlashInfer's timers: none for their own (a
     buffer of twice the L2 zeroed, ``cold_l2_cache=True``), else its older parameters, which it
@@ -147,7 +178,7 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
                   tiers: tuple[str, ...] = tuple(TARGETS), sets: int | None = None) -> dict[str, float]:
     """The plain-process timers (:data:`PLAIN_TIMERS`) of ``tiers`` for one subject at one batch size
     (µs), each after ``warm_s`` seconds of back-to-back flush + call (:func:`warm`; 0: none);
-    FlashInfer's timers flush as :func:`flashinfer_flush` says. The cupti, events and sync timers
+    FlashInfer's timers flush as :func:`flashinfer_flush` says. The cupti and events timers
     call :func:`rotating` over ``sets`` argument sets of their own allocations (None: as many as the
     timing core takes, :func:`harness.judge.core.placement_copies`), as the harness's tiers take the core's buffer sets in
     turn: where buffers lie moves a B <= 8 figure by 2-8% (docs/timing.md), so both sides' medians
@@ -181,18 +212,14 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
             if not flush else bench_gpu_time_with_cuda_event(fn, input_args=args, **flush))
 
     def sync(fn, args) -> float:
-        means = []
-        for _ in range(SYNC_TRIALS):
-            warm(fn, args, warm_s)
-            means.append(time_runnable(fn, list(args), SYNC_WARMUP, SYNC_ITERS, "cuda:0"))
-        return statistics.mean(means)
+        return sync_trials(time_runnable, fn, args, lambda trial_args: warm(fn, trial_args, warm_s))
 
     timers = {Tier.CUPTI: cupti, Tier.CONTEST: contest, Tier.EVENTS: events, Tier.SYNC: sync}
     with tempfile.TemporaryDirectory() as workdir:
         fn, args = subject_call(subject, batch, Path(workdir))
         placed = placement_copies(args, sets)  # None: as many as the core takes
         turns = (rotating(fn, placed), ()) if len(placed) > 1 else (fn, args)
-        return {tier: timers[tier](*((fn, args) if tier == Tier.CONTEST else turns)) * 1e3 for tier in tiers}
+        return {tier: timers[tier](*((fn, args) if tier in ONE_SET_A_TRIAL else turns)) * 1e3 for tier in tiers}
 
 
 def warm(fn, args: tuple, seconds: float) -> None:
@@ -273,9 +300,9 @@ def write_report(out: Path, report: dict) -> None:
                   "(the clock warm-up every harness tier gets)."]
     sets = report.get("plain_sets", 1)
     if sets != 1:
-        lines += ["", f"The plain cupti, events and sync timers took {sets} argument sets (each of its own allocations) "
-                      "in turn, as the timing core takes its buffer sets (up to 8 within 2 GiB); the contest timer one a trial, "
-                      "as flashinfer-bench main's evaluator."]
+        lines += ["", f"The plain cupti and events timers took {sets} argument sets (each of its own allocations) "
+                      "in turn, as the timing core takes its buffer sets (up to 8 within 2 GiB); the contest and sync "
+                      "timers one a trial, as flashinfer-bench's evaluators."]
     if report.get("plain_flush_mb"):
         lines += ["", f"A probe: FlashInfer's timers in the plain process flushed {report['plain_flush_mb']} MB "
                       "(as the harness does), not their own 2 x L2."]
@@ -307,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="a probe: FlashInfer's timers in the plain process flush this many MB (256: as the "
                              "harness does) instead of their own 2 x L2")
     parser.add_argument("--plain-sets", type=int, default=None,
-                        help="argument sets the plain cupti, events and sync timers take in turn, each of its own "
+                        help="argument sets the plain cupti and events timers take in turn, each of its own "
                              "allocations (default: as many as the timing core takes, up to 8 within 2 GiB; 1: the "
                              "runs before 2026-11-26; where buffers lie moves a B <= 8 figure by 2-8%%, docs/timing.md)")
     parser.add_argument("--repeats", type=int, default=3,
