@@ -101,6 +101,14 @@ def test_is_compiled_matches_the_kernels_rule(main):
     assert not main.LaunchConfig(8, "nc", 32, 16).is_compiled()  # not an instantiated block size
 
 
+def test_two_pass_rule_matches_the_kernels(main):
+    """main.py's LaunchConfig.is_compiled offers two passes where kernel.cu instantiates them: both
+    hold the least rows a lane needs for it, which must agree."""
+    source = (V4 / "kernel.cu").read_text()
+    assert int(re.search(r"constexpr int kMinRowsPerLaneForTwoPasses = (\d+);", source).group(1)) == \
+        main.MIN_ROWS_PER_LANE_FOR_TWO_PASSES
+
+
 def test_cache_policy_indices_match_the_kernels_enum(main):
     """main.py passes CACHE_POLICIES.index(policy); kernel.cu's CachePolicy must agree."""
     source = (V4 / "kernel.cu").read_text()
