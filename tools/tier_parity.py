@@ -22,7 +22,7 @@ process, on one GPU in one session (issue #29).
    * ``sync``: flashinfer-bench 0.1.2's ``bench.timing.time_runnable(fn, args, 10, 50)`` (the
      contest's original loop), the mean of 3 trials as its evaluator takes it, each trial's
      arguments its own and handed to the loop, which clones them before every call
-     (:func:`sync_trials`).
+     (:func:`mean_over_trials`).
 
    Each point is measured ``--repeats`` times (fresh processes, in rounds over all points) and
    the plain figure is the median: the named events and sync timers move 0.5-4.5x between two
@@ -143,25 +143,17 @@ def rotating(fn, arg_sets: list[tuple]):
 ONE_SET_A_TRIAL = (Tier.CONTEST, Tier.SYNC)
 
 
-def sync_trials(time_runnable, fn, args: tuple, warm_trial) -> float:
-    """The contest's original figure in a plain process, ms: flashinfer-bench 0.1.2's evaluator
-    calls ``time_runnable(fn, args, SYNC_WARMUP, SYNC_ITERS, device)`` once per trial, each trial on
-    an input set of its own, and averages the trials' means. The arguments are handed to the
-    loop, which clones them before every call (outside its event pair, as the harness's sync tier's
-    loop does in the worker): with no arguments (a :func:`rotating` callable) the loop clones
-    nothing and the call's host path differs from the one the tier times.
-
-    Args:
-        time_runnable: ``flashinfer_bench.bench.timing.time_runnable`` (tests pass a fake).
-        fn: the positional entry; ``args``: trial 0's arguments, copied for the others
-            (:func:`harness.judge.core.placement_copies`).
-        warm_trial: called with each trial's arguments before its loop (the clock warm-up).
-    """
-    means = []
-    for trial_args in placement_copies(args, SYNC_TRIALS):
+def mean_over_trials(args: tuple, trials: int, warm_trial, measure) -> float:
+    """The mean over ``trials`` trials of ``measure(trial_args)``, each trial after
+    ``warm_trial(trial_args)`` (the clock warm-up) and on an argument set of its own: ``args``, then
+    copies of it (:func:`harness.judge.core.placement_copies`). How flashinfer-bench's evaluators
+    give each of their trials an input set: main's to FlashInfer's CUPTI timer (the contest timer),
+    0.1.2's to ``time_runnable`` (the sync timer)."""
+    values = []
+    for trial_args in placement_copies(args, trials):
         warm_trial(trial_args)
-        means.append(time_runnable(fn, list(trial_args), SYNC_WARMUP, SYNC_ITERS, "cuda:0"))
-    return statistics.mean(means)
+        values.append(measure(trial_args))
+    return statistics.mean(values)
 
 
 def flashinfer_flush(flush_mb: int | None) -> dict:
@@ -198,12 +190,9 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
         return statistics.median(bench_gpu_time_with_cupti(fn, input_args=args, cold_l2_cache=True, **flush))
 
     def contest(fn, args) -> float:  # each trial after the clock warm-up, as the harness's contest trials
-        medians = []
-        for trial_args in placement_copies(args, CONTEST_TRIALS):
-            warm(fn, trial_args, warm_s)
-            medians.append(statistics.median(bench_gpu_time_with_cupti(fn, input_args=trial_args,
-                                                                       **{**CONTEST_SETTINGS, **flush})))
-        return statistics.mean(medians)
+        return mean_over_trials(args, CONTEST_TRIALS, lambda trial_args: warm(fn, trial_args, warm_s),
+                                lambda trial_args: statistics.median(bench_gpu_time_with_cupti(
+                                    fn, input_args=trial_args, **{**CONTEST_SETTINGS, **flush})))
 
     def events(fn, args) -> float:
         warm(fn, args, warm_s)
@@ -212,7 +201,11 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
             if not flush else bench_gpu_time_with_cuda_event(fn, input_args=args, **flush))
 
     def sync(fn, args) -> float:
-        return sync_trials(time_runnable, fn, args, lambda trial_args: warm(fn, trial_args, warm_s))
+        # Each trial's arguments are handed to the loop, which clones them before every call (outside
+        # its event pair), as 0.1.2's evaluator and the harness's sync tier have it do: a rotating
+        # callable of no arguments would clone nothing, and the launch would run on another host path.
+        return mean_over_trials(args, SYNC_TRIALS, lambda trial_args: warm(fn, trial_args, warm_s),
+                                lambda trial_args: time_runnable(fn, list(trial_args), SYNC_WARMUP, SYNC_ITERS, "cuda:0"))
 
     timers = {Tier.CUPTI: cupti, Tier.CONTEST: contest, Tier.EVENTS: events, Tier.SYNC: sync}
     with tempfile.TemporaryDirectory() as workdir:
