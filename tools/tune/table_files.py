@@ -58,7 +58,7 @@ def missing_table_batches(batches) -> list[int]:
     return sorted(set(TABLE_BATCHES) - set(batches))
 
 
-def no_table_reason(*, only: str | None = None, batches=TABLE_BATCHES, defines=()) -> str | None:
+def no_table_reason(*, only: str | None = None, batches=None, defines=()) -> str | None:
     """Why a tune with these settings has no table to write or install, or None: a table holds the
     shipped build's choice over its whole search space at every size of :data:`TABLE_BATCHES`.
     The one wording of the rule, for the tuner's arguments (:func:`tools.tune.cli.main`, before
@@ -67,12 +67,12 @@ def no_table_reason(*, only: str | None = None, batches=TABLE_BATCHES, defines=(
 
     Args:
         only: the ``--only`` pattern, if any.
-        batches: the batch sizes measured.
+        batches: the batch sizes measured (None: not asked).
         defines: the ``--defines`` macros of a candidate build, if any.
     """
     if only:
         return f"--only {only!r} measured part of the search space"
-    if missing := missing_table_batches(batches):
+    if batches is not None and (missing := missing_table_batches(batches)):
         return (f"--batches left out B = {', '.join(map(str, missing))} (a table is chosen over every "
                 "batch size of tools.tune.table_files.TABLE_BATCHES)")
     if defines:
