@@ -3,7 +3,8 @@
 * The cache key and the nvcc command are checked as pure functions.
 * Each ``kernel.cu`` is built for real with the shipped flags (sm_90a and
   sm_100a cubins plus compute_90 PTX, one nvcc run per source), into a
-  temporary cache; the test fails if a kernel does not compile or link.
+  temporary cache; the test fails if a kernel does not compile or link, or
+  if nvcc warns.
 * Each solution is loaded as the judge loads it (a private copy, its
   ``sources`` compiled into ``kernel.so`` beside ``main.py``); the library
   its entry module loads exports functions that, called with CPU tensors,
@@ -16,6 +17,7 @@ missing.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -135,6 +137,8 @@ def test_kernel_builds_for_sm90a_and_sm100a(solution, build_cache):
     assert library.is_file()
     assert library.parent.parent == build_cache / "cuda"
     assert library.parent.name.startswith(f"{solution}-")
+    log = json.loads((library.parent / "build.json").read_text())["log"]
+    assert "warning" not in log.lower(), f"nvcc warned building {solution}:\n{log}"
 
 
 @needs_toolchain
