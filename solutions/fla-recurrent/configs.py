@@ -37,11 +37,21 @@ class LaunchConfig(NamedTuple):
 
     bv: V rows per program (power of two dividing 128).
     num_warps: warps per program.
+    lanes_per_row: lanes that share one state row, 4 K columns each a piece
+        (:data:`LANES_PER_ROW_CHOICES`; the kernel's ``KL = 4 * lanes_per_row``):
+        32 is one row across the warp, the layout of the tables tuned before
+        2026-11-27; fewer lanes a row leave each lane more of the row's sum to
+        add itself and fewer shuffle steps (kernel.py's module doc).
     (num_stages is not a knob: the kernel has no loop to pipeline.)
     """
 
     bv: int
     num_warps: int
+    lanes_per_row: int = 32
+
+
+#: Lanes per state row the kernel can be launched with (KL = 16 ... 128 K columns a piece).
+LANES_PER_ROW_CHOICES = (32, 16, 8, 4)
 
 
 #: ``(largest batch | None, config)`` pairs, first match wins; None matches any batch.
@@ -66,9 +76,13 @@ MAX_TILE_ELEMS_PER_THREAD = 128
 
 
 def is_valid(cfg: LaunchConfig, head_v: int = HEAD_V, head_k: int = HEAD_K) -> bool:
-    """Whether ``cfg`` tiles the state exactly and keeps the tile in registers."""
+    """Whether ``cfg`` tiles the state exactly and keeps the tile in registers; with fewer than 32
+    lanes a row, also whether its warps have rows enough for every lane (``32 / lanes_per_row``
+    rows a warp: fewer, and Triton gives lanes copies of other lanes' work)."""
     power_of_two = cfg.bv > 0 and cfg.bv & (cfg.bv - 1) == 0
-    if not power_of_two or head_v % cfg.bv != 0:
+    if not power_of_two or head_v % cfg.bv != 0 or cfg.lanes_per_row not in LANES_PER_ROW_CHOICES:
+        return False
+    if cfg.lanes_per_row < 32 and cfg.bv < cfg.num_warps * (32 // cfg.lanes_per_row):
         return False
     elems_per_thread = cfg.bv * head_k // (32 * cfg.num_warps)
     return 1 <= elems_per_thread <= MAX_TILE_ELEMS_PER_THREAD

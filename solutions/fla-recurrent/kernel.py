@@ -10,6 +10,15 @@ single-token, k-last case):
   it is written once. Nothing else touches the state.
 * The gates g and beta are computed in the kernel from A_log/a/dt_bias/b:
   a handful of scalar loads per program instead of extra launches.
+* The tile is addressed as ``[K // KL, BV, KL]``: K column ``c * KL + j`` of
+  row ``r`` is element ``(c, r, j)``. Triton lays a block out with the
+  contiguous (last) axis across the lanes first, 4 fp32 (16 bytes) a lane, so
+  ``KL / 4`` lanes share one row and each lane keeps ``K // KL`` pieces of it:
+  with ``KL = 128`` (one row across all 32 lanes, the layout a ``[BV, K]``
+  block gets) a row sum is 5 shuffle steps a row, with ``KL = 32`` the sum over
+  the ``K // KL`` pieces is the lane's own and 3 shuffle steps remain (cuda-v4's
+  "lanes per row", for the same reason). ``KL`` is a launch knob
+  (``configs.LaunchConfig.lanes_per_row`` = ``KL / 4``).
 * Both row reductions are taken on the *loaded* tile (S0) instead of on the
   decayed and then updated tile, using
       u   = (g*S0) k            = g * (S0 k)
@@ -53,12 +62,15 @@ def gdn_decode_kernel(
     K: tl.constexpr,
     V: tl.constexpr,
     BV: tl.constexpr,
+    KL: tl.constexpr,  # K columns of a row one piece covers (4 per lane); divides K
 ):
     """One decode step for BV rows of one (batch, v-head) state tile.
 
     All inputs are contiguous, so every offset is computed from the
     constexpr sizes; (batch, v-head) is flattened as ``bh = b * HV + hv``,
-    which is also the flat index of a/b and the row index of v/out.
+    which is also the flat index of a/b and the row index of v/out. The
+    tile and q/k are ``[K // KL, BV, KL]`` / ``[K // KL, 1, KL]`` blocks
+    (module doc); a row sum adds the pieces (axis 0) and then the lanes (axis 2).
     """
     i_vb = tl.program_id(0)
     i_bh = tl.program_id(1)
@@ -66,8 +78,8 @@ def gdn_decode_kernel(
     i_hv = i_bh % HV
     i_hq = i_hv // (HV // HQ)  # GVA: q/k head hv // (HV // HQ) serves v head hv
 
-    offs_k = tl.arange(0, K)
-    offs_v = i_vb * BV + tl.arange(0, BV)
+    offs_k = tl.arange(0, K // KL)[:, None, None] * KL + tl.arange(0, KL)[None, None, :]  # [K // KL, 1, KL]
+    offs_v = i_vb * BV + tl.arange(0, BV)                                                 # [BV]
 
     # Gates of this head, fp32.
     x = tl.load(a_ptr + i_bh).to(tl.float32) + tl.load(dt_bias_ptr + i_hv)
@@ -80,17 +92,17 @@ def gdn_decode_kernel(
     v = tl.load(v_ptr + i_bh * V + offs_v).to(tl.float32)
 
     # int64: B * HV * V * K overflows int32 beyond B = 16384.
-    tile = i_bh.to(tl.int64) * (V * K) + offs_v[:, None] * K + offs_k[None, :]
-    s = tl.load(state_ptr + tile)                   # [BV, K] f32, K fastest
+    tile = i_bh.to(tl.int64) * (V * K) + offs_v[None, :, None] * K + offs_k   # [K // KL, BV, KL]
+    s = tl.load(state_ptr + tile)                                             # f32, K fastest
 
-    s_k = tl.sum(s * k[None, :], axis=1)            # [BV]  S0 k
-    s_q = tl.sum(s * q[None, :], axis=1)            # [BV]  S0 q
-    k_q = tl.sum(k * q, axis=0)                     # scalar k . q
+    s_k = tl.sum(tl.sum(s * k, axis=0), axis=1)     # [BV]  S0 k
+    s_q = tl.sum(tl.sum(s * q, axis=0), axis=1)     # [BV]  S0 q
+    k_q = tl.sum(tl.sum(tl.sum(k * q, axis=0), axis=0), axis=0)  # scalar k . q
     delta = beta * (v - g * s_k)                    # [BV]
     o = scale * (g * s_q + delta * k_q)             # [BV]  S1 q * scale
 
     tl.store(out_ptr + i_bh * V + offs_v, o.to(out_ptr.dtype.element_ty))
-    tl.store(new_state_ptr + tile, g * s + delta[:, None] * k[None, :])
+    tl.store(new_state_ptr + tile, g * s + delta[None, :, None] * k)
 
 
 def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, state: torch.Tensor,
@@ -100,7 +112,8 @@ def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, state: torch.Tenso
 
     Shapes/dtypes as in ``gdn_decode_kernel``; all tensors contiguous.
     ``scale`` must already be resolved (0/None -> 1/sqrt(K) done by caller).
-    ``cfg`` is a ``configs.LaunchConfig`` whose ``bv`` divides V.
+    ``cfg`` is a ``configs.LaunchConfig`` whose ``bv`` divides V and whose
+    ``lanes_per_row`` (4 K columns a lane) covers a piece of K dividing it.
     No tensor is created here: only Python ints go into the grid.
     """
     batch, _, num_q_heads, head_k = q.shape
@@ -108,6 +121,6 @@ def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, state: torch.Tenso
     grid = (head_v // cfg.bv, batch * num_v_heads)
     gdn_decode_kernel[grid](
         q, k, v, state, A_log, a, dt_bias, b, output, new_state, scale,
-        HQ=num_q_heads, HV=num_v_heads, K=head_k, V=head_v, BV=cfg.bv,
+        HQ=num_q_heads, HV=num_v_heads, K=head_k, V=head_v, BV=cfg.bv, KL=4 * cfg.lanes_per_row,
         num_warps=cfg.num_warps, num_stages=1,  # no loop: nothing to pipeline
     )

@@ -87,6 +87,19 @@ def test_every_table_config_passes_the_harness_check(solution, dataset):
         assert all(r.status == Status.PASSED for r in results), (cfg, [r.message for r in results])
 
 
+@pytest.mark.parametrize("lanes_per_row", [16, 8, 4])
+def test_fewer_lanes_a_row_pass_the_harness_check(solution, dataset, lanes_per_row):
+    """Each lanes-per-row layout below 32 (the tuner's search space), one warp and two, forced on
+    every workload: the [K // KL, BV, KL] addressing covers every K column of every row once."""
+    from harness.judge.check import Status
+
+    configs = solution.configs
+    for cfg in (configs.LaunchConfig(16, 1, lanes_per_row), configs.LaunchConfig(16, 2, lanes_per_row)):
+        assert configs.is_valid(cfg), cfg
+        results = _harness_check(lambda inputs, cfg=cfg: solution.run_with_config(inputs, cfg), dataset, trials=1)
+        assert all(r.status == Status.PASSED for r in results), (cfg, [r.message for r in results])
+
+
 def test_a_config_that_skips_rows_is_caught(solution, dataset):
     """The check can fail: a launch that covers half of the V rows leaves
     NaN in the poisoned destinations."""
@@ -98,7 +111,7 @@ def test_a_config_that_skips_rows_is_caught(solution, dataset):
         solution.kernel.gdn_decode_kernel[grid](
             q, inputs["k"], v, inputs["state"], inputs["A_log"], inputs["a"], inputs["dt_bias"], inputs["b"],
             inputs["output"], inputs["new_state"], 1.0 / math.sqrt(q.shape[-1]),
-            HQ=q.shape[2], HV=v.shape[2], K=q.shape[-1], V=v.shape[-1], BV=bv, num_warps=1)
+            HQ=q.shape[2], HV=v.shape[2], K=q.shape[-1], V=v.shape[-1], BV=bv, KL=q.shape[-1], num_warps=1)
         return {"output": inputs["output"], "new_state": inputs["new_state"]}
 
     results = _harness_check(half_grid, dataset, trials=1)
@@ -151,6 +164,10 @@ def test_pick_covers_every_batch(solution):
     assert all(configs.is_valid(cfg) for _, cfg in configs.DEFAULT_LADDER)
     assert not configs.is_valid(configs.LaunchConfig(bv=24, num_warps=1))
     assert not configs.is_valid(configs.LaunchConfig(bv=128, num_warps=1))  # 512 fp32 per thread: spills
+    assert not configs.is_valid(configs.LaunchConfig(bv=8, num_warps=1, lanes_per_row=12))  # not a layout
+    assert configs.is_valid(configs.LaunchConfig(bv=8, num_warps=1, lanes_per_row=4))  # 8 rows fill a warp
+    assert not configs.is_valid(configs.LaunchConfig(bv=4, num_warps=1, lanes_per_row=4))  # 4 rows: half a warp
+    assert not configs.is_valid(configs.LaunchConfig(bv=8, num_warps=4, lanes_per_row=8))  # 2 rows a warp: 4 needed
 
 
 def test_tuner_search_space_is_valid_and_named_once(solution):
@@ -204,11 +221,12 @@ import configs, kernel
 
 pointers = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "state_ptr": "*fp32", "A_log_ptr": "*fp32",
             "a_ptr": "*bf16", "dt_bias_ptr": "*fp32", "b_ptr": "*bf16", "out_ptr": "*bf16", "new_state_ptr": "*fp32"}
-signature = {**pointers, "scale": "fp32", **{n: "constexpr" for n in ("HQ", "HV", "K", "V", "BV")}}
+signature = {**pointers, "scale": "fp32", **{n: "constexpr" for n in ("HQ", "HV", "K", "V", "BV", "KL")}}
 used = {cfg for table in configs.LAUNCH_TABLES.values() for _, cfg in table} | {c for _, c in configs.DEFAULT_LADDER}
 for arch in map(int, sys.argv[2:]):
     for cfg in sorted(used):
-        constants = {"HQ": 4, "HV": 8, "K": configs.HEAD_K, "V": configs.HEAD_V, "BV": cfg.bv}
+        constants = {"HQ": 4, "HV": 8, "K": configs.HEAD_K, "V": configs.HEAD_V, "BV": cfg.bv,
+                     "KL": 4 * cfg.lanes_per_row}
         compiled = triton.compile(ASTSource(fn=kernel.gdn_decode_kernel, signature=signature, constexprs=constants),
                                   target=GPUTarget("cuda", arch, 32), options={"num_warps": cfg.num_warps, "num_stages": 1})
         assert compiled.asm.get("cubin"), (cfg, arch)

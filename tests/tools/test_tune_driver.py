@@ -46,7 +46,7 @@ def test_fla_recurrent_end_to_end(tiny_fla, tmp_path, capsys):
     assert part["table"] == compress_table(steady_choice(times)) == [[None, "bv16/w1"]]
     assert [min(t, key=t.get) for _, t in times] == ["bv16/w1", "bv32/w1"]
     out = capsys.readouterr().out
-    assert part["native"] in out and json.loads(part["native"]) == [[None, {"bv": 16, "num_warps": 1}]]
+    assert part["native"] in out and json.loads(part["native"]) == [[None, {"bv": 16, "num_warps": 1, "lanes_per_row": 32}]]
     assert "INCORRECT or FAILED: B=1 bv0/w1, B=2 bv0/w1" in out
     # this GPU's table file, in the solution folder (a copy here), with where it came from ...
     table_file = tiny_fla / "launch_tables" / f"{slug(hardware_name('cpu'))}.json"

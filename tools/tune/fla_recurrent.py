@@ -1,8 +1,8 @@
-"""Tuning adapter of fla-recurrent (Triton): ``(bv, num_warps)`` per batch size.
+"""Tuning adapter of fla-recurrent (Triton): ``(bv, num_warps, lanes_per_row)`` per batch size.
 
-Search space: every ``configs.LaunchConfig(bv, num_warps)`` of
-:data:`BV_CHOICES` x :data:`WARP_CHOICES` that the solution's own
-``configs.is_valid`` accepts; a config runs through ``main.run_with_config``.
+Search space: every ``configs.LaunchConfig(bv, num_warps, lanes_per_row)`` of
+:data:`BV_CHOICES` x :data:`WARP_CHOICES` x the solution's own
+``configs.LANES_PER_ROW_CHOICES`` that its ``configs.is_valid`` accepts; a config runs through ``main.run_with_config``.
 A GPU's table is its file ``launch_tables/<device slug>.json`` in the solution
 folder (``configs.LAUNCH_TABLES``), which the tune writes.
 """
@@ -21,8 +21,8 @@ WARP_CHOICES = (1, 2, 4, 8)
 
 
 def config_name(cfg) -> str:
-    """``bv8/w4``: V rows per program, warps per program."""
-    return f"bv{cfg.bv}/w{cfg.num_warps}"
+    """``bv8/w4``: V rows per program, warps per program; ``bv8/w1/l8`` where a row has fewer than 32 lanes."""
+    return f"bv{cfg.bv}/w{cfg.num_warps}" + (f"/l{cfg.lanes_per_row}" if cfg.lanes_per_row != 32 else "")
 
 
 class FlaRecurrent(LoadedByTheHarness):
@@ -36,9 +36,10 @@ class FlaRecurrent(LoadedByTheHarness):
         return ("float32",)
 
     def configs(self, state_dtype: str) -> dict[str, object]:
-        """Every valid ``(bv, num_warps)`` by name."""
+        """Every valid ``(bv, num_warps, lanes_per_row)`` by name."""
         configs = self.solution.configs
-        grid = (configs.LaunchConfig(bv, warps) for bv, warps in itertools.product(BV_CHOICES, WARP_CHOICES))
+        grid = (configs.LaunchConfig(bv, warps, lanes)
+                for bv, warps, lanes in itertools.product(BV_CHOICES, WARP_CHOICES, configs.LANES_PER_ROW_CHOICES))
         return {config_name(cfg): cfg for cfg in grid if configs.is_valid(cfg)}
 
     def call(self, config, inputs: dict) -> Callable[[], object]:
