@@ -10,15 +10,21 @@ single-token, k-last case):
   it is written once. Nothing else touches the state.
 * The gates g and beta are computed in the kernel from A_log/a/dt_bias/b:
   a handful of scalar loads per program instead of extra launches.
-* The tile is addressed as ``[K // KL, BV, KL]``: K column ``c * KL + j`` of
-  row ``r`` is element ``(c, r, j)``. Triton lays a block out with the
-  contiguous (last) axis across the lanes first, 4 fp32 (16 bytes) a lane, so
-  ``KL / 4`` lanes share one row and each lane keeps ``K // KL`` pieces of it:
-  with ``KL = 128`` (one row across all 32 lanes, the layout a ``[BV, K]``
-  block gets) a row sum is 5 shuffle steps a row, with ``KL = 32`` the sum over
-  the ``K // KL`` pieces is the lane's own and 3 shuffle steps remain (cuda-v4's
-  "lanes per row", for the same reason). ``KL`` is a launch knob
-  (``configs.LaunchConfig.lanes_per_row`` = ``KL / 4``).
+* The tile is addressed as ``[BV, K // KL, KL]``: K column ``c * KL + j`` of
+  row ``r`` is element ``(r, c, j)``. Triton lays a block out with the
+  contiguous (last) axis across the lanes first, 4 fp32 (16 bytes) a lane,
+  and Triton 3.6 (the pinned ``gpu`` extra's) gives the next lanes to the
+  first of the two strided axes (its order is ``[2, 0, 1]``), here the rows:
+  ``KL / 4`` lanes share one row and each lane keeps the ``K // KL`` pieces
+  of it, so with ``KL = 32`` a lane adds 4 pieces itself and 3 shuffle steps
+  remain of a row sum, where ``KL = 128`` (one row across all 32 lanes, the
+  layout a ``[BV, K]`` block gets) takes 5 (cuda-v4's "lanes per row", for
+  the same reason). ``KL`` is a launch knob
+  (``configs.LaunchConfig.lanes_per_row`` = ``KL / 4``). The axis order is
+  Triton's choice: with the pieces axis first (``[K // KL, BV, KL]``) 3.6 puts
+  the lanes on the pieces and every step costs more shuffles (187 against 85
+  in ``bv8/w1``'s PTX), and Triton 3.9 does the reverse of 3.6
+  (results/fla-notes.md).
 * Both row reductions are taken on the *loaded* tile (S0) instead of on the
   decayed and then updated tile, using
       u   = (g*S0) k            = g * (S0 k)
@@ -69,8 +75,8 @@ def gdn_decode_kernel(
     All inputs are contiguous, so every offset is computed from the
     constexpr sizes; (batch, v-head) is flattened as ``bh = b * HV + hv``,
     which is also the flat index of a/b and the row index of v/out. The
-    tile and q/k are ``[K // KL, BV, KL]`` / ``[K // KL, 1, KL]`` blocks
-    (module doc); a row sum adds the pieces (axis 0) and then the lanes (axis 2).
+    tile and q/k are ``[BV, K // KL, KL]`` / ``[1, K // KL, KL]`` blocks
+    (module doc); a row sum adds a lane's pieces (axis 1), then the lanes (the last axis).
     """
     i_vb = tl.program_id(0)
     i_bh = tl.program_id(1)
@@ -78,7 +84,7 @@ def gdn_decode_kernel(
     i_hv = i_bh % HV
     i_hq = i_hv // (HV // HQ)  # GVA: q/k head hv // (HV // HQ) serves v head hv
 
-    offs_k = tl.arange(0, K // KL)[:, None, None] * KL + tl.arange(0, KL)[None, None, :]  # [K // KL, 1, KL]
+    offs_k = tl.arange(0, K // KL)[None, :, None] * KL + tl.arange(0, KL)[None, None, :]  # [1, K // KL, KL]
     offs_v = i_vb * BV + tl.arange(0, BV)                                                 # [BV]
 
     # Gates of this head, fp32.
@@ -92,17 +98,17 @@ def gdn_decode_kernel(
     v = tl.load(v_ptr + i_bh * V + offs_v).to(tl.float32)
 
     # int64: B * HV * V * K overflows int32 beyond B = 16384.
-    tile = i_bh.to(tl.int64) * (V * K) + offs_v[None, :, None] * K + offs_k   # [K // KL, BV, KL]
+    tile = i_bh.to(tl.int64) * (V * K) + offs_v[:, None, None] * K + offs_k   # [BV, K // KL, KL]
     s = tl.load(state_ptr + tile)                                             # f32, K fastest
 
-    s_k = tl.sum(tl.sum(s * k, axis=0), axis=1)     # [BV]  S0 k
-    s_q = tl.sum(tl.sum(s * q, axis=0), axis=1)     # [BV]  S0 q
+    s_k = tl.sum(tl.sum(s * k, axis=1), axis=1)     # [BV]  S0 k
+    s_q = tl.sum(tl.sum(s * q, axis=1), axis=1)     # [BV]  S0 q
     k_q = tl.sum(tl.sum(tl.sum(k * q, axis=0), axis=0), axis=0)  # scalar k . q
     delta = beta * (v - g * s_k)                    # [BV]
     o = scale * (g * s_q + delta * k_q)             # [BV]  S1 q * scale
 
     tl.store(out_ptr + i_bh * V + offs_v, o.to(out_ptr.dtype.element_ty))
-    tl.store(new_state_ptr + tile, g * s + delta[None, :, None] * k)
+    tl.store(new_state_ptr + tile, g * s + delta[:, None, None] * k)
 
 
 def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, state: torch.Tensor,
