@@ -181,7 +181,9 @@ def test_tuner_search_space_is_valid_and_named_once(solution):
 
 def test_the_h100_table_is_the_tuned_one_and_other_gpus_get_the_default_model(solution):
     configs = solution.configs
-    assert configs.LAUNCH_TABLES[H100] == ((8, configs.LaunchConfig(4, 1)), (None, configs.LaunchConfig(8, 1)))
+    assert configs.LAUNCH_TABLES[H100] == ((8, configs.LaunchConfig(4, 1, 16)), (16, configs.LaunchConfig(8, 2, 8)),
+                                           (32, configs.LaunchConfig(32, 2, 16)), (256, configs.LaunchConfig(8, 1)),
+                                           (None, configs.LaunchConfig(32, 2, 16)))
     b200 = configs.select("NVIDIA B200", 8e12)
     assert b200.source == "default model (8000 GB/s)" and b200.table is None
     # rho = B x 512 KiB / (8 TB/s x 0.9 us): below 2 up to B = 27, so bv4 there, bv8 from B = 28

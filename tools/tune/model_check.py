@@ -12,9 +12,8 @@ timed both, their µs and the slowdown default / tuned. The model's own code
 is the solution's (its ``model_config``, or cuda-v4's C++ through its
 module), so this checks what a GPU without a table runs.
 
-The report of a table: a new tune's (its ``report`` field, with the GPU's
-bandwidth in ``properties``), or, for the H100 tables tuned before the tuner
-recorded either, :data:`LEGACY_REPORTS` and :data:`KNOWN_BANDWIDTH`.
+The report of a table: its ``report`` field, with the GPU's bandwidth in
+``properties``, or :data:`KNOWN_BANDWIDTH` for a report that predates them.
 
 ``--latency-us`` evaluates the model as if its ``L`` were that (to re-fit
 ``L``: exact, as the model reads ``L`` only in ``bandwidth x L``);
@@ -67,18 +66,17 @@ KNOWN_BANDWIDTH = {H100: 2 * 2619e6 * 5120 / 8, H200: 4.8e12}
 #: gives 7680 bits x 3996 MHz x 2 = 7.67 TB/s (pytorch/ao#4002), the figure the solutions compute;
 #: docs/tuning.md shows that no choice at B = 1, 16, 64 moves between the two.
 PRESETS = {"h100": KNOWN_BANDWIDTH[H100], "h200": KNOWN_BANDWIDTH[H200], "b200": 8e12}
-#: Reports of the tables tuned before the tuner named one report per table (results/tuning/).
-LEGACY_REPORTS = {
-    ("fla-recurrent", H100): ("fla_recurrent_tune.json",),
-}
 
 #: The tuning reports a solution's default ladder was fitted to (``--fit``) and predicts a GPU without
 #: a table from (``--predict``), where they are not its GPU table's current report. cuda-v4's H100
 #: table was re-tuned with two passes over a lane's rows (results/tuning/20261126-H100-passes); the
 #: H200's tune has no such variant, so a rung with two passes could not be checked out of sample there,
-#: and the ladder stays the fit of the tune it was fitted to (docs/tuning.md).
+#: and the ladder stays the fit of the tune it was fitted to (docs/tuning.md). fla-recurrent's likewise:
+#: its H100 table was re-tuned with the lanes-per-row knob (results/tuning/20261126-H100-fla-lanes),
+#: which its H200 tune of 2026-11-23 has not timed; its ladder is the fit of the table before.
 MODEL_REPORTS = {
     ("cuda-v4", H100): "results/tuning/20261126-H100-fast-gates/cuda-v4/NVIDIA-H100-80GB-HBM3.json",
+    ("fla-recurrent", H100): "results/tuning/fla_recurrent_tune.json",
 }
 
 #: Where each solution defines the default model's L (seconds): solutions are standalone, so the one
@@ -147,11 +145,8 @@ def table_report(solution: str, device: str, origin_report: str | None) -> tuple
     """``(report paths, bandwidth)`` of a GPU's table.
 
     Raises:
-        LookupError: neither a report of the new form nor a legacy entry for it.
+        LookupError: the table names no stored report, or no bandwidth of the GPU is known.
     """
-    if (solution, device) in LEGACY_REPORTS:
-        paths = [REPO_ROOT / "results" / "tuning" / name for name in LEGACY_REPORTS[solution, device]]
-        return [p for p in paths if stored_file(p)], KNOWN_BANDWIDTH[device]  # older reports are kept as .gz
     path = REPO_ROOT / origin_report if origin_report and not Path(origin_report).is_absolute() else Path(origin_report or "")
     if stored_file(path) is None:
         raise LookupError(f"no tuning report of {solution} on {device} ({origin_report!r})")
