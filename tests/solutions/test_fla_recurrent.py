@@ -89,15 +89,15 @@ def test_every_table_config_passes_the_harness_check(solution, dataset):
 
 @pytest.mark.parametrize("lanes_per_row", [16, 8, 4])
 def test_fewer_lanes_a_row_pass_the_harness_check(solution, dataset, lanes_per_row):
-    """Each lanes-per-row layout below 32 (the tuner's search space), one warp and two, forced on
-    every workload: the [K // KL, BV, KL] addressing covers every K column of every row once."""
+    """Each lanes-per-row layout below 32 (the tuner's search space), in a program of two warps,
+    forced on every workload: the [BV, K // KL, KL] addressing covers every K column of every row
+    once. (The launch tables' configs are checked above.)"""
     from harness.judge.check import Status
 
-    configs = solution.configs
-    for cfg in (configs.LaunchConfig(16, 1, lanes_per_row), configs.LaunchConfig(16, 2, lanes_per_row)):
-        assert configs.is_valid(cfg), cfg
-        results = _harness_check(lambda inputs, cfg=cfg: solution.run_with_config(inputs, cfg), dataset, trials=1)
-        assert all(r.status == Status.PASSED for r in results), (cfg, [r.message for r in results])
+    cfg = solution.configs.LaunchConfig(16, 2, lanes_per_row)
+    assert solution.configs.is_valid(cfg), cfg
+    results = _harness_check(lambda inputs: solution.run_with_config(inputs, cfg), dataset, trials=1)
+    assert all(r.status == Status.PASSED for r in results), (cfg, [r.message for r in results])
 
 
 def test_a_config_that_skips_rows_is_caught(solution, dataset):
