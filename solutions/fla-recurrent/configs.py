@@ -39,9 +39,9 @@ class LaunchConfig(NamedTuple):
     num_warps: warps per program.
     lanes_per_row: lanes that share one state row, 4 K columns each a piece
         (:data:`LANES_PER_ROW_CHOICES`; the kernel's ``KL = 4 * lanes_per_row``):
-        32 is one row across the warp, the layout of the tables tuned before
-        2026-11-27; fewer lanes a row leave each lane more of the row's sum to
-        add itself and fewer shuffle steps (kernel.py's module doc).
+        32 is one row across the warp, the only layout of the tables tuned
+        before the knob (2026-11-26); fewer lanes a row leave each lane more of
+        the row's sum to add itself and fewer shuffle steps (kernel.py's module doc).
     (num_stages is not a knob: the kernel has no loop to pipeline.)
     """
 

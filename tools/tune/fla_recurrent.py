@@ -2,7 +2,8 @@
 
 Search space: every ``configs.LaunchConfig(bv, num_warps, lanes_per_row)`` of
 :data:`BV_CHOICES` x :data:`WARP_CHOICES` x the solution's own
-``configs.LANES_PER_ROW_CHOICES`` that its ``configs.is_valid`` accepts; a config runs through ``main.run_with_config``.
+``configs.LANES_PER_ROW_CHOICES`` that its ``configs.is_valid`` accepts; a
+config runs through ``main.run_with_config``.
 A GPU's table is its file ``launch_tables/<device slug>.json`` in the solution
 folder (``configs.LAUNCH_TABLES``), which the tune writes.
 """
