@@ -78,16 +78,33 @@ def small_dataset(tmp_path):
 @pytest.fixture(scope="session")
 def cuda_v4_all_variants():
     """ptxas's report of cuda-v4's all-variants build (the tuner's, ``-DGDN_V4_ALL_VARIANTS``)
-    for sm_90a: ``{(warps, rows, policy, lanes): KernelResources}``. Compiled once per session
-    (device code only: about 11 s on two cores) for every test that reads it; skips without nvcc or tvm-ffi."""
+    for sm_90a: ``{(warps, rows, policy, lanes): KernelResources}``. Compiled once per test run
+    (device code only: about 11 s on two cores) for every test that reads it: the xdist workers
+    share the session's build cache folder, where the first to ask compiles under a file lock and
+    leaves the report, keyed as the harness's builds are (sources, defines, nvcc), for the others. Skips without nvcc or
+    tvm-ffi."""
+    import fcntl
+    import pickle
     import re
 
     from harness.judge import build
+    from harness.paths import cache_dir
     from tools.tune.cuda_v4 import KERNEL_NAME
 
     try:
-        build.find_nvcc(), build.tvm_ffi_paths()
+        nvcc = build.nvcc_version(build.find_nvcc()), build.tvm_ffi_paths()
     except build.CompileError as exc:  # no toolchain here; a source that does not compile fails below
         pytest.skip(str(exc))
-    report = build.kernel_resources(REPO / "solutions" / "cuda-v4" / "kernel.cu", defines=("GDN_V4_ALL_VARIANTS",))
+    folder = REPO / "solutions" / "cuda-v4"
+    sources = {p.name: p.read_text() for p in sorted(folder.iterdir()) if p.is_file()}
+    key = build.cache_key(sources, ("GDN_V4_ALL_VARIANTS",), nvcc[0])
+    shared = cache_dir() / "test-reports" / f"cuda-v4-all-variants-{key}.pickle"
+    shared.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{shared}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker may be compiling it now
+        if shared.is_file():
+            report = pickle.loads(shared.read_bytes())
+        else:
+            report = build.kernel_resources(folder / "kernel.cu", defines=("GDN_V4_ALL_VARIANTS",))
+            shared.write_bytes(pickle.dumps(report))
     return {tuple(map(int, re.search(KERNEL_NAME, name).groups())): used for name, used in report.items()}

@@ -114,12 +114,14 @@ needs_toolchain = pytest.mark.skipif(_toolchain_missing() is not None,
 @pytest.fixture(scope="module")
 def build_cache(tmp_path_factory):
     """The GDN_BENCH_CACHE of the build tests of this module, where nvcc really builds: the one
-    this test session made (so that later tests loading a CUDA solution, e.g.
-    tests/tools/test_model_check.py, reuse these builds) when no test before built a CUDA solution
-    into it, else a private one."""
+    this test session made, shared by the xdist workers and by later tests loading a CUDA solution
+    (e.g. tests/tools/test_model_check.py), so that each solution is compiled once per session
+    (the builder's lock makes a second worker wait for the first's build, then hit it). Only the
+    real builder writes there: tests that fake a build use caches of their own. Where the user
+    named a cache (GDN_BENCH_CACHE set before the session), a private one."""
     from conftest import SESSION_CACHE
 
-    if SESSION_CACHE is not None and not (SESSION_CACHE / "cuda").exists():
+    if SESSION_CACHE is not None:
         yield SESSION_CACHE
         return
     path = tmp_path_factory.mktemp("gdn-cache")
