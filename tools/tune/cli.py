@@ -42,8 +42,7 @@ from harness.facts import STATE_DTYPES
 from tools.tune import ADAPTERS
 from tools.tune.driver import tune_solution, unavailable_reason
 from tools.tune.report import build_report, default_out_dir, format_report, report_path, write_report
-from tools.tune import table_files
-from tools.tune.table_files import TABLE_BATCHES, write_table_files
+from tools.tune.table_files import TABLE_BATCHES, no_table_reason, write_table_files
 from tools.tune.measure import KernelTimer
 
 #: A preprocessor macro as nvcc's ``-D`` takes it: NAME or NAME=VALUE, NAME a C identifier (VALUE
@@ -160,10 +159,10 @@ def make_adapter(name: str, defines: tuple[str, ...]):
     return ADAPTERS[name](defines=defines) if defines else ADAPTERS[name]()
 
 
-def no_table_reason(args: argparse.Namespace) -> str | None:
-    """Why this tune writes no table file (:func:`tools.tune.table_files.no_table_reason` of its
-    arguments), or None."""
-    return table_files.no_table_reason(only=args.only, batches=args.batches, defines=args.defines)
+def why_no_table(args: argparse.Namespace) -> str | None:
+    """Why the tune these arguments ask for writes no table file
+    (:func:`tools.tune.table_files.no_table_reason` of them), or None."""
+    return no_table_reason(only=args.only, batches=args.batches, defines=args.defines)
 
 
 def load(adapter) -> str | None:
@@ -216,7 +215,7 @@ def main(argv: list[str] | None = None, *, timer=None, device=None) -> int:
         report = build_report(name, device, command, timer, args.only, results, defines=args.defines)
         print(format_report(report))
         print(f"wrote {write_report(paths[name], report)}")
-        why_not = no_table_reason(args)
+        why_not = why_no_table(args)
         if why_not:
             print(f"no table file written for {name}: {why_not}")
             continue

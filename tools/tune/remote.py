@@ -39,11 +39,11 @@ def tuner_argv(algo: str, options: str = "", install_tables: bool = False) -> li
     Raises:
         ValueError: no ``--algo``, an unknown solution, a bad option or value, ``--out`` (the
             container sets its own), or ``install_tables`` for a tune that writes no table file
-            (:func:`tools.tune.cli.no_table_reason`); the message says which.
+            (:func:`tools.tune.cli.why_no_table`); the message says which.
     """
     import shlex
 
-    from tools.tune.cli import check_arguments, no_table_reason, parser
+    from tools.tune.cli import check_arguments, parser, why_no_table
 
     if not algo.strip():
         raise ValueError("--tune needs --algo NAME[,NAME] or --algo all (the solutions to tune)")
@@ -62,7 +62,7 @@ def tuner_argv(algo: str, options: str = "", install_tables: bool = False) -> li
     if args.out is not None:  # parsed, so that an abbreviation (--ou) is caught too
         raise ValueError(f"--out {args.out}: the container chooses its output folder "
                          "(the reports come back under results/tuning/)")
-    if install_tables and (why := no_table_reason(args)):
+    if install_tables and (why := why_no_table(args)):
         raise ValueError(f"--install-tables: this tune would write no table file ({why})")
     return argv
 
