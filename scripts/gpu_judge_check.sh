@@ -47,6 +47,9 @@
 #                 floor's kernels at B = 1, 2, 4, 8, FlashInfer's CUPTI timer (issue #33: which part of the work
 #                 costs time at small B, and the candidates that would win it back; ABLATION_BUILDS picks builds;
 #                 about 5 min for all)
+#   code-warm     tools/code_warm_probe.py: cuda-v4 and the copy floor's kernels at B = 1, 8 after no decoy, after
+#                 themselves on other buffers (their code warm) and after another kernel (issue #33: is part of a
+#                 µs kernel's cold-L2 time the fetch of its own code? about 2 min)
 #   events-loops  tools/events_loop_probe.py: the copy at B = 1, 8 under five events loops, from FlashInfer's to the
 #                 floor's (issue #29: where FlashInfer's events timer's extra 0.45-0.94 µs comes from; about 1 min)
 #   tune-small    `python -m tools.tune --algo cuda-v4 --batches 1,2,4,8` here, then in AB_TREE (issue #33);
@@ -201,6 +204,7 @@ for step in "$@"; do
     placement)   probe_step "$step" placement_probe 240 ;;
     ablation)    probe_step "$step" ablation_probe 420 ${ABLATION_BUILDS:+--builds "$ABLATION_BUILDS"} ;;
     events-loops) probe_step "$step" events_loop_probe 240 ;;
+    code-warm)   probe_step "$step" code_warm_probe 300 ;;
     events-rerun) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  events_run . "$COMMIT" "$work/run-a"; events_run . "$COMMIT" "$work/run-b"
                  compare "$work/run-a" "$work/run-b" "$work/compare.md"; cat "$work/compare.md"; pack "$step" "$work" ;;
