@@ -30,6 +30,10 @@ Prediction (written 2026-11-26, before any run; H100): if the code fetch is part
 B = 1 excess, cuda-v4 reads at least 0.06 µs (two CUPTI ticks) less after ``same`` than after
 ``other`` at B = 1, and the copies at most 0.03 less. If both read within 0.03, the code fetch is
 not on the path that sets the call's time, and shrinking the code is no candidate.
+
+Measured (H100, 143bed4, results/ablation/20261126-H100-code-warm): the second case. cuda-v4 read
+1.984 µs at B = 1 after every decoy (``same`` − ``other`` +0.001) and 4.512 at B = 8; every copy
+read the same after each decoy within one CUPTI tick.
 """
 
 from __future__ import annotations
