@@ -119,7 +119,8 @@ def parse_tiers(text: str, device: str) -> tuple[str, ...]:
     tiers = tuple(t.strip() for t in text.split(",") if t.strip())
     unknown = [t for t in tiers if t not in TIERS]
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown tier(s) {unknown}; choose from {TIERS}")
+        raise argparse.ArgumentTypeError(f"unknown tier(s) {', '.join(unknown)}; choose from "
+                                         f"{', '.join(tier.value for tier in TIERS)}")
     if not device.startswith("cuda") and Tier.WALLCLOCK not in tiers:
         tiers += (Tier.WALLCLOCK,)
     if LIBRARY_TIERS & set(tiers) and Tier.CUPTI not in tiers:

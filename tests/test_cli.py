@@ -47,7 +47,7 @@ def test_a_solution_json_that_cannot_be_read_is_named_and_exits_2(capsys, tmp_pa
 def test_bad_arguments_exit_nonzero(tmp_path):
     proc = subprocess.run([sys.executable, "run_local.py", "--algo", "nope", "--device", "cpu", "--results",
                            str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 2 and "unknown solution" in proc.stderr
+    assert proc.returncode == 2 and "unknown solution(s) nope; available: cuda-v1, cuda-v4," in proc.stderr
 
 
 def _workers_of(marker: str) -> list[int]:
@@ -134,7 +134,7 @@ def _main(argv, capsys):
     (["--keep-warm-seconds", "-0.1"], "--keep-warm-seconds: -0.1 must be >= 0"),
     (["--max-noise", "nan"], "--max-noise: nan must be >= 0"),
     (["--workload-timeout", "0"], "--workload-timeout: 0 must be > 0"),
-    (["--tiers", "cupti,fast"], "unknown tier"),
+    (["--tiers", "cupti,fast"], "unknown tier(s) fast; choose from cupti, contest, events, sync, wallclock"),
     (["--solutions", "/no/such/folder"], "--solutions /no/such/folder: no such folder or file"),
     (["--rules", "lenient"], "argument --rules: invalid choice: 'lenient'"),
     (["--workloads", "contest-v9"], "neither a workload set"),

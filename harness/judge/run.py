@@ -128,7 +128,7 @@ def select_solutions(algo: str, solutions_root: Path | None = None, definition: 
     names = list(found) if algo == "all" else [a.strip() for a in algo.split(",") if a.strip()]
     unknown = [n for n in names if n not in found]
     if unknown:
-        raise ValueError(f"unknown solution(s) {unknown}; available: {sorted(found)}")
+        raise ValueError(f"unknown solution(s) {', '.join(unknown)}; available: {', '.join(sorted(found))}")
     names.sort(key=lambda n: n != REFERENCE_SOLUTION)
     if notes is not None:
         notes += discovery.notes

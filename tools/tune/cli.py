@@ -42,7 +42,7 @@ from harness.facts import STATE_DTYPES
 from tools.tune import ADAPTERS
 from tools.tune.driver import tune_solution, unavailable_reason
 from tools.tune.report import build_report, default_out_dir, format_report, report_path, write_report
-from tools.tune.table_files import TABLE_BATCHES, no_table_reason, write_table_files
+from tools.tune import table_files  # read at call time: a test may stand in smaller TABLE_BATCHES
 from tools.tune.measure import KernelTimer
 
 #: A preprocessor macro as nvcc's ``-D`` takes it: NAME or NAME=VALUE, NAME a C identifier (VALUE
@@ -121,7 +121,7 @@ def parser() -> argparse.ArgumentParser:
     """The command line (see the module doc)."""
     p = argparse.ArgumentParser(prog="python -m tools.tune", description=__doc__.split("\n\n")[0])
     p.add_argument("--algo", required=True, type=algos, help=f"all, or some of: {', '.join(ADAPTERS)}")
-    p.add_argument("--batches", type=batches, default=list(TABLE_BATCHES),
+    p.add_argument("--batches", type=batches, default=list(table_files.TABLE_BATCHES),
                    help="comma-separated batch sizes; a table file is written only when they include every "
                         "default one")
     p.add_argument("--iters", type=positive_int, default=100, help="timed calls per config (median)")
@@ -162,7 +162,7 @@ def make_adapter(name: str, defines: tuple[str, ...]):
 def why_no_table(args: argparse.Namespace) -> str | None:
     """Why the tune these arguments ask for writes no table file
     (:func:`tools.tune.table_files.no_table_reason` of them), or None."""
-    return no_table_reason(only=args.only, batches=args.batches, defines=args.defines)
+    return table_files.no_table_reason(only=args.only, batches=args.batches, defines=args.defines)
 
 
 def load(adapter) -> str | None:
@@ -219,6 +219,6 @@ def main(argv: list[str] | None = None, *, timer=None, device=None) -> int:
         if why_not:
             print(f"no table file written for {name}: {why_not}")
             continue
-        for path in write_table_files(adapter, report, paths[name]):
+        for path in table_files.write_table_files(adapter, report, paths[name]):
             print(f"wrote {path}")
     return 0
