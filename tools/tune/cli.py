@@ -42,7 +42,8 @@ from harness.facts import STATE_DTYPES
 from tools.tune import ADAPTERS
 from tools.tune.driver import tune_solution, unavailable_reason
 from tools.tune.report import build_report, default_out_dir, format_report, report_path, write_report
-from tools.tune import table_files  # read at call time: a test may stand in smaller TABLE_BATCHES
+from tools.tune import table_files  # TABLE_BATCHES read when the parser is built: tests stand in smaller ones
+from tools.tune.table_files import no_table_reason, write_table_files
 from tools.tune.measure import KernelTimer
 
 #: A preprocessor macro as nvcc's ``-D`` takes it: NAME or NAME=VALUE, NAME a C identifier (VALUE
@@ -162,7 +163,7 @@ def make_adapter(name: str, defines: tuple[str, ...]):
 def why_no_table(args: argparse.Namespace) -> str | None:
     """Why the tune these arguments ask for writes no table file
     (:func:`tools.tune.table_files.no_table_reason` of them), or None."""
-    return table_files.no_table_reason(only=args.only, batches=args.batches, defines=args.defines)
+    return no_table_reason(only=args.only, batches=args.batches, defines=args.defines)
 
 
 def load(adapter) -> str | None:
@@ -219,6 +220,6 @@ def main(argv: list[str] | None = None, *, timer=None, device=None) -> int:
         if why_not:
             print(f"no table file written for {name}: {why_not}")
             continue
-        for path in table_files.write_table_files(adapter, report, paths[name]):
+        for path in write_table_files(adapter, report, paths[name]):
             print(f"wrote {path}")
     return 0
