@@ -92,7 +92,10 @@ def test_the_reports_a_ladder_was_fitted_to_stand_in_for_the_tables_only_where_n
 
 
 @pytest.mark.parametrize("name, dtype, geomean, worst", [
-    ("fla-recurrent", "float32", 1.0, 1.0),  # predicted exactly: bv4 up to B = 16, bv8 from 32 (H100: from 16)
+    # fla-recurrent's 32-lane ladder against the H200's three-round tune with the lanes-per-row knob
+    # (2026-11-26): measured 1.008, 1.034 (B = 8; fewer lanes won at B <= 16); against its 32-lane tune
+    # of 2026-11-23 it was exact (bv4 up to B = 16, bv8 from 32)
+    ("fla-recurrent", "float32", 1.01, 1.035),
     # the ladders fitted to the H100's fast-gates tunes (2026-11-26), against the H200's fast-gates tunes
     # of the same day: measured 1.016, 1.043 (B = 1); 1.014, 1.039 (B = 128); 1.020, 1.132 (B = 64).
     # The ladders before the fit: cuda-v4 1.034, 1.111 against these tunes; cutedsl-bf16 1.085, 1.164
@@ -240,7 +243,7 @@ def test_the_command_line_names_a_b200_and_refuses_bad_input(capsys):
 #: docs/tuning.md "The contest's GPU on paper": per solution and state dtype, at B = 1, 16, 64 on a
 #: B200 (8 TB/s), the default model's config and the predicted µs (floor + the H100's and H200's mean t0).
 B200_PAPER = {
-    ("fla-recurrent", "float32"): [("bv4/w1", 1.96), ("bv4/w1", 4.51), ("bv8/w1", 12.09)],
+    ("fla-recurrent", "float32"): [("bv4/w1", 1.97), ("bv4/w1", 4.51), ("bv8/w1", 12.11)],
     ("cuda-v4", "float32"): [("r4/noalloc/l16/w2", 1.81), ("r4/noalloc/l16/w2", 4.26), ("r16/noalloc/l8/w2", 12.62)],
     ("cutedsl-bf16", "float32"): [("t16/s1/regs/cs/p2", 1.88), ("t16/s1/mix1/cs/p2", 4.42),
                                   ("t32/s2/mix2/cs/p2", 12.98)],
