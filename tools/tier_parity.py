@@ -271,11 +271,13 @@ def extend(found: dict, more: dict) -> dict:
 
 
 def plain_repeats(subjects: list[str], batches: list[int], repeats: int, warm_s: float,
-                  flush_mb: int | None = None, sets: int | None = None) -> dict:
+                  flush_mb: int | None = None, sets: int | None = None, found: dict | None = None) -> dict:
     """``{(subject, B): {tier: [µs per repeat]}}``: :func:`plain_figures` ``repeats`` times for each
     subject and batch size (over ``sets`` argument sets), each in a fresh process, the repeats in
-    rounds over all of them (so a drift of the machine spreads over every point rather than one)."""
-    found: dict = {}
+    rounds over all of them (so a drift of the machine spreads over every point rather than one).
+    Each point extends ``found`` (a new dict if None) as it is measured, so a caller stopped part way
+    keeps the points measured before."""
+    found = {} if found is None else found
     for _ in range(repeats):
         for subject in subjects:
             for batch in batches:
@@ -284,10 +286,20 @@ def plain_repeats(subjects: list[str], batches: list[int], repeats: int, warm_s:
     return found
 
 
+def figures_by_point(found: dict) -> dict[str, dict[str, list[float]]]:
+    """``{(subject, B): {tier: [µs]}}`` keyed ``"<subject> B=<B>"`` for JSON: every figure measured,
+    also those of points the other side did not reach."""
+    return {f"{subject} B={batch}": figures for (subject, batch), figures in sorted(found.items())}
+
+
 def write_report(out: Path, report: dict) -> None:
     """``tier_parity.json`` and ``tier_parity.md``."""
     lines = [f"# Tier parity — {report['hardware']}, {report['date']}, commit {report['git_commit']}", "",
-             f"Command: `{report['command']}`", "", "Plain-process timers:", ""]
+             f"Command: `{report['command']}`", ""]
+    if report.get("stopped"):
+        lines += [f"**Incomplete:** {report['stopped']}; the table compares the points both sides reached, and "
+                  "tier_parity.json's `figures` holds every figure measured.", ""]
+    lines += ["Plain-process timers:", ""]
     lines += [f"* `{tier}`: {timer}" for tier, timer in PLAIN_TIMERS.items()]
     lines += ["", f"Each plain timer (each trial) after {report.get('plain_warm_s', 0)} s of back-to-back flush + call "
                   "(the clock warm-up every harness tier gets)."]
@@ -347,26 +359,31 @@ def main(argv: list[str] | None = None) -> int:
     solutions = [s for s in args.solutions.split(",") if s]
     plain_sets = None if args.plain_sets is None else max(1, args.plain_sets)  # None: the core's count per point
     batches = sorted({int(b) for b in args.batches.split(",")})
-    harness, plain = {}, {}
-    for round_ in range(max(args.harness_repeats, args.repeats, 1)):  # harness and plain in rounds: drift spreads
-        if round_ < max(1, args.harness_repeats):
-            with tempfile.TemporaryDirectory() as scratch:
-                extend(harness, harness_run(solutions, set(batches), Path(scratch)))
-        if round_ < max(1, args.repeats):
-            extend(plain, plain_repeats([COPY, *solutions], batches, 1, args.warm_seconds, args.plain_flush_mb,
-                                        plain_sets))
+    harness, plain, stopped = {}, {}, None
+    try:
+        for round_ in range(max(args.harness_repeats, args.repeats, 1)):  # harness and plain in rounds: drift spreads
+            if round_ < max(1, args.harness_repeats):
+                with tempfile.TemporaryDirectory() as scratch:
+                    extend(harness, harness_run(solutions, set(batches), Path(scratch)))
+            if round_ < max(1, args.repeats):
+                plain_repeats([COPY, *solutions], batches, 1, args.warm_seconds, args.plain_flush_mb, plain_sets,
+                              found=plain)
+    except KeyboardInterrupt:  # SIGINT, e.g. gpu_judge_check.sh's PARITY_LIMIT_S: keep what was measured
+        stopped = (f"stopped by SIGINT after {len(harness)} harness points and "
+                   f"{len(plain)} plain points of {len(batches) * (len(solutions) + 1)}")
     rows = compare(harness, plain)
     report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
               "hardware": hardware_name("cuda"), "command": "python -m tools.tier_parity " + " ".join(argv or sys.argv[1:]),
               "plain_timers": {str(t): v for t, v in PLAIN_TIMERS.items()}, "plain_warm_s": args.warm_seconds,
               "plain_repeats": max(1, args.repeats), "harness_repeats": max(1, args.harness_repeats),
               "plain_flush_mb": args.plain_flush_mb, "plain_sets": "the core's" if plain_sets is None else plain_sets,
+              "stopped": stopped, "figures": {"harness": figures_by_point(harness), "plain": figures_by_point(plain)},
               "rows": rows}
     write_report(args.out, report)
     print((args.out / "tier_parity.md").read_text())
     print(f"{sum(r['within'] for r in rows)} of {len(rows)} within their targets; "
           f"{sum(r['within_spread'] for r in rows)} within the plain timer's range widened by the target")
-    return 0
+    return 130 if stopped else 0
 
 
 if __name__ == "__main__":

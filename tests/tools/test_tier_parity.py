@@ -175,3 +175,34 @@ def bytes_stand_in(nbytes: int):
     import torch
 
     return torch.empty(nbytes // 4, dtype=torch.float32, device="meta")
+
+
+def test_a_check_stopped_part_way_writes_every_figure_it_measured_and_exits_130(monkeypatch, tmp_path):
+    """gpu_judge_check.sh stops the check at PARITY_LIMIT_S with SIGINT: the harness run and the plain
+    points measured before it are written, the table compares the points both sides reached."""
+    import json
+
+    import torch
+
+    import tools.tier_parity as parity
+
+    measured = []
+
+    def fake_plain(fn, subject, batch, warm_s, flush_mb, tiers, sets):
+        if len(measured) == 2:
+            raise KeyboardInterrupt  # the third plain point: the limit
+        measured.append((subject, batch))
+        return {"cupti": 2.0}
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr("harness.records.environment.hardware_name", lambda device: "a GPU")
+    monkeypatch.setattr(parity, "harness_run", lambda solutions, batches, scratch: {
+        (subject, b): {"cupti": [2.1]} for subject in ("copy", *solutions) for b in batches})
+    monkeypatch.setattr(parity, "in_fresh_process", fake_plain)
+    assert parity.main(["--out", str(tmp_path), "--solutions", "cuda-v4", "--batches", "1,8", "--repeats", "1"]) == 130
+    report = json.loads((tmp_path / "tier_parity.json").read_text())
+    assert "stopped by SIGINT after 4 harness points and 2 plain points of 4" == report["stopped"]
+    assert set(report["figures"]["harness"]) == {"copy B=1", "copy B=8", "cuda-v4 B=1", "cuda-v4 B=8"}
+    assert report["figures"]["plain"] == {"copy B=1": {"cupti": [2.0]}, "copy B=8": {"cupti": [2.0]}}
+    assert [(r["subject"], r["batch_size"]) for r in report["rows"]] == [("copy", 1), ("copy", 8)]
+    assert "**Incomplete:**" in (tmp_path / "tier_parity.md").read_text()
