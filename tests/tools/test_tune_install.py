@@ -17,7 +17,7 @@ from tools.tune import ADAPTERS, install
 H200_REPORTS = REPO_ROOT / "results" / "tuning" / "20261123-H200"
 #: solution -> the tune of its installed H200 table: (report folder, the commit it records)
 H200_TUNES = {
-    "fla-recurrent": ("20261123-H200", "b25d6a5b025f"),
+    "fla-recurrent": ("20261126-H200-rounds/tune", "57f55ab"),
     "cutedsl-bf16": ("20261126-H200-fast-gates", "e8a4397+"),
     "cuda-v4": ("20261126-H200-fast-gates", "e8a4397+"),
 }
