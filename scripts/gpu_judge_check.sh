@@ -59,6 +59,12 @@
 #                 (issue #33); TUNE_ROUNDS times, alternating (default 1; each round ~9 min: start:/wait: past one);
 #                 TUNE_ONLY, a --only pattern for both sides (default ., every variant: --only writes no table
 #                 file, so the steps after it run the shipped tables; tune-small likewise), measures less in less time
+#   tune-ab       `python -m tools.tune --algo $TUNE_ALGOS --rounds $TUNE_ROUNDS` (default cuda-v4,fla-recurrent and 3) in a copy
+#                 of this tree (the tune writes its tables there, never here), then `run_local.py --algo $TUNE_ALGOS
+#                 --workloads sweep --tiers cupti` here (the installed tables) and in the copy (the tuned ones),
+#                 alternating, AB_ROUNDS times (default 2), and `python -m tools.tune.ab` of them (ab.md: per solution
+#                 install or keep). Install with `python -m tools.tune.install` from the pack's tune/<solution>/<GPU>.json.
+#                 About 14 min on an H200 for the two defaults: start:/wait:
 #   events-sweep-ab  `run_local.py --algo cuda-v1,cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events` here,
 #                 then in AB_TREE, compared per batch size (an events-tier change against a `parity` run's plain
 #                 events timer of the same session; about 4 min)
@@ -218,6 +224,21 @@ for step in "$@"; do
                    done
                  done
                  pack "$step" "$work" ;;
+    tune-ab)     work=/tmp/gdn-check-$step tuned=/tmp/gdn-tuned-tree algos=${TUNE_ALGOS:-cuda-v4,fla-recurrent}
+                 rm -rf "$work" "$tuned"; mkdir -p "$work/ab" "$tuned"
+                 tar cf - --exclude=./.git --exclude=./.before --exclude=./.gpubundle --exclude=./.pyd . | tar xf - -C "$tuned"
+                 (cd "$tuned" && GDN_BENCH_COMMIT=$COMMIT timeout -s INT "${TUNE_LIMIT_S:-1200}" python -m tools.tune \
+                    --algo "$algos" --rounds "${TUNE_ROUNDS:-3}" --out "$work/tune" > "$work/tune.log" 2>&1
+                  echo "rc=$?" >> "$work/tune.log"); grep -h "^B=\|rc=\|wrote" "$work/tune.log" | cut -c1-200
+                 for round in $(seq 1 "${AB_ROUNDS:-2}"); do
+                   for side in old new; do root=.; label=$COMMIT; [ "$side" = new ] && root=$tuned label=$COMMIT+tuned
+                     (cd "$root" && GDN_BENCH_COMMIT=$label timeout -s INT 300 python run_local.py --results \
+                        "$work/ab/$side-$round" --no-progress --algo "$algos" --workloads sweep --tiers cupti \
+                        > "$work/ab/$side-$round.log" 2>&1; echo "rc=$?" >> "$work/ab/$side-$round.log")
+                   done
+                 done
+                 python -m tools.tune.ab "$work"/ab/old-*/ -- "$work"/ab/new-*/ > "$work/ab.md" 2>&1; cat "$work/ab.md"
+                 rm -rf "$tuned"; pack "$step" "$work" ;;
     tune-candidate) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  for round in $(seq 1 "${TUNE_ROUNDS:-1}"); do
                    for side in shipped candidate; do
