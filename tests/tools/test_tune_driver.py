@@ -192,7 +192,7 @@ def test_a_report_in_rounds_shows_each_figures_range():
                               else 4.0, "cpu", rounds=3)
     text = format_report({"solution": "fake", "device": "cpu", "timing": {"tier": "fake", "iters": 100},
                           "state_dtypes": {"float32": three}})
-    assert "median of 100 cold-L2 calls; the median of 3 rounds [their range], µs" in text
+    assert "median of 100 cold-L2 calls; the median of 3 rounds [their range], µs; x: over torch's copy_" in text
     assert "best good 2.00 [2.00-2.00] (0.500x)" in text
 
 

@@ -105,8 +105,8 @@ def _cell(row: dict, name: str | None) -> str:
 
 
 def format_report(report: dict) -> str:
-    """Per state dtype one line per batch size (copy floor, the config in use,
-    the fastest correct one, the baselines; µs and × copy floor), the configs
+    """Per state dtype one line per batch size (torch's copy of the state, the config in use,
+    the fastest correct one, the baselines; µs and × that copy), the configs
     that failed, then the chosen table in the solution's own form."""
     timing = report["timing"]
     built = "".join(f" -D{macro}" for macro in report.get("defines") or ())  # older reports have none
@@ -114,13 +114,14 @@ def format_report(report: dict) -> str:
                  default=1)  # older reports have none
     over = f"; the median of {rounds} rounds [their range]" if rounds > 1 else ""
     lines = [f"{report['solution']}{built} on {report['device']}  ({timing['tier']} tier, median of "
-             f"{timing['iters']} cold-L2 calls{over}, µs)"]
+             f"{timing['iters']} cold-L2 calls{over}, µs; x: over torch's copy_ of the state, which a run's "
+             "copy floor, the best of several copies, can undercut)"]
     for dtype, part in report["state_dtypes"].items():
         lines.append(f"== {dtype} state")
         for row in part["batches"]:
             baselines = ", ".join(f"{name} {_us(b.get('us'))}" for name, b in row["baselines"].items())
             entry = "ok" if row["entry_check"].get("correct") else "WRONG"
-            lines.append(f"B={row['batch']:<4} copy {_us(row['copy_floor_us'])} | in use {_cell(row, row['in_use'])}"
+            lines.append(f"B={row['batch']:<4} copy_ {_us(row['copy_floor_us'])} | in use {_cell(row, row['in_use'])}"
                          f" (run: {entry}) | best {_cell(row, row['best'])} | {baselines}")
         bad = [f"B={row['batch']} {name}" for row in part["batches"]
                for name, result in row["configs"].items() if not result["correct"]]
