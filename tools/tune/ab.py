@@ -5,57 +5,56 @@
 The A/B after ``python -m tools.tune``: each RUN is a run folder of ``run_local.py --workloads
 sweep --tiers cupti`` (or a folder holding run folders), made on one machine alternately with the
 installed tables (old) and with the tuned ones (new, e.g. in the copy of the tree the tune wrote
-into; ``scripts/gpu_judge_check.sh OUT tune-ab`` makes both). A tune's own rounds time each config
-on one set of buffers; the runs time the tables as the judge does, and two runs of one table move
-by a CUPTI tick or two at small B, which is why each side takes several runs.
+into; ``scripts/gpu_judge_check.sh OUT tune-ab`` makes both). A tune ranks configs that differ by
+a CUPTI tick or two, and in the judge's runs (another process, other allocations) such a pick can
+read a tick slower; two runs of one table move by as much at small B, which is why each side takes
+several runs.
 
 Prints, per solution and batch size, each run's CUPTI median (µs) and new − old of the medians over
 each side's runs; then per solution the mean of new / old over the batch sizes both sides measured
 and the verdict: ``install`` (below 1: the tuned table reads faster on average, the rule of the
 ``results/tuning/*`` READMEs since 2026-11-26) or ``keep``; the copy floor's mean is the machine's
 drift between the two sides, which the verdicts should be read against. Exit status 0; 2 after an error line
-(no ``--``, a side without runs, a run folder without ``summary.csv``).
+(no ``--``, a side without runs, a folder with no run in it).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-from harness.facts import COPY_FLOOR
-from harness.records.store import read_stored
+from harness.facts import COPY_FLOOR, Tier
+from harness.records.store import TRACES_FILE, run_dirs, stored_file
+from tools.compare_runs import figures
 
 #: ``{(solution, batch size): CUPTI µs}`` of one run.
 RunFigures = dict[tuple[str, int], float]
 
 
 class BadRuns(ValueError):
-    """A side without runs, or a folder that holds no run's summary."""
+    """A side without runs, or a folder that holds no run."""
 
 
-def summaries(folder: Path) -> list[Path]:
-    """The ``summary.csv`` (or ``.csv.gz``) of ``folder`` if it is a run folder, else of the run
-    folders under it (``--results DIR`` writes ``DIR/runs/<run>/``).
+def runs_in(folder: Path) -> list[Path]:
+    """``folder`` if it is a run folder, else the run folders the harness's writer left under it
+    (``--results DIR`` writes ``DIR/runs/<run>/``: :func:`harness.records.store.run_dirs`).
 
     Raises:
         BadRuns: none found.
     """
-    found = sorted({p.with_suffix("") if p.suffix == ".gz" else p  # the name read_stored takes
-                    for p in [*folder.glob("summary.csv*"), *folder.glob("**/runs/*/summary.csv*")]})
+    found = [folder] if stored_file(folder / TRACES_FILE) else run_dirs(folder)
     if not found:
-        raise BadRuns(f"{folder}: no summary.csv of a run in it")
+        raise BadRuns(f"{folder}: no run folder in it")
     return found
 
 
-def run_figures(summary: Path) -> RunFigures:
-    """CUPTI medians by (solution, batch size) of one run's ``summary.csv`` (one workload per batch
-    size in the sweep set; rows without a CUPTI figure are left out)."""
-    rows = csv.DictReader(io.StringIO(read_stored(summary).decode()))
-    return {(r["solution"], int(r["batch_size"])): float(r["cupti_value_us"]) for r in rows if r["cupti_value_us"]}
+def run_figures(run: Path) -> RunFigures:
+    """CUPTI figures by (solution, batch size) of one run (:func:`tools.compare_runs.figures`: the
+    PASSED traces, and the copy floor as the best of its copies); a key without a CUPTI figure is
+    left out."""
+    return {key: tiers[Tier.CUPTI] for key, tiers in figures(run / TRACES_FILE).items() if Tier.CUPTI in tiers}
 
 
 def side_medians(runs: list[RunFigures]) -> dict[tuple[str, int], float]:
@@ -102,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cut = args.index("--")
     try:
-        sides = [[run_figures(s) for folder in part for s in summaries(Path(folder))] for part in (args[:cut], args[cut + 1:])]
+        sides = [[run_figures(run) for folder in part for run in runs_in(Path(folder))] for part in (args[:cut], args[cut + 1:])]
         if not all(sides):
             raise BadRuns("each side needs at least one run folder: OLD_RUN ... -- NEW_RUN ...")
     except (BadRuns, OSError, KeyError, ValueError) as exc:
