@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from tools.probe_cli import run_probe
+from tools.profiler_check import END_MARKER_KERNEL, device_timeline
 
 DECOYS = ("none", "same", "other")
 CUDA_V4 = "cuda-v4"
@@ -54,9 +55,6 @@ ITERS = 100
 #: Seconds of back-to-back calls before each point (tools.tier_parity.warm: an idle H100 times µs
 #: kernels up to 2x slow).
 WARM_S = 0.3
-#: Name fragments (demangled, mangled) of the end marker's kernel: a fill of an int8 tensor, which
-#: no subject launches (tools.profiler_check's).
-END_MARKER = ("FillFunctor<signed char>", "FillFunctorIaE")
 
 
 def last_before_marker_us(events: Iterable[tuple[str, float, float]], marker: tuple[str, ...], n: int) -> list[float]:
@@ -87,7 +85,6 @@ def last_before_marker_us(events: Iterable[tuple[str, float, float]], marker: tu
 def profiled_us(call: Callable[[], object], decoy: Callable[[], object] | None, iters: int) -> list[float]:
     """Per-call device µs of ``call`` in a loop of flush, ``decoy`` (if any), ``call``, end marker."""
     import torch
-    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     from harness.judge.timing import L2Flusher
@@ -102,9 +99,7 @@ def profiled_us(call: Callable[[], object], decoy: Callable[[], object] | None, 
             call()
             marker.zero_()
         torch.cuda.synchronize()
-    events = [(e.name(), e.start_ns() / 1e3, e.duration_ns() / 1e3) for e in prof.profiler.kineto_results.events()
-              if e.device_type() == DeviceType.CUDA and not e.is_user_annotation()]
-    return last_before_marker_us(events, END_MARKER, iters)
+    return last_before_marker_us(device_timeline(prof), END_MARKER_KERNEL, iters)
 
 
 def subject_pairs(batch: int, workdir: Path) -> dict[str, tuple[Callable, Callable, Callable]]:

@@ -74,7 +74,6 @@ def independent_kernel_times_us(fn: Callable[[Any], Any], setup: Callable[[], An
         RuntimeError: no CUDA device, or the timeline does not split into ``iters`` calls.
     """
     import torch  # noqa: PLC0415
-    from torch.autograd import DeviceType  # noqa: PLC0415
     from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
 
     if not torch.cuda.is_available():
@@ -93,10 +92,16 @@ def independent_kernel_times_us(fn: Callable[[Any], Any], setup: Callable[[], An
             fn(args)
             marker.zero_()
         torch.cuda.synchronize()
-    device_events = [(e.name(), e.start_ns() / 1e3, e.duration_ns() / 1e3)
-                     for e in prof.profiler.kineto_results.events()
-                     if e.device_type() == DeviceType.CUDA and not e.is_user_annotation()]
-    return split_at_delimiters_us(device_events, FLUSH_KERNEL, END_MARKER_KERNEL, iters)
+    return split_at_delimiters_us(device_timeline(prof), FLUSH_KERNEL, END_MARKER_KERNEL, iters)
+
+
+def device_timeline(prof) -> list[tuple[str, float, float]]:
+    """``(name, start_us, duration_us)`` of every kernel, memcpy and memset a finished
+    ``torch.profiler.profile`` recorded on the device (kineto's own records, user annotations left out)."""
+    from torch.autograd import DeviceType  # noqa: PLC0415
+
+    return [(e.name(), e.start_ns() / 1e3, e.duration_ns() / 1e3) for e in prof.profiler.kineto_results.events()
+            if e.device_type() == DeviceType.CUDA and not e.is_user_annotation()]
 
 
 def main(iters: int = 20) -> None:

@@ -3,7 +3,8 @@ out of a profiled timeline, and its command line without a GPU; the timing itsel
 
 import pytest
 
-from tools.code_warm_probe import END_MARKER, last_before_marker_us, main
+from tools.code_warm_probe import last_before_marker_us, main
+from tools.profiler_check import END_MARKER_KERNEL as END_MARKER
 
 MARK = f"void at::native::vectorized_elementwise_kernel<at::native::{END_MARKER[0]}>"
 
