@@ -92,12 +92,13 @@ def cuda_v4_all_variants():
     from tools.tune.cuda_v4 import KERNEL_NAME
 
     try:
-        nvcc = build.nvcc_version(build.find_nvcc()), build.tvm_ffi_paths()
+        nvcc_version = build.nvcc_version(build.find_nvcc())
+        build.tvm_ffi_paths()
     except build.CompileError as exc:  # no toolchain here; a source that does not compile fails below
         pytest.skip(str(exc))
     folder = REPO / "solutions" / "cuda-v4"
     sources = {p.name: p.read_text() for p in sorted(folder.iterdir()) if p.is_file()}
-    key = build.cache_key(sources, ("GDN_V4_ALL_VARIANTS",), nvcc[0])
+    key = build.cache_key(sources, ("GDN_V4_ALL_VARIANTS",), nvcc_version)
     shared = cache_dir() / "test-reports" / f"cuda-v4-all-variants-{key}.pickle"
     shared.parent.mkdir(parents=True, exist_ok=True)
     with open(f"{shared}.lock", "w") as lock:
