@@ -64,7 +64,7 @@
 #                 --workloads sweep --tiers cupti` here (the installed tables) and in the copy (the tuned ones),
 #                 alternating, AB_ROUNDS times (default 2), and `python -m tools.tune.ab` of them (ab.md: per solution
 #                 install or keep). Install with `python -m tools.tune.install` from the pack's tune/<solution>/<GPU>.json.
-#                 About 12 min on an H200 for the two defaults (the same steps by hand, 2026-11-26): start:/wait:
+#                 About 9.5 min on an H100 for the two defaults (2026-11-27; ~12 min on an H200 by hand): start:/wait:
 #   events-sweep-ab  `run_local.py --algo cuda-v1,cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events` here,
 #                 then in AB_TREE, compared per batch size (an events-tier change against a `parity` run's plain
 #                 events timer of the same session; about 4 min)

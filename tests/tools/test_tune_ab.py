@@ -22,9 +22,22 @@ def test_each_solution_gets_the_mean_of_new_over_old_and_a_verdict(tmp_path, cap
     assert main([*map(str, old), "--", str(new[0] / "runs" / "run")]) == 0  # a results folder, or a run folder
     out = capsys.readouterr().out
     assert "| cuda-v4 | 8 | 4.000 | 4.200 | 4.100 | +0.000 |" in out
-    assert "| cuda-v4 | 0.9750 | 2 | install |" in out  # (1.9 / 2.0 + 4.1 / 4.1) / 2
-    assert "| fla-recurrent | 1.0500 | 1 | keep |" in out  # B = 8 only measured by one side
-    assert "| copy-floor | 1.0000 | 1 | the machine's drift (no table) |" in out
+    # (1.9 / 2.0 + 4.1 / 4.1) / 2; noise: old's B = 8 spans 0.2 around 4.1 (2.44% half), B = 1 none: 1.22%
+    assert "| cuda-v4 | 0.9750 | 2 | 1.22% | install |" in out
+    assert "| fla-recurrent | 1.0500 | 1 | 0.00% | keep |" in out  # B = 8 only measured by one side
+    assert "| copy-floor | 1.0000 | 1 | | the machine's drift (no table) |" in out
+
+
+def test_a_gain_within_the_noise_is_a_tie_and_kept(tmp_path, capsys):
+    """The H100 tune-ab of 2026-11-27 (results/tuning/20261127-H100-tune-ab): fla-recurrent read
+    0.9994 where the copy floor drifted 1.0021; a gain smaller than the drift is no gain."""
+    old = [results(tmp_path / "old", [("cuda-v4", 1, 2.0), ("fla-recurrent", 1, 2.0)], floor_us=1.80)]
+    new = [results(tmp_path / "new", [("cuda-v4", 1, 1.99), ("fla-recurrent", 1, 1.96)], floor_us=1.81)]
+    assert main([str(old[0]), "--", str(new[0])]) == 0
+    out = capsys.readouterr().out
+    assert "| cuda-v4 | 0.9950 | 1 | 0.56% | keep (a tie within the noise) |" in out  # drift 1.81 / 1.80
+    assert "| fla-recurrent | 0.9800 | 1 | 0.56% | install |" in out
+    assert "| copy-floor | 1.0056 | 1 | | the machine's drift (no table) |" in out
 
 
 def test_bad_input_is_one_line_and_status_2(tmp_path, capsys):

@@ -11,11 +11,14 @@ read a tick slower; two runs of one table move by as much at small B, which is w
 several runs.
 
 Prints, per solution and batch size, each run's CUPTI median (µs) and new − old of the medians over
-each side's runs; then per solution the mean of new / old over the batch sizes both sides measured
-and the verdict: ``install`` (below 1: the tuned table reads faster on average, the rule of the
-``results/tuning/*`` READMEs since 2026-11-26) or ``keep``; the copy floor's mean is the machine's
-drift between the two sides, which the verdicts should be read against. Exit status 0; 2 after an error line
-(no ``--``, a side without runs, a folder with no run in it).
+each side's runs; then per solution the mean of new / old over the batch sizes both sides measured,
+the noise it is read against and the verdict: ``install`` where the mean is below 1 by more than the
+noise (the tuned table reads faster on average), else ``keep`` (slower, or a tie within the noise:
+a table that changes nothing measurable is not worth the churn). The noise is the larger of the
+machine's drift (the copy floor's own mean new / old, which no table moves) and the repeat spread
+(half the range of a side's runs over their median, averaged over the solution's batch sizes and
+both sides). Exit status 0; 2 after an error line (no ``--``, a side without runs, a folder with no
+run in it).
 """
 
 from __future__ import annotations
@@ -76,6 +79,35 @@ def verdicts(old: list[RunFigures], new: list[RunFigures]) -> dict[str, tuple[fl
     return {solution: (statistics.mean(r), len(r)) for solution, r in ratios.items()}
 
 
+def repeat_spread(sides: tuple[list[RunFigures], ...], solution: str) -> float:
+    """Half the range of one side's runs over their median, as a fraction, averaged over the
+    solution's (batch size, side) pairs that at least two runs measured; 0 where none did."""
+    spreads = []
+    for runs in sides:
+        values: dict[tuple[str, int], list[float]] = defaultdict(list)
+        for run in runs:
+            for key, us in run.items():
+                if key[0] == solution:
+                    values[key].append(us)
+        spreads += [(max(v) - min(v)) / (2 * statistics.median(v)) for v in values.values() if len(v) >= 2]
+    return statistics.mean(spreads) if spreads else 0.0
+
+
+def noise(old: list[RunFigures], new: list[RunFigures], solution: str, drift: float | None) -> float:
+    """What a solution's mean new / old is read against, as a fraction: the larger of the
+    machine's drift (``|drift - 1|``, the copy floor's mean new / old; None: no floor measured) and
+    :func:`repeat_spread` over both sides."""
+    return max(abs(drift - 1) if drift is not None else 0.0, repeat_spread((old, new), solution))
+
+
+def verdict(mean: float, band: float) -> str:
+    """``install`` where the tuned table reads faster by more than ``band`` (a fraction), else
+    ``keep``, naming a tie within the noise as such."""
+    if mean < 1 - band:
+        return "install"
+    return "keep (a tie within the noise)" if mean < 1 + band else "keep"
+
+
 def format_ab(old: list[RunFigures], new: list[RunFigures]) -> str:
     """The markdown tables :func:`main` prints."""
     before, after = side_medians(old), side_medians(new)
@@ -84,10 +116,15 @@ def format_ab(old: list[RunFigures], new: list[RunFigures]) -> str:
     for key in sorted(before.keys() & after.keys()):
         cells = [f"{run[key]:.3f}" if key in run else "—" for run in (*old, *new)]
         lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + f" | {after[key] - before[key]:+.3f} |")
-    lines += ["", "| solution | mean new / old | batch sizes | verdict |", "|---|---|---|---|"]
-    for solution, (mean, count) in sorted(verdicts(old, new).items()):
-        verdict = "the machine's drift (no table)" if solution.startswith(COPY_FLOOR) else "install" if mean < 1 else "keep"
-        lines.append(f"| {solution} | {mean:.4f} | {count} | {verdict} |")
+    means = verdicts(old, new)
+    drift = means.get(COPY_FLOOR, (None, 0))[0]
+    lines += ["", "| solution | mean new / old | batch sizes | noise ± | verdict |", "|---|---|---|---|---|"]
+    for solution, (mean, count) in sorted(means.items()):
+        if solution.startswith(COPY_FLOOR):
+            lines.append(f"| {solution} | {mean:.4f} | {count} | | the machine's drift (no table) |")
+            continue
+        band = noise(old, new, solution, drift)
+        lines.append(f"| {solution} | {mean:.4f} | {count} | {band:.2%} | {verdict(mean, band)} |")
     return "\n".join(lines)
 
 
