@@ -69,7 +69,7 @@ def side_medians(runs: list[RunFigures]) -> dict[tuple[str, int], float]:
     return {key: statistics.median(v) for key, v in values.items()}
 
 
-def verdicts(old: list[RunFigures], new: list[RunFigures]) -> dict[str, tuple[float, int]]:
+def mean_ratios(old: list[RunFigures], new: list[RunFigures]) -> dict[str, tuple[float, int]]:
     """``{solution: (mean of new / old over its batch sizes, how many)}`` over the keys both sides
     measured (the copy floor is a solution label too: its ratio shows how far the machine drifted)."""
     before, after = side_medians(old), side_medians(new)
@@ -116,7 +116,7 @@ def format_ab(old: list[RunFigures], new: list[RunFigures]) -> str:
     for key in sorted(before.keys() & after.keys()):
         cells = [f"{run[key]:.3f}" if key in run else "—" for run in (*old, *new)]
         lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + f" | {after[key] - before[key]:+.3f} |")
-    means = verdicts(old, new)
+    means = mean_ratios(old, new)
     drift = means.get(COPY_FLOOR, (None, 0))[0]
     lines += ["", "| solution | mean new / old | batch sizes | noise ± | verdict |", "|---|---|---|---|---|"]
     for solution, (mean, count) in sorted(means.items()):
