@@ -57,7 +57,7 @@ from harness.judge.solutions import SolutionLoadError, SolutionMeta
 from harness.judge.timing import L2Flusher, TimingConfig
 from harness.paths import REPO_ROOT, RESULTS_DIR, SOLUTIONS_DIR
 from harness.records.annotate import annotate
-from harness.records.environment import environment, git_commit, hardware_name, version_drift
+from harness.records.environment import environment, git_commit, hardware_name, version_drift, without_bytecode
 from harness.records.store import RunWriter, stored_references
 from harness.records.trace import Environment, FloorMeasurement, Trace
 
@@ -328,6 +328,11 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
     if meta["version_drift"] and config.device.startswith("cuda"):
         result.notes.append("installed versions differ from pyproject.toml's pinned gpu extra, which the "
                             f"results were measured with: {'; '.join(meta['version_drift'])}")
+    uncompiled = without_bytecode(p for v in variants for p in v.meta.packages)
+    if uncompiled:
+        result.notes.append(f"installed without bytecode: {', '.join(f'{m} ({folder})' for m, folder in uncompiled.items())}; "
+                            "every worker that imports them compiles their sources again (workers write no bytecode), "
+                            "which only lengthens the run: `python -m compileall -q FOLDER` once shortens it")
     scratch = Path(tempfile.mkdtemp(prefix="gdn-judge-"))
     ctx = RunContext(dataset, config, references, {}, env, harness_files, scratch, core_library,
                      timeouts or Timeouts())
