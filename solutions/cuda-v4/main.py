@@ -191,10 +191,11 @@ def run(inputs: dict) -> dict:
 
     Args:
         inputs: the contract's dict (docs/solutions.md): q, k ``[B,1,4,128]``
-            bf16; v ``[B,1,8,128]`` bf16; state ``[B,8,128,128]`` f32; A_log,
-            dt_bias ``[8]`` f32; a, b ``[B,1,8]`` bf16; scale float/None;
-            output ``[B,1,8,128]`` bf16 and new_state ``[B,8,128,128]`` f32,
-            all contiguous CUDA tensors.
+            bf16; v ``[B,1,8,128]`` bf16; state ``[B,8,128,128]`` f32 (or bf16:
+            the bf16-state mode, fp32 arithmetic); A_log, dt_bias ``[8]`` f32;
+            a, b ``[B,1,8]`` bf16; scale float/None; output ``[B,1,8,128]`` bf16
+            and new_state ``[B,8,128,128]`` of the state's dtype, all contiguous
+            CUDA tensors.
 
     Returns:
         ``{"output": output, "new_state": new_state}`` (the same tensors).
