@@ -81,7 +81,8 @@
 //   o[v]  = scale * (g * sum_k S0[v, k] q[k] + d[v] * (k . q))   (= scale * S1 q)
 //
 // Blocks of WARPS * 32 threads.
-// Exported (tvm-ffi, destination passing style, definition argument order):
+// Exported (tvm-ffi, destination passing style, definition argument order; state and new_state
+// fp32, or both bf16 for the bf16-state mode, all arithmetic fp32):
 //   gdn_decode(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state)
 //   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
 //                     rows_per_warp, cache_policy, lanes_per_row, warps_per_block, passes)
@@ -647,7 +648,10 @@ struct LaunchConfig {
 // table, found by its exact device name (cudaDeviceProp::name, what the harness records) among
 // launch_tables.cuh's tables: one file per GPU, launch_table.<device slug>.cuh, each written by
 // `python -m tools.tune --algo cuda-v4` on that GPU, with the commit and command that produced it.
-// A GPU without a table gets the default model's configuration.
+// A GPU without a table gets the default model's configuration. A table file holds the fp32
+// state's table (GDN_V4_GPU) and may hold the bf16 state's (GDN_V4_GPU_BF16); a bf16 state on a
+// GPU with only an fp32 table takes the fp32 entry of the batch that moves as many state bytes,
+// ceil(B / 2) (the tables follow the bytes in flight; the default model's rho is in bytes too).
 //
 // The default model (docs/tuning.md derives it): a GPU hides its memory latency L only with
 // bandwidth x L bytes in flight (Little's law). rho = (state bytes of the batch) / (bandwidth x L)
@@ -674,16 +678,31 @@ struct LaunchConfig {
   X(64.0, 16, kPlain, 16, 4, 1)
 
 constexpr double kMemoryLatencySeconds = 0.9e-6;  // L of the default model, fitted to the H100 table of 2026-11-23
-constexpr double kStateBytesPerBatch = 4.0 * kNumVHeads * kHeadV * kHeadK;  // fp32 state: 512 KiB
+constexpr double kStateElementsPerBatch = double(kNumVHeads) * kHeadV * kHeadK;
+
+// The state dtypes a launch table is for (the index of Selection::table).
+enum StateDtype : int { kStateF32 = 0, kStateBf16 = 1 };
+constexpr int kNumStateDtypes = 2;
+
+// Bytes of one batch's state: 512 KiB in fp32, 256 KiB in bf16.
+constexpr double state_bytes_per_batch(StateDtype dtype) {
+  return (dtype == kStateBf16 ? 2.0 : 4.0) * kStateElementsPerBatch;
+}
+
+// The dtype of a state of `bits` bits per element (32 or 16).
+StateDtype state_dtype_of_bits(int64_t bits) {
+  TVM_FFI_CHECK(bits == 32 || bits == 16, ValueError) << "state_bits must be 32 (fp32) or 16 (bf16), not " << bits;
+  return bits == 16 ? kStateBf16 : kStateF32;
+}
 
 // Peak DRAM bandwidth in bytes/s from the memory clock (kHz) and bus width (bits): double data rate.
 double peak_bandwidth(int64_t memory_clock_khz, int64_t bus_width_bits) {
   return 2.0 * memory_clock_khz * 1e3 * bus_width_bits / 8.0;
 }
 
-// The default model's configuration for `batch` on a GPU of `bandwidth` bytes/s.
-LaunchConfig model_config(int64_t batch, double bandwidth) {
-  const double rho = batch * kStateBytesPerBatch / (bandwidth * kMemoryLatencySeconds);
+// The default model's configuration for `batch` states of `dtype` on a GPU of `bandwidth` bytes/s.
+LaunchConfig model_config(int64_t batch, double bandwidth, StateDtype dtype) {
+  const double rho = batch * state_bytes_per_batch(dtype) / (bandwidth * kMemoryLatencySeconds);
   LaunchConfig config{};
 #define GDN_V4_RUNG(RHO, ROWS, POLICY, LANES, WARPS, PASSES) \
   if (rho >= (RHO)) config = {ROWS, POLICY, LANES, WARPS, PASSES};
@@ -692,50 +711,69 @@ LaunchConfig model_config(int64_t batch, double bandwidth) {
   return config;
 }
 
-// Position of the GPU called `name` among launch_tables.cuh's tables, or -1 (no table).
-int table_index(const char* name) {
+// Position of the GPU called `name` among launch_tables.cuh's tables of `dtype`, or -1 (no table).
+int table_index(const char* name, StateDtype dtype) {
   int index = 0;
-#define GDN_V4_GPU(NAME, ENTRIES) \
-  if (std::strcmp(name, NAME) == 0) return index; \
-  ++index;
+#define GDN_V4_TABLE_INDEX(DTYPE, NAME) \
+  if (dtype == (DTYPE)) {                \
+    if (std::strcmp(name, NAME) == 0) return index; \
+    ++index;                             \
+  }
+#define GDN_V4_GPU(NAME, ENTRIES) GDN_V4_TABLE_INDEX(kStateF32, NAME)
+#define GDN_V4_GPU_BF16(NAME, ENTRIES) GDN_V4_TABLE_INDEX(kStateBf16, NAME)
 #include "launch_tables.cuh"
+#undef GDN_V4_GPU_BF16
 #undef GDN_V4_GPU
+#undef GDN_V4_TABLE_INDEX
   return -1;
 }
 
-// Entry of table `index` (>= 0) for `batch`: the first whose batch limit is >= batch.
-LaunchConfig table_config(int index, int64_t batch) {
+// Entry of table `index` (>= 0) of `dtype` for `batch`: the first whose batch limit is >= batch.
+LaunchConfig table_config(int index, StateDtype dtype, int64_t batch) {
   int position = 0;
 #define X(LIMIT, ROWS, POLICY, LANES, WARPS, PASSES) \
   if (batch <= (LIMIT)) return {ROWS, POLICY, LANES, WARPS, PASSES};
-#define GDN_V4_GPU(NAME, ENTRIES) \
-  if (index == position++) { ENTRIES }
+#define GDN_V4_TABLE_ENTRIES(DTYPE, ...) /* variadic: the expanded entries hold commas */ \
+  if (dtype == (DTYPE)) {                                                          \
+    if (index == position++) { __VA_ARGS__ }                                       \
+  }
+#define GDN_V4_GPU(NAME, ENTRIES) GDN_V4_TABLE_ENTRIES(kStateF32, ENTRIES)
+#define GDN_V4_GPU_BF16(NAME, ENTRIES) GDN_V4_TABLE_ENTRIES(kStateBf16, ENTRIES)
 #include "launch_tables.cuh"
+#undef GDN_V4_GPU_BF16
 #undef GDN_V4_GPU
+#undef GDN_V4_TABLE_ENTRIES
 #undef X
   TVM_FFI_THROW(ValueError) << "launch table " << index << " does not cover batch " << batch
                             << " (its last entry must be INT64_MAX)";
   return {};  // not reached: nvcc's front end does not see that the throw above never returns (warning 940)
 }
 
-// What a GPU gets: its table (table >= 0), else the default model at its bandwidth.
+// What a GPU gets, per state dtype: its table of that dtype (table[dtype] >= 0); for a bf16 state
+// without one, its fp32 table at ceil(B / 2); else the default model at its bandwidth.
 struct Selection {
-  int table;
+  int table[kNumStateDtypes];
   double bandwidth;  // bytes/s
   std::string device;
 };
 
 Selection select_for(const std::string& device, double bandwidth) {
-  return {table_index(device.c_str()), bandwidth, device};
+  return {{table_index(device.c_str(), kStateF32), table_index(device.c_str(), kStateBf16)}, bandwidth, device};
 }
 
-LaunchConfig selected_config(const Selection& selection, int64_t batch) {
-  return selection.table >= 0 ? table_config(selection.table, batch) : model_config(batch, selection.bandwidth);
+LaunchConfig selected_config(const Selection& selection, int64_t batch, StateDtype dtype) {
+  if (selection.table[dtype] >= 0) return table_config(selection.table[dtype], dtype, batch);
+  if (dtype == kStateBf16 && selection.table[kStateF32] >= 0) {
+    return table_config(selection.table[kStateF32], kStateF32, (batch + 1) / 2);
+  }
+  return model_config(batch, selection.bandwidth, dtype);
 }
 
-// "table <device name>" or "default model (<bandwidth> GB/s)": which one a GPU uses.
-std::string selection_source(const Selection& selection) {
-  if (selection.table >= 0) return "table " + selection.device;
+// Which one a GPU uses for a state of `dtype`: "table <device name>", "bf16 table <device name>",
+// "table <device name> at ceil(B / 2)" or "default model (<bandwidth> GB/s)".
+std::string selection_source(const Selection& selection, StateDtype dtype) {
+  if (selection.table[dtype] >= 0) return (dtype == kStateBf16 ? "bf16 table " : "table ") + selection.device;
+  if (dtype == kStateBf16 && selection.table[kStateF32] >= 0) return "table " + selection.device + " at ceil(B / 2)";
   return "default model (" + std::to_string(static_cast<int64_t>(selection.bandwidth / 1e9)) + " GB/s)";
 }
 
@@ -852,7 +890,9 @@ void launch_variant(const Params& params, int64_t batch, const LaunchConfig& con
   }
 #define X GDN_V4_LAUNCH_NAMED
 #define GDN_V4_GPU(NAME, ENTRIES) ENTRIES
+#define GDN_V4_GPU_BF16(NAME, ENTRIES) ENTRIES
 #include "launch_tables.cuh"
+#undef GDN_V4_GPU_BF16
 #undef GDN_V4_GPU
 #undef X
   GDN_V4_DEFAULT_LADDER(GDN_V4_LAUNCH_NAMED)
@@ -947,37 +987,33 @@ ffi::Shape config_shape(const LaunchConfig& config) {
                      config.passes});
 }
 
-// What gdn_decode launches for ``batch`` on the current CUDA device (main.py and the tuner read it).
-ffi::Shape gdn_decode_launch_config(int64_t batch) {
-  return config_shape(selected_config(device_selection(current_device()), batch));
+// What gdn_decode launches for ``batch`` states of ``state_bits`` bits (32: fp32, 16: bf16) on the
+// current CUDA device (main.py and the tuner read it).
+ffi::Shape gdn_decode_launch_config(int64_t batch, int64_t state_bits) {
+  return config_shape(selected_config(device_selection(current_device()), batch, state_dtype_of_bits(state_bits)));
 }
 
-// Where the current device's configurations come from: "table <device name>" or "default model (... GB/s)".
-ffi::String gdn_decode_launch_source() { return selection_source(device_selection(current_device())); }
+// Where the current device's configurations for a state of ``state_bits`` come from (selection_source).
+ffi::String gdn_decode_launch_source(int64_t state_bits) {
+  return selection_source(device_selection(current_device()), state_dtype_of_bits(state_bits));
+}
 
-// What a GPU called ``device`` with ``bandwidth`` bytes/s of DRAM bandwidth gets for ``batch``:
-// its table where one has that exact name, else the default model (host code: tests and
-// tools/tune/model_check.py ask it on a machine without that GPU).
-ffi::Shape gdn_decode_config_for(ffi::String device, double bandwidth, int64_t batch) {
-  return config_shape(selected_config(select_for(std::string(device), bandwidth), batch));
+// What a GPU called ``device`` with ``bandwidth`` bytes/s of DRAM bandwidth gets for ``batch``
+// states of ``state_bits``: its table where one has that exact name, else the default model (host
+// code: tests and tools/tune/model_check.py ask it on a machine without that GPU).
+ffi::Shape gdn_decode_config_for(ffi::String device, double bandwidth, int64_t batch, int64_t state_bits) {
+  return config_shape(selected_config(select_for(std::string(device), bandwidth), batch, state_dtype_of_bits(state_bits)));
 }
 
 // The device names of the launch tables compiled in, one per line.
 ffi::String gdn_decode_table_devices() {
   std::string names;
 #define GDN_V4_GPU(NAME, ENTRIES) names += std::string(NAME) + "\n";
+#define GDN_V4_GPU_BF16(NAME, ENTRIES)
 #include "launch_tables.cuh"
+#undef GDN_V4_GPU_BF16
 #undef GDN_V4_GPU
   return names;
-}
-
-// The batch size whose launch-table entry a call takes: its own for an fp32 state; for a bf16
-// state the fp32 batch that moves as many state bytes, ceil(B / 2). The tables are measured on
-// fp32 states, and what they pick follows the bytes in flight (the default model's rho is in
-// bytes too). A bf16 state has twice the rows per byte, so this is a first rule, to be replaced
-// by a bf16 table of its own once one is tuned (results/cuda-notes.md).
-int64_t config_batch(int64_t batch, const ffi::TensorView& state) {
-  return state.dtype().code == kDLBfloat ? (batch + 1) / 2 : batch;
 }
 
 void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::TensorView state,
@@ -987,7 +1023,8 @@ void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::Te
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   // The choice queries the device, so refuse a host tensor first (gdn_decode_config checks the rest).
   TVM_FFI_CHECK(q.device().device_type == kDLCUDA, ValueError) << "q must be on cuda:" << q.device().device_id;
-  const LaunchConfig config = selected_config(device_selection(q.device().device_id), config_batch(q.size(0), state));
+  const StateDtype dtype = state.dtype().code == kDLBfloat ? kStateBf16 : kStateF32;  // gdn_decode_config checks the rest
+  const LaunchConfig config = selected_config(device_selection(q.device().device_id), q.size(0), dtype);
   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
                     config.rows_per_warp, config.cache_policy, config.lanes_per_row,
                     config.warps_per_block, config.passes);

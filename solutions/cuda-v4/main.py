@@ -134,27 +134,34 @@ def _config(shape) -> LaunchConfig:
     return LaunchConfig(int(rows), CACHE_POLICIES[int(policy)], int(lanes), int(warps), int(passes))
 
 
-def launch_config(batch: int) -> LaunchConfig:
-    """The variant :func:`run` launches for a batch size on the current CUDA device, as the
-    compiled module chooses it (that GPU's launch table, else the default model).
+#: Bits per state element, by state dtype name (the kernel takes fp32 and bf16 states).
+STATE_BITS = {"float32": 32, "bfloat16": 16}
+
+
+def launch_config(batch: int, state_dtype: str = "float32") -> LaunchConfig:
+    """The variant :func:`run` launches for a batch size and state dtype on the current CUDA
+    device, as the compiled module chooses it (that GPU's launch table of the dtype; for a bf16
+    state without one, its fp32 table at ceil(B / 2); else the default model).
 
     Raises:
         RuntimeError: no CUDA device (the choice depends on the device).
+        KeyError: a state dtype not in :data:`STATE_BITS`.
     """
-    return _config(load_module().gdn_decode_launch_config(batch))
+    return _config(load_module().gdn_decode_launch_config(batch, STATE_BITS[state_dtype]))
 
 
-def launch_source() -> str:
-    """Where the current device's launch configurations come from: ``"table <device name>"``
+def launch_source(state_dtype: str = "float32") -> str:
+    """Where the current device's launch configurations for a state dtype come from:
+    ``"table <device name>"``, ``"bf16 table <device name>"``, ``"table <device name> at ceil(B / 2)"``
     or ``"default model (<bandwidth> GB/s)"``."""
-    return str(load_module().gdn_decode_launch_source())
+    return str(load_module().gdn_decode_launch_source(STATE_BITS[state_dtype]))
 
 
-def launch_config_for(device: str, bandwidth: float, batch: int) -> LaunchConfig:
+def launch_config_for(device: str, bandwidth: float, batch: int, state_dtype: str = "float32") -> LaunchConfig:
     """The variant a GPU named ``device`` (as ``torch.cuda.get_device_name`` gives it) with
-    ``bandwidth`` bytes/s of peak DRAM bandwidth gets for ``batch``: its launch table where
-    one has that exact name, else the default model. Host code: needs no GPU."""
-    return _config(load_module().gdn_decode_config_for(device, float(bandwidth), batch))
+    ``bandwidth`` bytes/s of peak DRAM bandwidth gets for ``batch`` states of ``state_dtype``: as
+    :func:`launch_config` chooses. Host code: needs no GPU."""
+    return _config(load_module().gdn_decode_config_for(device, float(bandwidth), batch, STATE_BITS[state_dtype]))
 
 
 def table_devices() -> tuple[str, ...]:

@@ -244,6 +244,15 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
                         55: (16, "noalloc", 8, 2, 1), 110: (8, "plain", 16, 2, 1), 220: (8, "nc", 16, 2, 1),
                         440: (16, "plain", 16, 2, 1), 878: (16, "plain", 16, 2, 1), 879: (16, "plain", 16, 4, 1)}
         assert entry.launch_config_for("NVIDIA H100 80GB HBM3 ", 3.352e12, 2) == (4, "noalloc", 16, 2, 1)  # not its name
+        # a bf16 state: a GPU with only an fp32 table takes its entry of ceil(B / 2) (as many state
+        # bytes); the default model's rho is in bytes, so B bf16 states read as B / 2 fp32 ones
+        for device, table in tables.items():
+            for batch in (1, 2, 3, 64, 129, 1024):
+                expected = next(config for limit, config in table if limit is None or (batch + 1) // 2 <= limit)
+                assert tuple(entry.launch_config_for(device, 3.352e12, batch, "bfloat16")) == expected, (device, batch)
+        for batch in (2, 14, 28, 56, 110, 220, 440, 880, 1758):
+            assert entry.launch_config_for("NVIDIA B200", 8e12, batch, "bfloat16") == b200.get(
+                batch // 2, entry.launch_config_for("NVIDIA B200", 8e12, batch // 2)), batch
         if not torch.cuda.is_available():
             with pytest.raises(RuntimeError):
                 entry.launch_source()  # the current device's choice needs one

@@ -115,3 +115,33 @@ def test_cache_policy_indices_match_the_kernels_enum(main):
     enum = dict(re.findall(r"k(\w+) = (\d+)", source[source.index("enum CachePolicy"):].split("};")[0]))
     assert {_POLICY[name]: int(value) for name, value in enum.items()} == \
         {name: index for index, name in enumerate(main.CACHE_POLICIES)}
+
+
+def test_a_bf16_table_reads_back_and_a_tune_of_one_dtype_keeps_the_others_table(main, tmp_path):
+    """A header holds the fp32 state's table and may hold the bf16 state's (GDN_V4_GPU_BF16); a tune
+    of one state dtype rewrites that one and keeps what the GPU's file holds of the other."""
+    import shutil
+
+    text = (V4 / tune.table_file_name(H100)).read_text()
+    device, fp32, origin = tune.read_table_header(text)
+    assert tune.read_bf16_table(text) is None  # no bf16 table tuned yet: the kernel takes the fp32 entry of ceil(B / 2)
+    bf16 = [[8, (4, "noalloc", 16, 2, 1)], [None, (16, "plain", 8, 2, 1)]]
+    both = tune.table_header(origin, fp32, bf16)
+    assert 'GDN_V4_GPU_BF16("NVIDIA H100 80GB HBM3",' in both
+    assert tune.read_table_header(both)[1] == fp32 and tune.read_bf16_table(both) == bf16
+    with pytest.raises(ValueError, match="must end with INT64_MAX"):
+        tune.read_bf16_table(both.replace("X(INT64_MAX, 16, kPlain, 8, 2, 1)", "X(512, 16, kPlain, 8, 2, 1)"))
+
+    folder = tmp_path / "cuda-v4"
+    shutil.copytree(V4, folder)
+    (folder / tune.table_file_name(H100)).write_text(both)
+    adapter = tune.CudaV4(main, source_dir=folder)
+    name = lambda config: tune.config_name(main.LaunchConfig(*config))
+    fp32_only = adapter.table_files({"float32": [[limit, name(config)] for limit, config in fp32]}, origin)
+    assert tune.read_bf16_table(fp32_only[tune.table_file_name(H100)]) == bf16  # kept
+    bf16_only = adapter.table_files({"bfloat16": [[None, name((8, "nc", 16, 2, 1))]]}, origin)
+    written = bf16_only[tune.table_file_name(H100)]
+    assert tune.read_table_header(written)[1] == fp32 and tune.read_bf16_table(written) == [[None, (8, "nc", 16, 2, 1)]]
+    new_gpu = dict(origin, device="NVIDIA B200")
+    with pytest.raises(ValueError, match="needs the fp32 table"):
+        adapter.table_files({"bfloat16": [[None, name((8, "nc", 16, 2, 1))]]}, new_gpu)

@@ -11,9 +11,10 @@ against the build's own kernels). A variant runs through
 (``GDN_V4_CANDIDATE=<flags>``, the same results by other code) tuned to set
 beside the shipped kernel's tune, never installed.
 
-A GPU's table is the C++ header ``launch_table.<device slug>.cuh`` in the
-solution folder, one ``GDN_V4_GPU("<device name>", X(...) ...)`` entry after
-``// key: value`` provenance lines; ``launch_tables.cuh`` includes every such
+A GPU's tables are the C++ header ``launch_table.<device slug>.cuh`` in the
+solution folder: one ``GDN_V4_GPU("<device name>", X(...) ...)`` entry (the fp32
+state's table) after ``// key: value`` provenance lines, and, once the bf16 state
+is tuned there, one ``GDN_V4_GPU_BF16`` entry of the same form; ``launch_tables.cuh`` includes every such
 file (C++ cannot list a folder), and kernel.cu includes that index both to
 choose a GPU's table at run time and to compile the variants the tables name.
 The tune writes the header and adds its line to the index.
@@ -27,12 +28,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
+import torch
+
 from harness.judge.solutions import load_meta, load_solution
 from harness.paths import SOLUTIONS_DIR
 from tools.tune.table_files import PROVENANCE_FIELDS, table_stem
 
 #: cuda-v4's kernel.cu compiles only its launch tables' (and default model's) variants unless this macro is defined.
 ALL_VARIANTS = "GDN_V4_ALL_VARIANTS"
+#: ... and, for the bf16 state, unless this one is (every variant of both state dtypes).
+BF16_ALL_VARIANTS = "GDN_V4_BF16_ALL_VARIANTS"
 #: kernel.cu's kernels by their mangled names: gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES>.
 KERNEL_NAME = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E"
 #: The header that includes every GPU's table file.
@@ -40,6 +45,7 @@ INDEX = "launch_tables.cuh"
 #: one entry of a table: X(largest batch, rows, CachePolicy, lanes, warps, passes)
 _TABLE_ENTRY = re.compile(r"X\((\w+), (\d+), k(\w+), (\d+), (\d+), (\d+)\)")
 _GPU = re.compile(r'^GDN_V4_GPU\("([^"]+)",', re.MULTILINE)
+_GPU_BF16 = re.compile(r'^GDN_V4_GPU_BF16\("([^"]+)",', re.MULTILINE)
 _INCLUDE = re.compile(r'^#include "([^"]+)"', re.MULTILINE)
 #: kernel.cu's CachePolicy enumerators, by cache policy name
 _ENUMERATORS = {"stream": "Stream", "nc": "Nc", "plain": "Plain", "noalloc": "NoAlloc"}
@@ -60,14 +66,36 @@ def read_table_header(text: str) -> tuple[str, list[list], dict]:
     gpu = _GPU.search(text)
     if gpu is None:
         raise ValueError('no GDN_V4_GPU("<device name>", ...) entry')
+    bf16 = _GPU_BF16.search(text)
+    table = _entries_of(gpu.group(1), text[gpu.end():bf16.start() if bf16 else len(text)])
+    origin = dict(re.findall(rf"^// ({'|'.join(PROVENANCE_FIELDS)}): (.*)$", text, re.MULTILINE))
+    return gpu.group(1), table, origin
+
+
+def read_bf16_table(text: str) -> list[list] | None:
+    """The bf16 state's table of a table header (as :func:`read_table_header` gives the fp32 one),
+    or None where the header has none (the kernel then takes the fp32 entry of ceil(B / 2)).
+
+    Raises:
+        ValueError: a bf16 table whose last entry does not cover every batch.
+    """
+    bf16 = _GPU_BF16.search(text)
+    return _entries_of(bf16.group(1), text[bf16.end():]) if bf16 else None
+
+
+def _entries_of(device: str, text: str) -> list[list]:
+    """The X(...) entries in ``text``, the last as None (``INT64_MAX``).
+
+    Raises:
+        ValueError: none, or a last entry that does not cover every batch.
+    """
     names = {enumerator: name for name, enumerator in _ENUMERATORS.items()}
     table = [[None if limit == "INT64_MAX" else int(limit),
               (int(rows), names[policy], int(lanes), int(warps), int(passes))]
-             for limit, rows, policy, lanes, warps, passes in _TABLE_ENTRY.findall(text[gpu.end():])]
+             for limit, rows, policy, lanes, warps, passes in _TABLE_ENTRY.findall(text)]
     if not table or table[-1][0] is not None:
-        raise ValueError(f"the table of {gpu.group(1)} must end with INT64_MAX (every batch)")
-    origin = dict(re.findall(rf"^// ({'|'.join(PROVENANCE_FIELDS)}): (.*)$", text, re.MULTILINE))
-    return gpu.group(1), table, origin
+        raise ValueError(f"the table of {device} must end with INT64_MAX (every batch)")
+    return table
 
 
 def _table_headers(folder: Path) -> list[tuple[str, list[list], dict]]:
@@ -79,6 +107,17 @@ def _table_headers(folder: Path) -> list[tuple[str, list[list], dict]]:
 def gpu_tables(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, list[list]]:
     """Device name -> table, of every file the index includes."""
     return {device: table for device, table, _ in _table_headers(folder)}
+
+
+def bf16_gpu_tables(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, list[list]]:
+    """Device name -> bf16 table, of every file the index includes that has one."""
+    tables = {}
+    for name in indexed_files((Path(folder) / INDEX).read_text()):
+        text = (Path(folder) / name).read_text()
+        table = read_bf16_table(text)
+        if table is not None:
+            tables[read_table_header(text)[0]] = table
+    return tables
 
 
 def gpu_table_origins(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, dict]:
@@ -103,13 +142,17 @@ def table_entries(table: list[list]) -> str:
                      f"{passes})" for limit, (rows, policy, lanes, warps, passes) in table)
 
 
-def table_header(origin: dict, table: list[list]) -> str:
-    """The text of a GPU's table header: provenance (:func:`tools.tune.table_files.provenance`), then the entry."""
+def table_header(origin: dict, table: list[list], bf16_table: list[list] | None = None) -> str:
+    """The text of a GPU's table header: provenance (:func:`tools.tune.table_files.provenance`), then the
+    fp32 state's entry and, where given, the bf16 state's."""
     lines = ["// cuda-v4's launch table on one GPU (included by launch_tables.cuh; no include guard)."]
     lines += [f"// {field}: {origin[field]}" for field in PROVENANCE_FIELDS]
     lines += ["// X(largest batch, rows per warp, cache policy, lanes per row, warps per block, passes); the first entry",
               "// whose limit is >= batch wins, the last (INT64_MAX) covers every batch.",
               f'GDN_V4_GPU("{origin["device"]}",', table_entries(table) + ")"]
+    if bf16_table is not None:
+        lines += ["// The bf16 state's table, of the same form.",
+                  f'GDN_V4_GPU_BF16("{origin["device"]}",', table_entries(bf16_table) + ")"]
     return "\n".join(lines) + "\n"
 
 
@@ -148,13 +191,14 @@ class CudaV4:
         """Build kernel.cu with every variant and :attr:`defines` (the harness's builder, cached
         per set of macros) and load it."""
         if self.solution is None:
-            defines = tuple(dict.fromkeys((ALL_VARIANTS, *self.defines)))
+            bf16 = (BF16_ALL_VARIANTS,) if "bfloat16" in self.state_dtypes() else ()
+            defines = tuple(dict.fromkeys((ALL_VARIANTS, *bf16, *self.defines)))
             self.solution = load_solution(load_meta(SOLUTIONS_DIR / self.name), defines=defines)
         self.solution.load()
 
     def state_dtypes(self) -> tuple[str, ...]:
-        """fp32 state only."""
-        return ("float32",)
+        """The state dtypes its ``solution.toml`` declares (fp32 and bf16), each with its own table."""
+        return load_meta(SOLUTIONS_DIR / self.name).state_dtypes
 
     def configs(self, state_dtype: str) -> dict[str, object]:
         """Every variant kernel.cu compiles, by name."""
@@ -173,29 +217,45 @@ class CudaV4:
         return self.solution.run(inputs)
 
     def in_use(self, inputs: dict) -> str:
-        """The variant ``run`` launches for B on this GPU (its table or the default model), read from the build."""
-        return config_name(self.solution.launch_config(inputs["q"].shape[0]))
+        """The variant ``run`` launches for B and the state's dtype on this GPU (its table, or the
+        default model), read from the build."""
+        dtype = "bfloat16" if inputs["state"].dtype == torch.bfloat16 else "float32"
+        return config_name(self.solution.launch_config(inputs["q"].shape[0], dtype))
 
     def gpu_tables(self) -> dict[str, dict[str, list[list]]]:
-        """The table headers' tables by config name (fp32 only)."""
+        """The table headers' tables by config name: fp32, and bf16 where a header has one."""
         v4 = self.solution
-        return {device: {"float32": [[limit, config_name(v4.LaunchConfig(*config))] for limit, config in table]}
+        named = lambda table: [[limit, config_name(v4.LaunchConfig(*config))] for limit, config in table]
+        bf16 = bf16_gpu_tables(self.source_dir)
+        return {device: {"float32": named(table), **({"bfloat16": named(bf16[device])} if device in bf16 else {})}
                 for device, table in gpu_tables(self.source_dir).items()}
 
     def model_config_name(self, batch: int, state_dtype: str, bandwidth: float) -> str:
         """The build's default-model choice (asked for a device name no table has: "")."""
-        return config_name(self.solution.launch_config_for("", bandwidth, batch))
+        return config_name(self.solution.launch_config_for("", bandwidth, batch, state_dtype))
 
-    def _entries(self, table: list[list]) -> list[list]:
-        configs = self.configs("float32")
+    def _entries(self, table: list[list], state_dtype: str) -> list[list]:
+        configs = self.configs(state_dtype)
         return [[limit, tuple(configs[name])] for limit, name in table]
 
     def format_table(self, table: list[list], state_dtype: str) -> str:
         """``table`` as the X(...) lines of its table header."""
-        return table_entries(self._entries(table))
+        return table_entries(self._entries(table, state_dtype))
 
     def table_files(self, tables: dict[str, list[list]], origin: dict) -> dict[str, str]:
-        """``launch_table.<device slug>.cuh`` and the index with its ``#include``."""
+        """``launch_table.<device slug>.cuh`` and the index with its ``#include``. A state dtype this
+        tune left out keeps the table the GPU's file already holds.
+
+        Raises:
+            ValueError: no fp32 table, tuned or held (a header's first entry is the fp32 one).
+        """
         name = table_file_name(origin["device"])
         index = (self.source_dir / INDEX).read_text()
-        return {name: table_header(origin, self._entries(tables["float32"])), INDEX: with_file(index, name)}
+        held_text = (self.source_dir / name).read_text() if (self.source_dir / name).exists() else None
+        fp32 = self._entries(tables["float32"], "float32") if "float32" in tables else \
+            (read_table_header(held_text)[1] if held_text else None)
+        if fp32 is None:
+            raise ValueError(f"{origin['device']}: a table file needs the fp32 table; tune float32 too")
+        bf16 = self._entries(tables["bfloat16"], "bfloat16") if "bfloat16" in tables else \
+            (read_bf16_table(held_text) if held_text else None)
+        return {name: table_header(origin, fp32, bf16), INDEX: with_file(index, name)}

@@ -488,8 +488,11 @@ def print_fits(names: list[str], device: str, latency: float | None) -> int:
             return 2
         bandwidth, times = reports[device]
         for dtype in adapter.state_dtypes():
+            if not times.get(dtype):
+                print(f"{name} {dtype}: no tune of {device} measured this state dtype: nothing to fit")
+                continue
             print(format_ladder(name, dtype, device,
-                                fit_octaves(times.get(dtype, {}), dtype, bandwidth, latency or model_latency(name))))
+                                fit_octaves(times[dtype], dtype, bandwidth, latency or model_latency(name))))
     return 0
 
 
