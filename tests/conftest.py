@@ -108,4 +108,6 @@ def cuda_v4_all_variants():
         else:
             report = build.kernel_resources(folder / "kernel.cu", defines=("GDN_V4_ALL_VARIANTS",))
             shared.write_bytes(pickle.dumps(report))
-    return {tuple(map(int, re.search(KERNEL_NAME, name).groups())): used for name, used in report.items()}
+    # the fp32 state's kernels (the bf16 state's, named with ``t``, are the tables' variants only in this build)
+    return {tuple(map(int, found.groups())): used for name, used in report.items()
+            if (found := re.search(KERNEL_NAME, name))}

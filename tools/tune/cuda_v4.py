@@ -38,8 +38,12 @@ from tools.tune.table_files import PROVENANCE_FIELDS, table_stem
 ALL_VARIANTS = "GDN_V4_ALL_VARIANTS"
 #: ... and, for the bf16 state, unless this one is (every variant of both state dtypes).
 BF16_ALL_VARIANTS = "GDN_V4_BF16_ALL_VARIANTS"
-#: kernel.cu's kernels by their mangled names: gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES>.
-KERNEL_NAME = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E"
+#: kernel.cu's fp32-state kernels by their mangled names: gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES,
+#: PASSES, float> (the last template argument is the state's element type: ``f`` float, ``t`` the bf16
+#: state's uint16_t, :data:`KERNEL_NAME_BF16`).
+KERNEL_NAME = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)EfE"
+#: ... and its bf16-state kernels.
+KERNEL_NAME_BF16 = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)EtE"
 #: The header that includes every GPU's table file.
 INDEX = "launch_tables.cuh"
 #: one entry of a table: X(largest batch, rows, CachePolicy, lanes, warps, passes)
