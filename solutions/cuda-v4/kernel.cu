@@ -689,6 +689,12 @@ constexpr double state_bytes_per_batch(StateDtype dtype) {
   return (dtype == kStateBf16 ? 2.0 : 4.0) * kStateElementsPerBatch;
 }
 
+// The dtype of a state tensor: bf16 where its elements are, else fp32 (gdn_decode_config checks
+// that it is one of the two).
+StateDtype state_dtype_of(const ffi::TensorView& state) {
+  return state.dtype().code == kDLBfloat ? kStateBf16 : kStateF32;
+}
+
 // The dtype of a state of `bits` bits per element (32 or 16).
 StateDtype state_dtype_of_bits(int64_t bits) {
   TVM_FFI_CHECK(bits == 32 || bits == 16, ValueError) << "state_bits must be 32 (fp32) or 16 (bf16), not " << bits;
@@ -941,7 +947,7 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
   check_tensor(v, "v", kDLBfloat, 16, {batch, 1, kNumVHeads, kHeadV}, device_id, 16);
   // The state is fp32 (the definition's) or bf16 (the bf16-state mode: 8-byte pieces); new_state
   // has the state's dtype.
-  const bool bf16_state = state.dtype().code == kDLBfloat;
+  const bool bf16_state = state_dtype_of(state) == kStateBf16;
   const DLDataTypeCode state_code = bf16_state ? kDLBfloat : kDLFloat;
   const int state_bits = bf16_state ? 16 : 32;
   check_tensor(state, "state", state_code, state_bits, {batch, kNumVHeads, kHeadV, kHeadK}, device_id, bf16_state ? 8 : 16);
@@ -1023,8 +1029,7 @@ void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::Te
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   // The choice queries the device, so refuse a host tensor first (gdn_decode_config checks the rest).
   TVM_FFI_CHECK(q.device().device_type == kDLCUDA, ValueError) << "q must be on cuda:" << q.device().device_id;
-  const StateDtype dtype = state.dtype().code == kDLBfloat ? kStateBf16 : kStateF32;  // gdn_decode_config checks the rest
-  const LaunchConfig config = selected_config(device_selection(q.device().device_id), q.size(0), dtype);
+  const LaunchConfig config = selected_config(device_selection(q.device().device_id), q.size(0), state_dtype_of(state));
   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
                     config.rows_per_warp, config.cache_policy, config.lanes_per_row,
                     config.warps_per_block, config.passes);

@@ -28,8 +28,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
-import torch
-
+from harness.data.definition import TORCH_DTYPES
 from harness.judge.solutions import load_meta, load_solution
 from harness.paths import SOLUTIONS_DIR
 from tools.tune.table_files import PROVENANCE_FIELDS, table_stem
@@ -102,10 +101,14 @@ def _entries_of(device: str, text: str) -> list[list]:
     return table
 
 
+def _table_texts(folder: Path) -> list[str]:
+    """The text of every file the index (``launch_tables.cuh``) includes."""
+    return [(Path(folder) / name).read_text() for name in indexed_files((Path(folder) / INDEX).read_text())]
+
+
 def _table_headers(folder: Path) -> list[tuple[str, list[list], dict]]:
-    """:func:`read_table_header` of every file the index (``launch_tables.cuh``) includes."""
-    return [read_table_header((Path(folder) / name).read_text())
-            for name in indexed_files((Path(folder) / INDEX).read_text())]
+    """:func:`read_table_header` of every file the index includes."""
+    return [read_table_header(text) for text in _table_texts(folder)]
 
 
 def gpu_tables(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, list[list]]:
@@ -115,13 +118,8 @@ def gpu_tables(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, list[list]
 
 def bf16_gpu_tables(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, list[list]]:
     """Device name -> bf16 table, of every file the index includes that has one."""
-    tables = {}
-    for name in indexed_files((Path(folder) / INDEX).read_text()):
-        text = (Path(folder) / name).read_text()
-        table = read_bf16_table(text)
-        if table is not None:
-            tables[read_table_header(text)[0]] = table
-    return tables
+    return {read_table_header(text)[0]: table for text in _table_texts(folder)
+            if (table := read_bf16_table(text)) is not None}
 
 
 def gpu_table_origins(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, dict]:
@@ -223,7 +221,7 @@ class CudaV4:
     def in_use(self, inputs: dict) -> str:
         """The variant ``run`` launches for B and the state's dtype on this GPU (its table, or the
         default model), read from the build."""
-        dtype = "bfloat16" if inputs["state"].dtype == torch.bfloat16 else "float32"
+        dtype = {torch_dtype: name for name, torch_dtype in TORCH_DTYPES.items()}[inputs["state"].dtype]
         return config_name(self.solution.launch_config(inputs["q"].shape[0], dtype))
 
     def gpu_tables(self) -> dict[str, dict[str, list[list]]]:
@@ -255,11 +253,13 @@ class CudaV4:
         """
         name = table_file_name(origin["device"])
         index = (self.source_dir / INDEX).read_text()
-        held_text = (self.source_dir / name).read_text() if (self.source_dir / name).exists() else None
-        fp32 = self._entries(tables["float32"], "float32") if "float32" in tables else \
-            (read_table_header(held_text)[1] if held_text else None)
-        if fp32 is None:
+        held_file = self.source_dir / name
+        held = {}
+        if held_file.exists():
+            text = held_file.read_text()
+            held = {"float32": read_table_header(text)[1], "bfloat16": read_bf16_table(text)}
+        written = {**held, **{dtype: self._entries(table, dtype) for dtype, table in tables.items()}}
+        if written.get("float32") is None:
             raise ValueError(f"{origin['device']}: a table file needs the fp32 table; tune float32 too")
-        bf16 = self._entries(tables["bfloat16"], "bfloat16") if "bfloat16" in tables else \
-            (read_bf16_table(held_text) if held_text else None)
-        return {name: table_header(origin, fp32, bf16), INDEX: with_file(index, name)}
+        return {name: table_header(origin, written["float32"], written.get("bfloat16")),
+                INDEX: with_file(index, name)}
