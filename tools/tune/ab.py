@@ -60,13 +60,18 @@ def run_figures(run: Path) -> RunFigures:
     return {key: tiers[Tier.CUPTI] for key, tiers in figures(run / TRACES_FILE).items() if Tier.CUPTI in tiers}
 
 
-def side_medians(runs: list[RunFigures]) -> dict[tuple[str, int], float]:
-    """Per (solution, batch size), the median over the runs that measured it."""
+def side_figures(runs: list[RunFigures]) -> dict[tuple[str, int], list[float]]:
+    """Per (solution, batch size), the figures of the runs that measured it (µs)."""
     values: dict[tuple[str, int], list[float]] = defaultdict(list)
     for run in runs:
         for key, us in run.items():
             values[key].append(us)
-    return {key: statistics.median(v) for key, v in values.items()}
+    return values
+
+
+def side_medians(runs: list[RunFigures]) -> dict[tuple[str, int], float]:
+    """Per (solution, batch size), the median over the runs that measured it."""
+    return {key: statistics.median(v) for key, v in side_figures(runs).items()}
 
 
 def mean_ratios(old: list[RunFigures], new: list[RunFigures]) -> dict[str, tuple[float, int]]:
@@ -82,14 +87,8 @@ def mean_ratios(old: list[RunFigures], new: list[RunFigures]) -> dict[str, tuple
 def repeat_spread(sides: tuple[list[RunFigures], ...], solution: str) -> float:
     """Half the range of one side's runs over their median, as a fraction, averaged over the
     solution's (batch size, side) pairs that at least two runs measured; 0 where none did."""
-    spreads = []
-    for runs in sides:
-        values: dict[tuple[str, int], list[float]] = defaultdict(list)
-        for run in runs:
-            for key, us in run.items():
-                if key[0] == solution:
-                    values[key].append(us)
-        spreads += [(max(v) - min(v)) / (2 * statistics.median(v)) for v in values.values() if len(v) >= 2]
+    spreads = [(max(v) - min(v)) / (2 * statistics.median(v)) for runs in sides
+               for key, v in side_figures(runs).items() if key[0] == solution and len(v) >= 2]
     return statistics.mean(spreads) if spreads else 0.0
 
 
