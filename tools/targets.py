@@ -75,8 +75,11 @@ class Target:
 BF16 = "cutedsl-bf16[bfloat16-state]"
 #: Issue #33's "best own fp32 kernel": the lowest of these per batch size, in one run.
 OWN_FP32 = ("cuda-v4", "fla-recurrent", "cutedsl-bf16", "cuda-v1")
+#: Issue #33's "bf16-state mode": the own kernels that declare the bf16 state, read as their best.
+OWN_BF16 = (BF16, "cuda-v4[bfloat16-state]")
 #: The targets of issues #4, #5, #6 and #33 (CUPTI tier, sweep set). #33's cuda-v4 ≤ 1.02× the
-#: floor from B = 16, cutedsl-bf16 ≤ fi-baseline and the bf16 state's two are #5's and #6's rows.
+#: floor from B = 16, cutedsl-bf16 ≤ fi-baseline and cutedsl-bf16's bf16-state two are #5's and
+#: #6's rows; #33's bf16-state rows read the best of every own bf16-state kernel.
 TARGETS: tuple[Target, ...] = (
     Target(4, "fla-recurrent", "fla-upstream"),
     Target(4, "fla-recurrent", "fla-upstream-kernel"),  # the same comparison without fla's wrapper copy
@@ -91,6 +94,8 @@ TARGETS: tuple[Target, ...] = (
     Target(6, BF16, COPY_FLOOR, 0.55, min_batch=64),
     Target(33, OWN_FP32, COPY_FLOOR, 1.08, min_batch=1, max_batch=8),
     Target(33, OWN_FP32, COPY_FLOOR, 1.02, min_batch=16),
+    Target(33, OWN_BF16, COPY_FLOOR, 0.55, min_batch=64),
+    Target(33, "cuda-v4[bfloat16-state]", "fi-bf16state[bfloat16-state]"),
     Target(33, "cuda-v4", "fi-baseline"),
     Target(33, "fla-recurrent", "fi-baseline"),
     Target(33, "cuda-v1", "fi-baseline"),
