@@ -28,6 +28,8 @@
 #                 on contest-v1 (cupti), the two runs compared per workload (issue #32 item 4)
 #   ncu-v4        Nsight Compute of cuda-v4, fla-recurrent and the streaming copy at B = 1 (issue #33; clocks left alone):
 #                 the details page and the SASS source page (per-instruction stall samples) as CSV
+#   ncu-bf16      the same of cuda-v4 and the streaming copy with a bf16 state at B = 64, and of cuda-v4's fp32 path at
+#                 B = 32 (the same bytes): where the bf16 path spends the time its copy does not (issue #33, the H200's target)
 #   nvbench       tools/nvbench_check.py: NVBench beside FlashInfer's CUPTI and events timers (issue #29 item 4);
 #                 installs .nvb/*.whl (cuda-bench 0.3.0, cuda-bindings 13, cuda-pathfinder) into /tmp/site where
 #                 the call carries .nvb (too large to carry beside a bundle part: a call of its own first)
@@ -64,7 +66,8 @@
 #                 --workloads sweep --tiers cupti` here (the installed tables) and in the copy (the tuned ones),
 #                 alternating, AB_ROUNDS times (default 2), and `python -m tools.tune.ab` of them (ab.md: per solution
 #                 install or keep). Install with `python -m tools.tune.install` from the pack's tune/<solution>/<GPU>.json.
-#                 About 9.5 min on an H100 for the two defaults (2026-11-27; ~12 min on an H200 by hand): start:/wait:
+#                 About 9.5 min on an H100 for the two defaults (2026-11-27; ~12 min on an H200 by hand; cuda-v4 with both
+#                 state dtypes 13 min on an H200): start:/wait:. TUNE_DTYPES (e.g. bfloat16) tunes only those state dtypes
 #   events-sweep-ab  `run_local.py --algo cuda-v1,cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events` here,
 #                 then in AB_TREE, compared per batch size (an events-tier change against a `parity` run's plain
 #                 events timer of the same session; about 4 min)
@@ -104,6 +107,18 @@ probe_step() {  # probe_step STEP MODULE LIMIT [ARGS...]: python -m tools.MODULE
   local step=$1 module=$2 limit=$3 work=/tmp/gdn-check-$1; shift 3; rm -rf "$work"; mkdir -p "$work"
   timeout -s INT "$limit" python -m "tools.$module" --out "$work" "$@" > "$work/console.log" 2>&1
   echo "rc=$?" >> "$work/console.log"; cat "$work/console.log"; pack "$step" "$work"
+}
+ncu_subject() {  # ncu_subject WORK LABEL SUBJECT BATCH DTYPE: Nsight Compute of one subject (tools/ncu_driver.py), clocks left alone
+  local work=$1 label=$2 subject=$3 batch=$4 dtype=$5 kernel
+  kernel=$(python -c "from tools.ncu_driver import KERNELS; print(KERNELS['$subject'])")
+  timeout -s INT 240 ncu --clock-control none --set full -k "regex:$kernel" --launch-skip 3 --launch-count 3 \
+    -o "$work/$label" -f python -m tools.ncu_driver "$subject" "$batch" --state-dtype "$dtype" > "$work/$label.log" 2>&1
+  echo "$label rc=$?" >> "$work/$label.log"
+  ncu --import "$work/$label.ncu-rep" --page details --csv > "$work/$label-details.csv" 2>&1
+  # per-instruction SASS with its warp-stall samples: where the chain waits (issue #33)
+  ncu --import "$work/$label.ncu-rep" --page source --print-source sass --csv > "$work/$label-source.csv" 2>&1 \
+    || echo "$label: no source page" >> "$work/$label.log"
+  tail -2 "$work/$label.log"
 }
 compare() {  # compare A B NAME [PER]: ratios of two runs' traces, per workload (or PER), into NAME
   python -m tools.compare_runs "$1"/runs/*/traces.jsonl "$2"/runs/*/traces.jsonl --per "${4:-workload}" \
@@ -165,17 +180,12 @@ for step in "$@"; do
                    --per workload --tiers cupti | tee "$work/compare.md"
                  grep -h "solution x workload" "$work/console.log"; pack "$step" "$work" ;;
     ncu-v4)      work=/tmp/gdn-check-$step; mkdir -p "$work"
-                 for subject in cuda-v4 fla-recurrent stream-copy; do
-                   kernel=$(python -c "from tools.ncu_driver import KERNELS; print(KERNELS['$subject'])")
-                   timeout -s INT 240 ncu --clock-control none --set full -k "regex:$kernel" --launch-skip 3 \
-                     --launch-count 3 -o "$work/$subject-b1" -f python -m tools.ncu_driver "$subject" 1 \
-                     > "$work/$subject.log" 2>&1; echo "$subject rc=$?" >> "$work/$subject.log"
-                   ncu --import "$work/$subject-b1.ncu-rep" --page details --csv > "$work/$subject-details.csv" 2>&1
-                   # per-instruction SASS with its warp-stall samples: where the chain waits (issue #33)
-                   ncu --import "$work/$subject-b1.ncu-rep" --page source --print-source sass --csv \
-                     > "$work/$subject-source.csv" 2>&1 || echo "$subject: no source page" >> "$work/$subject.log"
-                   tail -2 "$work/$subject.log"
-                 done
+                 for subject in cuda-v4 fla-recurrent stream-copy; do ncu_subject "$work" "$subject-b1" "$subject" 1 float32; done
+                 pack "$step" "$work" ;;
+    ncu-bf16)    work=/tmp/gdn-check-$step; mkdir -p "$work"
+                 ncu_subject "$work" cuda-v4-bf16-b64 cuda-v4 64 bfloat16
+                 ncu_subject "$work" stream-copy-bf16-b64 stream-copy 64 bfloat16
+                 ncu_subject "$work" cuda-v4-fp32-b32 cuda-v4 32 float32
                  pack "$step" "$work" ;;
     nvbench)     work=/tmp/gdn-check-$step; mkdir -p "$work"
                  if [ -d .nvb ]; then python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .nvb/*.whl; fi
@@ -228,7 +238,7 @@ for step in "$@"; do
                  rm -rf "$work" "$tuned"; mkdir -p "$work/ab" "$tuned"
                  tar cf - --exclude=./.git --exclude=./.before --exclude=./.gpubundle --exclude=./.pyd . | tar xf - -C "$tuned"
                  (cd "$tuned" && GDN_BENCH_COMMIT=$COMMIT timeout -s INT "${TUNE_LIMIT_S:-1200}" python -m tools.tune \
-                    --algo "$algos" --rounds "${TUNE_ROUNDS:-3}" --out "$work/tune" > "$work/tune.log" 2>&1
+                    --algo "$algos" --rounds "${TUNE_ROUNDS:-3}" ${TUNE_DTYPES:+--dtypes "$TUNE_DTYPES"} --out "$work/tune" > "$work/tune.log" 2>&1
                   echo "rc=$?" >> "$work/tune.log"); grep -h "^B=\|rc=\|wrote" "$work/tune.log" | cut -c1-200
                  for round in $(seq 1 "${AB_ROUNDS:-2}"); do
                    for side in old new; do root=.; label=$COMMIT; [ "$side" = new ] && root=$tuned label=$COMMIT+tuned

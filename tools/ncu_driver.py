@@ -5,7 +5,8 @@
 A subject is an own solution (through its positional DPS entry, on the sweep workload of batch B,
 as ``tools/tier_parity.py`` calls it) or ``stream-copy``: the Triton streaming copy of the same
 state bytes (the copy floor's kernel, ``harness/judge/stream_copy.py``, its first configuration
-for that size). No timing here: ``--clock-control none`` leaves the GPU's clocks as they are.
+for that size). ``--state-dtype bfloat16`` gives either a bf16 state (the bf16-state mode).
+No timing here: ``--clock-control none`` leaves the GPU's clocks as they are.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ KERNELS = {"cuda-v4": "gdn_decode_v4", "cuda-v1": "gdn_decode_v1_kernel", "fla-r
 STREAM_COPY = "stream-copy"
 
 
-def call_back_to_back(subject: str, batch: int, calls: int) -> None:
-    """Make the subject's inputs, then call it ``calls`` times and wait for the GPU."""
+def call_back_to_back(subject: str, batch: int, calls: int, state_dtype: str = "float32") -> None:
+    """Make the subject's inputs (its state in ``state_dtype``), then call it ``calls`` times and
+    wait for the GPU."""
     import torch
 
     from tools.tier_parity import COPY, subject_call
@@ -30,11 +32,11 @@ def call_back_to_back(subject: str, batch: int, calls: int) -> None:
         if subject == STREAM_COPY:
             from harness.judge.stream_copy import candidate_configs, stream_copy
 
-            _, (state, target) = subject_call(COPY, batch, Path(workdir))
+            _, (state, target) = subject_call(COPY, batch, Path(workdir), state_dtype)
             config = candidate_configs(state.numel() * state.element_size())[0]
             fn, args = (lambda s, t: stream_copy(s, t, config)), (state, target)
         else:
-            fn, args = subject_call(subject, batch, Path(workdir))
+            fn, args = subject_call(subject, batch, Path(workdir), state_dtype)
         torch.cuda.synchronize()
         for _ in range(calls):
             fn(*args)
@@ -46,8 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("subject", help=f"an own solution or {STREAM_COPY}")
     parser.add_argument("batch", type=int, help="batch size (a sweep workload's)")
     parser.add_argument("--calls", type=int, default=13, help="calls (default: %(default)s)")
+    parser.add_argument("--state-dtype", choices=("float32", "bfloat16"), default="float32",
+                        help="the state's dtype (default: %(default)s)")
     args = parser.parse_args(argv)
-    call_back_to_back(args.subject, args.batch, args.calls)
+    call_back_to_back(args.subject, args.batch, args.calls, args.state_dtype)
     return 0
 
 

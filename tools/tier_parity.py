@@ -93,38 +93,43 @@ def run_harness(solutions: list[str], scratch: Path) -> Path:
 
 # ------------------------------------------------------------------ the plain process
 
-def sweep_workload(batch: int):
+def sweep_workload(batch: int, device: str = "cuda"):
     """``(definition, workload, inputs)``: the sweep set's workload of batch ``batch`` and its inputs
-    on the GPU (the judge's, call 0)."""
+    on ``device`` (the judge's, call 0)."""
     from harness.data.dataset import open_dataset
     from harness.data.workloads import materialize_inputs
 
     dataset = open_dataset("sweep", show_progress=False)
     workload = next(w for w in dataset.workloads if w.batch_size == batch)
-    return dataset.definition, workload, materialize_inputs(workload, dataset.definition, dataset.files, "cuda", 0)
+    return dataset.definition, workload, materialize_inputs(workload, dataset.definition, dataset.files, device, 0)
 
 
-def solution_inputs(batch: int):
+def solution_inputs(batch: int, state_dtype: str = "float32", device: str = "cuda"):
     """``(definition, given)``: what the judge's worker gives a solution on the sweep workload of
-    batch ``batch``: its inputs and NaN-filled fp32-state destinations, by name."""
+    batch ``batch``: its inputs (the state in ``state_dtype``, "float32" or "bfloat16") and
+    NaN-filled destinations of that state dtype, by name, on ``device``."""
+    from harness.data.definition import TORCH_DTYPES
     from harness.judge.worker import destinations
 
-    definition, workload, inputs = sweep_workload(batch)
-    return definition, {**inputs, **destinations(definition, workload.axes, "float32", "cuda")}
+    definition, workload, inputs = sweep_workload(batch, device)
+    inputs = {**inputs, "state": inputs["state"].to(TORCH_DTYPES[state_dtype])}
+    return definition, {**inputs, **destinations(definition, workload.axes, state_dtype, device)}
 
 
-def subject_call(subject: str, batch: int, workdir: Path):
-    """``(fn, args)``: the subject's positional call on the sweep workload of batch ``batch``."""
+def subject_call(subject: str, batch: int, workdir: Path, state_dtype: str = "float32"):
+    """``(fn, args)``: the subject's positional call on the sweep workload of batch ``batch``, its
+    state in ``state_dtype`` (:func:`solution_inputs`)."""
     import torch
 
+    from harness.data.definition import TORCH_DTYPES
     from harness.judge import dps
     from harness.judge.solutions import load_meta
     from harness.paths import SOLUTIONS_DIR
 
-    if subject == COPY:
-        state = sweep_workload(batch)[2]["state"]
+    if subject == COPY:  # no destinations: the copy's buffers lie where they always have (placement_probe)
+        state = sweep_workload(batch)[2]["state"].to(TORCH_DTYPES[state_dtype])
         return (lambda state, target: target.copy_(state)), (state, torch.empty_like(state))
-    definition, given = solution_inputs(batch)
+    definition, given = solution_inputs(batch, state_dtype)
     run = dps.load_entry(load_meta(SOLUTIONS_DIR / subject), definition, workdir)
     return run, tuple(given[name] for name in dps.argument_order(definition))
 

@@ -3,7 +3,10 @@ it judges each ratio; the plain-process timers themselves need a GPU (results/ju
 
 from support.records import make_floor, make_trace, write_run
 
-from tools.tier_parity import COPY, COPY_METHOD, TARGETS, compare, extend, flashinfer_flush, harness_figures
+import torch
+
+from tools.tier_parity import (COPY, COPY_METHOD, TARGETS, compare, extend, flashinfer_flush, harness_figures,
+                               solution_inputs)
 
 
 def test_the_harness_side_is_each_solutions_figures_and_the_torch_copy_of_the_floor(tmp_path):
@@ -206,3 +209,12 @@ def test_a_check_stopped_part_way_writes_every_figure_it_measured_and_exits_130(
     assert report["figures"]["plain"] == {"copy B=1": {"cupti": [2.0]}, "copy B=8": {"cupti": [2.0]}}
     assert [(r["subject"], r["batch_size"]) for r in report["rows"]] == [("copy", 1), ("copy", 8)]
     assert "**Incomplete:**" in (tmp_path / "tier_parity.md").read_text()
+
+
+def test_a_bf16_state_call_gets_the_workloads_state_rounded_to_bf16_and_bf16_destinations():
+    _, fp32 = solution_inputs(1, device="cpu")
+    _, bf16 = solution_inputs(1, "bfloat16", device="cpu")
+    assert fp32["state"].dtype == fp32["new_state"].dtype == torch.float32
+    assert bf16["state"].dtype == bf16["new_state"].dtype == torch.bfloat16
+    assert torch.equal(bf16["state"], fp32["state"].to(torch.bfloat16))
+    assert bf16["new_state"].isnan().all() and bf16["output"].dtype == fp32["output"].dtype
