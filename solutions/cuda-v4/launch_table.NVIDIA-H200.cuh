@@ -4,7 +4,7 @@
 // command: python -m tools.tune --algo cuda-v4 --rounds 3 --out /tmp/gdn-check-tune-ab/tune
 // date_utc: 2026-11-27T02:33:18+00:00
 // tier: cupti
-// report: results/tuning/20261127-H200-tune-ab-bf16/tune/cuda-v4/NVIDIA-H200.json.gz
+// report: results/tuning/20261127-H200-tune-ab-bf16/tune/cuda-v4/NVIDIA-H200.json
 // X(largest batch, rows per warp, cache policy, lanes per row, warps per block, passes); the first entry
 // whose limit is >= batch wins, the last (INT64_MAX) covers every batch.
 GDN_V4_GPU("NVIDIA H200",

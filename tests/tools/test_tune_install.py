@@ -19,7 +19,7 @@ H200_REPORTS = REPO_ROOT / "results" / "tuning" / "20261123-H200"
 H200_TUNES = {
     "fla-recurrent": ("20261126-H200-rounds/tune", "57f55ab"),
     "cutedsl-bf16": ("20261126-H200-fast-gates", "e8a4397+"),
-    "cuda-v4": ("20261126-H200-fast-gates", "e8a4397+"),
+    "cuda-v4": ("20261127-H200-tune-ab-bf16/tune", "c063876"),
 }
 #: solution -> its H200 table files (relative to its folder) that the install wrote from its report
 H200_FILES = {
