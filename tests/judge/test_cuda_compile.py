@@ -227,7 +227,7 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
             module.gdn_decode_config(*args, 4, 1, 16, 8, 2)
         # main.py reads the choice from the module: a GPU's table by its exact name, else the
         # default model at its bandwidth (host code: no GPU needed)
-        from tools.tune.cuda_v4 import gpu_tables
+        from tools.tune.cuda_v4 import bf16_gpu_tables, gpu_tables
 
         tables = gpu_tables(REPO_ROOT / "solutions" / "cuda-v4")
         assert set(entry.table_devices()) == set(tables)
@@ -244,11 +244,14 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
                         55: (16, "noalloc", 8, 2, 1), 110: (8, "plain", 16, 2, 1), 220: (8, "nc", 16, 2, 1),
                         440: (16, "plain", 16, 2, 1), 878: (16, "plain", 16, 2, 1), 879: (16, "plain", 16, 4, 1)}
         assert entry.launch_config_for("NVIDIA H100 80GB HBM3 ", 3.352e12, 2) == (4, "noalloc", 16, 2, 1)  # not its name
-        # a bf16 state: a GPU with only an fp32 table takes its entry of ceil(B / 2) (as many state
-        # bytes); the default model's rho is in bytes, so B bf16 states read as B / 2 fp32 ones
+        # a bf16 state: a GPU's bf16 table where its file has one, else its fp32 entry of ceil(B / 2)
+        # (as many state bytes); the default model's rho is in bytes, so B bf16 states read as B / 2 fp32 ones
+        bf16_tables = bf16_gpu_tables(REPO_ROOT / "solutions" / "cuda-v4")
         for device, table in tables.items():
+            own = bf16_tables.get(device)
             for batch in (1, 2, 3, 64, 129, 1024):
-                expected = next(config for limit, config in table if limit is None or (batch + 1) // 2 <= limit)
+                looked_up = batch if own else (batch + 1) // 2
+                expected = next(config for limit, config in own or table if limit is None or looked_up <= limit)
                 assert tuple(entry.launch_config_for(device, 3.352e12, batch, "bfloat16")) == expected, (device, batch)
         for batch in (2, 14, 28, 56, 110, 220, 440, 880, 1758):
             assert entry.launch_config_for("NVIDIA B200", 8e12, batch, "bfloat16") == b200.get(

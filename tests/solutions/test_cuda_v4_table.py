@@ -47,11 +47,15 @@ def test_every_table_entry_is_a_compiled_shape_and_the_last_covers_every_batch(m
     assert limits[-1] is None and limits[:-1] == sorted(limits[:-1])
 
 
-def test_the_tuners_table_header_reads_back():
-    text = (V4 / tune.table_file_name(H100)).read_text()
-    device, table, origin = tune.read_table_header(text)
-    assert device == H100 == origin["device"] and set(origin) == set(tune.PROVENANCE_FIELDS)
-    assert tune.table_header(origin, table) == text  # what the tuner writes is what the file holds
+@pytest.mark.parametrize("device", [H100, "NVIDIA H200"])
+def test_the_tuners_table_header_reads_back(device):
+    text = (V4 / tune.table_file_name(device)).read_text()
+    name, table, origin = tune.read_table_header(text)
+    assert name == device == origin["device"] and set(origin) == set(tune.PROVENANCE_FIELDS)
+    bf16_origin = tune.read_bf16_origin(text)
+    assert set(bf16_origin) == set(tune.PROVENANCE_FIELDS) and bf16_origin["device"] == device
+    # what the tuner writes is what the file holds
+    assert tune.table_header(origin, table, tune.read_bf16_table(text), bf16_origin) == text
 
 
 def test_the_index_includes_every_table_file_once():
@@ -65,23 +69,27 @@ def test_the_index_includes_every_table_file_once():
     assert tune.indexed_files(tune.with_file(index, "launch_table.NVIDIA-B200.cuh"))[-1] == "launch_table.NVIDIA-B200.cuh"
 
 
-@pytest.mark.parametrize("device, report", [
-    ("NVIDIA H100 80GB HBM3", "results/tuning/20261126-H100-rounds/tune/NVIDIA-H100-80GB-HBM3.json"),
-    ("NVIDIA H200", "results/tuning/20261126-H200-fast-gates/cuda-v4/NVIDIA-H200.json"),
+@pytest.mark.parametrize("device, dtype, report", [
+    (H100, "float32", "results/tuning/20261126-H100-rounds/tune/NVIDIA-H100-80GB-HBM3.json"),
+    (H100, "bfloat16", "results/tuning/20261127-H100-tune-ab-bf16/tune/cuda-v4/NVIDIA-H100-80GB-HBM3.json"),
+    ("NVIDIA H200", "float32", "results/tuning/20261127-H200-tune-ab-bf16/tune/cuda-v4/NVIDIA-H200.json"),
+    ("NVIDIA H200", "bfloat16", "results/tuning/20261127-H200-tune-ab-bf16/tune/cuda-v4/NVIDIA-H200.json"),
 ])
-def test_each_gpus_table_is_its_reports_choice(main, device, report):
+def test_each_gpus_table_is_its_reports_choice(main, device, dtype, report):
     """Installed from its report (python -m tools.tune.install): the tuner's own rule over the
-    report's rows gives the header's table, and the header cites that report."""
+    report's rows of the state dtype gives the header's table, and the header cites that report."""
     import json
 
     from harness.paths import REPO_ROOT
     from harness.records.store import read_stored
 
-    origin = tune.gpu_table_origins(V4)[device]
+    text = (V4 / tune.table_file_name(device)).read_text()
+    origin = tune.read_table_header(text)[2] if dtype == "float32" else tune.read_bf16_origin(text)
     assert origin["report"] == report
-    rows = json.loads(read_stored(REPO_ROOT / origin["report"]))["state_dtypes"]["float32"]["batches"]
-    space = tune.CudaV4(main).configs("float32")
-    assert [[limit, tuple(space[name])] for limit, name in chosen_table(rows)] == tune.gpu_tables(V4)[device]
+    rows = json.loads(read_stored(REPO_ROOT / origin["report"]))["state_dtypes"][dtype]["batches"]
+    space = tune.CudaV4(main).configs(dtype)
+    table = tune.read_table_header(text)[1] if dtype == "float32" else tune.read_bf16_table(text)
+    assert [[limit, tuple(space[name])] for limit, name in chosen_table(rows)] == table
 
 
 def test_tune_names_every_variant_once(main, table):
@@ -122,9 +130,9 @@ def test_a_bf16_table_reads_back_and_a_tune_of_one_dtype_keeps_the_others_table(
     of one state dtype rewrites that one and keeps what the GPU's file holds of the other."""
     import shutil
 
-    text = (V4 / tune.table_file_name(H100)).read_text()
-    device, fp32, origin = tune.read_table_header(text)
-    assert tune.read_bf16_table(text) is None  # no bf16 table tuned yet: the kernel takes the fp32 entry of ceil(B / 2)
+    device, fp32, origin = tune.read_table_header((V4 / tune.table_file_name(H100)).read_text())
+    # a header of the fp32 table alone: a bf16 state takes that table's entry of ceil(B / 2)
+    assert tune.read_bf16_table(tune.table_header(origin, fp32, None)) is None
     bf16 = [[8, (4, "noalloc", 16, 2, 1)], [None, (16, "plain", 8, 2, 1)]]
     both = tune.table_header(origin, fp32, bf16)
     assert 'GDN_V4_GPU_BF16("NVIDIA H100 80GB HBM3",' in both
@@ -142,6 +150,18 @@ def test_a_bf16_table_reads_back_and_a_tune_of_one_dtype_keeps_the_others_table(
     bf16_only = adapter.table_files({"bfloat16": [[None, name((8, "nc", 16, 2, 1))]]}, origin)
     written = bf16_only[tune.table_file_name(H100)]
     assert tune.read_table_header(written)[1] == fp32 and tune.read_bf16_table(written) == [[None, (8, "nc", 16, 2, 1)]]
+    assert "from another tune" not in written  # one tune chose both: one provenance
+
+    # a later tune of the bf16 state alone: each table keeps the provenance of the tune that chose it
+    later = dict(origin, commit="abc1234", report="results/tuning/LATER/cuda-v4/x.json")
+    (folder / tune.table_file_name(H100)).write_text(both)
+    written = adapter.table_files({"bfloat16": [[None, name((8, "nc", 16, 2, 1))]]}, later)[tune.table_file_name(H100)]
+    assert tune.read_table_header(written)[2] == origin and tune.read_bf16_origin(written) == later
+    assert "// bf16 commit: abc1234" in written
+    (folder / tune.table_file_name(H100)).write_text(written)
+    assert tune.gpu_table_reports(folder)[H100] == [origin["report"], later["report"]]
+    refit = adapter.table_files({"float32": [[limit, name(config)] for limit, config in fp32]}, origin)
+    assert tune.read_bf16_origin(refit[tune.table_file_name(H100)]) == later  # an fp32 tune keeps the bf16 table's
     new_gpu = dict(origin, device="NVIDIA B200")
     with pytest.raises(ValueError, match="needs the fp32 table"):
         adapter.table_files({"bfloat16": [[None, name((8, "nc", 16, 2, 1))]]}, new_gpu)

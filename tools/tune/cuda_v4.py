@@ -14,7 +14,8 @@ beside the shipped kernel's tune, never installed.
 A GPU's tables are the C++ header ``launch_table.<device slug>.cuh`` in the
 solution folder: one ``GDN_V4_GPU("<device name>", X(...) ...)`` entry (the fp32
 state's table) after ``// key: value`` provenance lines, and, once the bf16 state
-is tuned there, one ``GDN_V4_GPU_BF16`` entry of the same form; ``launch_tables.cuh`` includes every such
+is tuned there, one ``GDN_V4_GPU_BF16`` entry of the same form (after ``// bf16 key: value`` lines
+where another tune chose it); ``launch_tables.cuh`` includes every such
 file (C++ cannot list a folder), and kernel.cu includes that index both to
 choose a GPU's table at run time and to compile the variants the tables name.
 The tune writes the header and adds its line to the index.
@@ -75,6 +76,13 @@ def read_table_header(text: str) -> tuple[str, list[list], dict]:
     return gpu.group(1), table, origin
 
 
+def read_bf16_origin(text: str) -> dict:
+    """Provenance of a table header's bf16 table: its ``// bf16 key: value`` lines where another tune
+    chose it than the fp32 table's, else the header's own (:func:`read_table_header`)."""
+    own = dict(re.findall(rf"^// bf16 ({'|'.join(PROVENANCE_FIELDS)}): (.*)$", text, re.MULTILINE))
+    return own or read_table_header(text)[2]
+
+
 def read_bf16_table(text: str) -> list[list] | None:
     """The bf16 state's table of a table header (as :func:`read_table_header` gives the fp32 one),
     or None where the header has none (the kernel then takes the fp32 entry of ceil(B / 2)).
@@ -123,8 +131,21 @@ def bf16_gpu_tables(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, list[
 
 
 def gpu_table_origins(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, dict]:
-    """Device name -> provenance (``// key: value`` lines) of every file the index includes."""
+    """Device name -> provenance (``// key: value`` lines: its fp32 table's) of every file the index includes."""
     return {device: origin for device, _, origin in _table_headers(folder)}
+
+
+def gpu_table_reports(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, list[str]]:
+    """Device name -> the tuning reports its file's tables come from (the fp32 table's first; a bf16
+    table's where another tune chose it), of every file the index includes."""
+    reports = {}
+    for text in _table_texts(folder):
+        device, _, origin = read_table_header(text)
+        found = [origin.get("report")]
+        if read_bf16_table(text) is not None:
+            found.append(read_bf16_origin(text).get("report"))
+        reports[device] = list(dict.fromkeys(r for r in found if r))
+    return reports
 
 
 def indexed_files(index: str) -> list[str]:
@@ -144,17 +165,21 @@ def table_entries(table: list[list]) -> str:
                      f"{passes})" for limit, (rows, policy, lanes, warps, passes) in table)
 
 
-def table_header(origin: dict, table: list[list], bf16_table: list[list] | None = None) -> str:
+def table_header(origin: dict, table: list[list], bf16_table: list[list] | None = None,
+                 bf16_origin: dict | None = None) -> str:
     """The text of a GPU's table header: provenance (:func:`tools.tune.table_files.provenance`), then the
-    fp32 state's entry and, where given, the bf16 state's."""
+    fp32 state's entry and, where given, the bf16 state's, after its own provenance (``// bf16 key:
+    value``) where ``bf16_origin`` names another tune than ``origin``."""
     lines = ["// cuda-v4's launch table on one GPU (included by launch_tables.cuh; no include guard)."]
     lines += [f"// {field}: {origin[field]}" for field in PROVENANCE_FIELDS]
     lines += ["// X(largest batch, rows per warp, cache policy, lanes per row, warps per block, passes); the first entry",
               "// whose limit is >= batch wins, the last (INT64_MAX) covers every batch.",
               f'GDN_V4_GPU("{origin["device"]}",', table_entries(table) + ")"]
     if bf16_table is not None:
-        lines += ["// The bf16 state's table, of the same form.",
-                  f'GDN_V4_GPU_BF16("{origin["device"]}",', table_entries(bf16_table) + ")"]
+        other = bf16_origin is not None and any(bf16_origin[f] != origin[f] for f in PROVENANCE_FIELDS)
+        lines += ["// The bf16 state's table, of the same form" + (", from another tune:" if other else ".")]
+        lines += [f"// bf16 {field}: {bf16_origin[field]}" for field in PROVENANCE_FIELDS] if other else []
+        lines += [f'GDN_V4_GPU_BF16("{origin["device"]}",', table_entries(bf16_table) + ")"]
     return "\n".join(lines) + "\n"
 
 
@@ -246,7 +271,7 @@ class CudaV4:
 
     def table_files(self, tables: dict[str, list[list]], origin: dict) -> dict[str, str]:
         """``launch_table.<device slug>.cuh`` and the index with its ``#include``. A state dtype this
-        tune left out keeps the table the GPU's file already holds.
+        tune left out keeps the table the GPU's file already holds, and that table's provenance.
 
         Raises:
             ValueError: no fp32 table, tuned or held (a header's first entry is the fp32 one).
@@ -254,12 +279,16 @@ class CudaV4:
         name = table_file_name(origin["device"])
         index = (self.source_dir / INDEX).read_text()
         held_file = self.source_dir / name
-        held = {}
+        held, held_origins = {}, {}
         if held_file.exists():
             text = held_file.read_text()
-            held = {"float32": read_table_header(text)[1], "bfloat16": read_bf16_table(text)}
+            _, fp32, fp32_origin = read_table_header(text)
+            held = {"float32": fp32, "bfloat16": read_bf16_table(text)}
+            held_origins = {"float32": fp32_origin, "bfloat16": read_bf16_origin(text)}
         written = {**held, **{dtype: self._entries(table, dtype) for dtype, table in tables.items()}}
+        origins = {**held_origins, **{dtype: origin for dtype in tables}}  # each table keeps the tune that chose it
         if written.get("float32") is None:
             raise ValueError(f"{origin['device']}: a table file needs the fp32 table; tune float32 too")
-        return {name: table_header(origin, written["float32"], written.get("bfloat16")),
+        return {name: table_header(origins["float32"], written["float32"], written.get("bfloat16"),
+                                   origins.get("bfloat16")),
                 INDEX: with_file(index, name)}

@@ -142,20 +142,26 @@ def report_times(solution: str, paths) -> Times:
     return times
 
 
-def table_report(solution: str, device: str, origin_report: str | None) -> tuple[list[Path], float]:
-    """``(report paths, bandwidth)`` of a GPU's table.
+def table_report(solution: str, device: str, origin_reports: str | list[str] | None) -> tuple[list[Path], float]:
+    """``(report paths, bandwidth)`` of a GPU's tables: the report, or the reports (one a state dtype
+    where different tunes chose them, :func:`tools.tune.cuda_v4.gpu_table_reports`), they name; the
+    bandwidth is the first's.
 
     Raises:
-        LookupError: the table names no stored report, or no bandwidth of the GPU is known.
+        LookupError: a table names no stored report, or no bandwidth of the GPU is known.
     """
-    path = REPO_ROOT / origin_report if origin_report and not Path(origin_report).is_absolute() else Path(origin_report or "")
-    if stored_file(path) is None:
-        raise LookupError(f"no tuning report of {solution} on {device} ({origin_report!r})")
-    properties = json.loads(read_stored(path)).get("properties") or {}  # the report, or its .gz
+    reports = [origin_reports] if isinstance(origin_reports, str) or origin_reports is None else origin_reports
+    paths = []
+    for report in reports or [None]:
+        path = REPO_ROOT / report if report and not Path(report).is_absolute() else Path(report or "")
+        if stored_file(path) is None:
+            raise LookupError(f"no tuning report of {solution} on {device} ({report!r})")
+        paths.append(path)
+    properties = json.loads(read_stored(paths[0])).get("properties") or {}  # the report, or its .gz
     bandwidth = properties.get("bandwidth_bytes_per_s") or KNOWN_BANDWIDTH.get(device)
     if not bandwidth:
-        raise LookupError(f"{path} records no bandwidth of {device}, and none is known")
-    return [path], bandwidth
+        raise LookupError(f"{paths[0]} records no bandwidth of {device}, and none is known")
+    return paths, bandwidth
 
 
 def compare(adapter, table: list[list], state_dtype: str, bandwidth: float, times: dict[int, dict[str, float]],
@@ -223,7 +229,7 @@ def check_solution(name: str, adapter=None, latency: float | None = None) -> dic
     return results
 
 
-def gpu_reports(name: str, adapter, origins: dict[str, str] | None = None) -> dict[str, tuple[float, Times]]:
+def gpu_reports(name: str, adapter, origins: dict[str, str | list[str]] | None = None) -> dict[str, tuple[float, Times]]:
     """Device -> ``(bandwidth, µs of the report's configs)`` for every GPU table of solution ``name``,
     each read from the report ``origins`` names for its device (default :func:`table_origins`)."""
     origins = table_origins(name) if origins is None else origins
@@ -384,13 +390,14 @@ def format_latency_predictions(name: str, dtype: str, bandwidth: float, rows: li
     return "\n".join(lines)
 
 
-def table_origins(name: str) -> dict[str, str]:
-    """Device -> the ``report`` field of each of the solution's table files."""
+def table_origins(name: str) -> dict[str, str | list[str]]:
+    """Device -> the ``report`` field of each of the solution's table files (cuda-v4: the reports of
+    its file's tables, :func:`tools.tune.cuda_v4.gpu_table_reports`)."""
     folder = SOLUTIONS_DIR / name
     if name == "cuda-v4":
-        from tools.tune.cuda_v4 import gpu_table_origins
+        from tools.tune.cuda_v4 import gpu_table_reports
 
-        return {device: origin.get("report") for device, origin in gpu_table_origins(folder).items()}
+        return gpu_table_reports(folder)
     return {data["device"]: data.get("report") for data in
             (json.loads(p.read_text()) for p in sorted((folder / "launch_tables").glob("*.json")))}
 
