@@ -60,7 +60,8 @@
 #                 GDN_V4_CANDIDATE=4, the precise gates; no table file written): best variant per batch size, shipped vs candidate
 #                 (issue #33); TUNE_ROUNDS times, alternating (default 1; each round ~9 min: start:/wait: past one);
 #                 TUNE_ONLY, a --only pattern for both sides (default ., every variant: --only writes no table
-#                 file, so the steps after it run the shipped tables; tune-small likewise), measures less in less time
+#                 file, so the steps after it run the shipped tables; tune-small likewise), measures less in less time;
+#                 TUNE_BATCHES (default 1,2,4,8) and TUNE_DTYPES (e.g. bfloat16) pick the batch sizes and state dtypes
 #   tune-ab       `python -m tools.tune --algo $TUNE_ALGOS --rounds $TUNE_ROUNDS` (default cuda-v4,fla-recurrent and 3) in a copy
 #                 of this tree (the tune writes its tables there, never here), then `run_local.py --algo $TUNE_ALGOS
 #                 --workloads sweep --tiers cupti` here (the installed tables) and in the copy (the tuned ones),
@@ -254,7 +255,8 @@ for step in "$@"; do
                    for side in shipped candidate; do
                      build=(); [ "$side" = candidate ] && build=(--defines "${TUNE_DEFINES:-GDN_V4_CANDIDATE=4}")
                      build+=(--only "${TUNE_ONLY:-.}")  # writes no table file: later steps keep the shipped tables
-                     timeout -s INT 270 python -m tools.tune --algo cuda-v4 --batches 1,2,4,8 "${build[@]}" \
+                     timeout -s INT 270 python -m tools.tune --algo cuda-v4 --batches "${TUNE_BATCHES:-1,2,4,8}" \
+                       ${TUNE_DTYPES:+--dtypes "$TUNE_DTYPES"} "${build[@]}" \
                        --out "$work/$side-$round" > "$work/$side-$round.log" 2>&1; echo "rc=$?" >> "$work/$side-$round.log"
                      echo "-- $side, round $round${build[*]:+ (${build[*]})}"; grep -h "^B=\|rc=" "$work/$side-$round.log"
                    done
