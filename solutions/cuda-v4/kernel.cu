@@ -863,9 +863,9 @@ void launch(const Params& params, int64_t batch, const LaunchConfig& config, cud
 // Launches the kernel variant ``config`` names, for a state of element type S (float, or
 // uint16_t: bf16 bits). The tuner builds with -DGDN_V4_ALL_VARIANTS, which instantiates every
 // valid shape of the fp32 state (~240 kernels, ~30 s of nvcc), and with -DGDN_V4_BF16_ALL_VARIANTS
-// as many again for the bf16 state; otherwise only the variants of the launch tables (every GPU's)
-// and of the default model are compiled, for each state dtype (~20 kernels, a few seconds), and
-// any other config is a ValueError.
+// as many again for the bf16 state; otherwise only the variants of the launch tables (every GPU's;
+// a bf16 table's for the bf16 state alone) and of the default model are compiled, for each state
+// dtype (~25 kernels each, a few seconds), and any other config is a ValueError.
 #if defined(GDN_V4_BF16_ALL_VARIANTS) && !defined(GDN_V4_ALL_VARIANTS)
 #define GDN_V4_ALL_VARIANTS
 #endif
@@ -896,7 +896,12 @@ void launch_variant(const Params& params, int64_t batch, const LaunchConfig& con
   }
 #define X GDN_V4_LAUNCH_NAMED
 #define GDN_V4_GPU(NAME, ENTRIES) ENTRIES
-#define GDN_V4_GPU_BF16(NAME, ENTRIES) ENTRIES
+// A bf16 table's variants for the bf16 state only (an fp32 state never takes them: fewer kernels to
+// compile); a bf16 state takes the fp32 tables' too (a GPU without a bf16 table, choose_config).
+#define GDN_V4_GPU_BF16(NAME, ENTRIES) \
+  if constexpr (!std::is_same_v<S, float>) {  \
+    ENTRIES                                   \
+  }
 #include "launch_tables.cuh"
 #undef GDN_V4_GPU_BF16
 #undef GDN_V4_GPU

@@ -211,7 +211,18 @@ def test_a_check_stopped_part_way_writes_every_figure_it_measured_and_exits_130(
     assert "**Incomplete:**" in (tmp_path / "tier_parity.md").read_text()
 
 
-def test_a_bf16_state_call_gets_the_workloads_state_rounded_to_bf16_and_bf16_destinations():
+def test_a_bf16_state_call_gets_the_workloads_state_rounded_to_bf16_and_bf16_destinations(monkeypatch):
+    from harness.data.dataset import open_dataset
+    from harness.data.workloads import materialize_inputs
+
+    import tools.tier_parity as parity
+
+    def small_workload(batch, device="cuda"):  # contest-v1's first B = 1 workload: the sweep's checks take ~13 s
+        dataset = open_dataset("contest-v1", show_progress=False)
+        workload = dataset.workloads[0]
+        return dataset.definition, workload, materialize_inputs(workload, dataset.definition, dataset.files, device, 0)
+
+    monkeypatch.setattr(parity, "sweep_workload", small_workload)
     _, fp32 = solution_inputs(1, device="cpu")
     _, bf16 = solution_inputs(1, "bfloat16", device="cpu")
     assert fp32["state"].dtype == fp32["new_state"].dtype == torch.float32
