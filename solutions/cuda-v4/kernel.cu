@@ -172,8 +172,9 @@ constexpr int kCandidatePreciseGates = 4;  // the gates with IEEE expf/log1pf/di
 constexpr int kCandidateAllReduce = 8;     // every lane all-reduces all 2R row sums (update_and_store)
 constexpr int kCandidateSharedQK = 16;     // q and k loaded once per block into shared memory (update_rows)
 constexpr int kCandidateIndex32 = 32;      // element offsets in 32 bits (the host checks that they fit)
+constexpr int kCandidateBf16Registers = 64;  // bf16 variants' registers capped (kMinBlocksPerSm)
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-static_assert(kCandidate >= 0 && kCandidate < 64, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
+static_assert(kCandidate >= 0 && kCandidate < 128, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
 // (IMAD.WIDE, SHF.L.U64.HI, LEA.HI.X chains); 32-bit offsets need one IMAD.WIDE.U32 an address.
@@ -593,13 +594,32 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
 // gives blocks of fewer than 8 warps with 8 rows per warp 69 registers (28 warps
 // per SM). Bigger variants (ROWS = 16, or ROWS = 8 with 8 lanes per row) would
 // spill under the cap and get no bound.
-template <int WARPS, int ROWS, int LANES>
-constexpr int kMinBlocksPerSm = 4 * ROWS + 256 / LANES <= 48 ? 32 / WARPS : 1;
+//
+// The bf16 register-cap candidate (kCandidateBf16Registers, issue #33) bounds those bigger variants
+// of the bf16 state at kBf16RegisterCap registers. Unbounded, ptxas gives them the fp32 path's
+// 116-127 registers for half the bytes, so a register-limited SM holds half the fp32 path's bytes
+// in flight (Nsight Compute, results/ncu/20261127-H100-bf16-b64: 25% occupancy, 1.94 waves at
+// B = 64); with the cap they fit in 96 without spilling (ROWS = 16 with 8 lanes and two passes:
+// 4 bytes), 10 two-warp blocks an SM instead of 8 (ptxas -v, results/cuda-notes.md).
+// An SM's 65536 registers are four quarters of 16384, one a scheduler, and a warp takes its
+// registers from one quarter: so many warps fit under the cap in each (16384 / (96 * 32) = 5),
+// and as many blocks as those warps make. (Counted over the whole register file instead, one-warp
+// blocks would ask for 21, and ptxas then gives them 80 registers and spills.)
+constexpr int kBf16RegisterCap = 96;
+constexpr int kWarpsUnderBf16Cap = 4 * (16384 / (kBf16RegisterCap * kWarpSize));
+template <int WARPS>
+constexpr int kBlocksUnderBf16Cap = kWarpsUnderBf16Cap / WARPS;
+template <int WARPS, int ROWS, int LANES, typename S = float>
+constexpr int kMinBlocksPerSm =
+    4 * ROWS + 256 / LANES <= 48 ? 32 / WARPS
+    : (kCandidate & kCandidateBf16Registers) && !std::is_same_v<S, float> && kBlocksUnderBf16Cap<WARPS> > 1
+        ? kBlocksUnderBf16Cap<WARPS>
+        : 1;
 
 // One block per chunk of WARPS * ROWS rows: grid (V / (WARPS * ROWS), HV, B). S: the state's
 // element type, float or uint16_t (bf16 bits).
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, typename S>
-__global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES>))
+__global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES, S>))
     gdn_decode_v4_kernel(const Params p) {
   update_rows<WARPS, ROWS, POLICY, LANES, PASSES, S>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }

@@ -9,7 +9,7 @@ import torch
 
 from conftest import REPO
 from tools.ablation_probe import BUILDS, main, misbuilt, same_code_as_full, summarize
-from tools.tune.cuda_v4 import KERNEL_NAME
+from tools.tune.cuda_v4 import KERNEL_NAME, KERNEL_NAME_BF16
 
 SOURCE = REPO / "solutions" / "cuda-v4" / "kernel.cu"
 
@@ -47,6 +47,21 @@ def test_the_precise_gates_candidate_changes_every_shipped_kernels_code(shipped_
     assert precise.keys() == shipped_code.keys()
     assert all(precise[name] != code for name, code in shipped_code.items())
     assert build.kernel_code(SOURCE) == shipped_code  # the same build twice: the same bytes
+
+
+def test_the_bf16_register_cap_candidate_bounds_only_the_bf16_states_big_variants(shipped_code):
+    """kernel.cu's kCandidateBf16Registers (GDN_V4_CANDIDATE=64, issue #33): every fp32 kernel keeps
+    its machine code, and the bf16 variants of 16 rows a warp in blocks of up to 4 warps get at most
+    kBf16RegisterCap = 96 registers (unbounded: 114-127)."""
+    from harness.judge import build
+
+    defines = ("GDN_V4_CANDIDATE=64",)
+    capped = build.kernel_code(SOURCE, defines=defines)
+    assert capped.keys() == shipped_code.keys()
+    assert all(capped[name] == code for name, code in shipped_code.items() if re.search(KERNEL_NAME, name))
+    big = [used for name, used in build.kernel_resources(SOURCE, defines=defines).items()
+           if (found := re.search(KERNEL_NAME_BF16, name)) and found.group(2) == "16" and int(found.group(1)) <= 4]
+    assert big and all(used.registers <= 96 for used in big)
 
 
 def test_an_ablation_define_outside_the_flags_does_not_compile(shipped_code):
