@@ -130,11 +130,6 @@ def bf16_gpu_tables(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, list[
             if (table := read_bf16_table(text)) is not None}
 
 
-def gpu_table_origins(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, dict]:
-    """Device name -> provenance (``// key: value`` lines: its fp32 table's) of every file the index includes."""
-    return {device: origin for device, _, origin in _table_headers(folder)}
-
-
 def gpu_table_reports(folder: Path = SOLUTIONS_DIR / "cuda-v4") -> dict[str, list[str]]:
     """Device name -> the tuning reports its file's tables come from (the fp32 table's first; a bf16
     table's where another tune chose it), of every file the index includes."""

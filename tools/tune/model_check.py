@@ -142,17 +142,16 @@ def report_times(solution: str, paths) -> Times:
     return times
 
 
-def table_report(solution: str, device: str, origin_reports: str | list[str] | None) -> tuple[list[Path], float]:
-    """``(report paths, bandwidth)`` of a GPU's tables: the report, or the reports (one a state dtype
-    where different tunes chose them, :func:`tools.tune.cuda_v4.gpu_table_reports`), they name; the
-    bandwidth is the first's.
+def table_report(solution: str, device: str, origin_reports: list[str | None] | None) -> tuple[list[Path], float]:
+    """``(report paths, bandwidth)`` of a GPU's tables: the reports they name (one a state dtype where
+    different tunes chose them, :func:`tools.tune.cuda_v4.gpu_table_reports`); the bandwidth is the
+    first's.
 
     Raises:
         LookupError: a table names no stored report, or no bandwidth of the GPU is known.
     """
-    reports = [origin_reports] if isinstance(origin_reports, str) or origin_reports is None else origin_reports
     paths = []
-    for report in reports or [None]:
+    for report in origin_reports or [None]:
         path = REPO_ROOT / report if report and not Path(report).is_absolute() else Path(report or "")
         if stored_file(path) is None:
             raise LookupError(f"no tuning report of {solution} on {device} ({report!r})")
@@ -229,9 +228,9 @@ def check_solution(name: str, adapter=None, latency: float | None = None) -> dic
     return results
 
 
-def gpu_reports(name: str, adapter, origins: dict[str, str | list[str]] | None = None) -> dict[str, tuple[float, Times]]:
-    """Device -> ``(bandwidth, µs of the report's configs)`` for every GPU table of solution ``name``,
-    each read from the report ``origins`` names for its device (default :func:`table_origins`)."""
+def gpu_reports(name: str, adapter, origins: dict[str, list[str | None]] | None = None) -> dict[str, tuple[float, Times]]:
+    """Device -> ``(bandwidth, µs of the reports' configs)`` for every GPU table of solution ``name``,
+    each read from the reports ``origins`` names for its device (default :func:`table_origins`)."""
     origins = table_origins(name) if origins is None else origins
     reports = {}
     for device in adapter.gpu_tables():
@@ -243,7 +242,7 @@ def gpu_reports(name: str, adapter, origins: dict[str, str | list[str]] | None =
 def model_reports(name: str, adapter) -> dict[str, tuple[float, Times]]:
     """:func:`gpu_reports`, with :data:`MODEL_REPORTS` in place of a table's report where it names
     one: what a solution's default ladder was fitted to and predicts from."""
-    fitted = {device: report for (solution, device), report in MODEL_REPORTS.items() if solution == name}
+    fitted = {device: [report] for (solution, device), report in MODEL_REPORTS.items() if solution == name}
     return gpu_reports(name, adapter, origins={**table_origins(name), **fitted})
 
 
@@ -390,15 +389,15 @@ def format_latency_predictions(name: str, dtype: str, bandwidth: float, rows: li
     return "\n".join(lines)
 
 
-def table_origins(name: str) -> dict[str, str | list[str]]:
-    """Device -> the ``report`` field of each of the solution's table files (cuda-v4: the reports of
-    its file's tables, :func:`tools.tune.cuda_v4.gpu_table_reports`)."""
+def table_origins(name: str) -> dict[str, list[str | None]]:
+    """Device -> the reports of the solution's table file for it: its ``report`` field (cuda-v4: the
+    reports of the file's tables, :func:`tools.tune.cuda_v4.gpu_table_reports`)."""
     folder = SOLUTIONS_DIR / name
     if name == "cuda-v4":
         from tools.tune.cuda_v4 import gpu_table_reports
 
         return gpu_table_reports(folder)
-    return {data["device"]: data.get("report") for data in
+    return {data["device"]: [data.get("report")] for data in
             (json.loads(p.read_text()) for p in sorted((folder / "launch_tables").glob("*.json")))}
 
 
