@@ -68,7 +68,8 @@ ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, 
              "no-operands-no-exchange": 15, "copy": 16}
 #: name -> kernel.cu's GDN_V4_CANDIDATE flags (kCandidateVEarly 1, kCandidateOperandsFirst 2, kCandidatePreciseGates 4,
 #: kCandidateAllReduce 8, kCandidateSharedQK 16, kCandidateIndex32 32; the halves candidate, 32 at b280400, is
-#: the variants' passes now).
+#: the variants' passes now; kCandidateBf16Packed 128 changes only the bf16 state's kernels, which this probe
+#: does not time: `python -m tools.tune --dtypes bfloat16 --defines GDN_V4_CANDIDATE=128` does).
 CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,
               "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "index-32": 32}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.

@@ -172,9 +172,11 @@ constexpr int kCandidatePreciseGates = 4;  // the gates with IEEE expf/log1pf/di
 constexpr int kCandidateAllReduce = 8;     // every lane all-reduces all 2R row sums (update_and_store)
 constexpr int kCandidateSharedQK = 16;     // q and k loaded once per block into shared memory (update_rows)
 constexpr int kCandidateIndex32 = 32;      // element offsets in 32 bits (the host checks that they fit)
-constexpr int kCandidateBf16Registers = 64;  // bf16 variants' registers capped (kMinBlocksPerSm)
+// 64 was the bf16 register-cap candidate and 256 the bf16 16-byte-access candidate: both refuted on
+// an H100 and removed (results/cuda-notes.md); 128 keeps its value so the recorded commands stay true.
+constexpr int kCandidateBf16Packed = 128;    // a bf16 state held as loaded, two elements a register (StatePiece)
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-static_assert(kCandidate >= 0 && kCandidate < 128, "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
+static_assert(kCandidate >= 0 && kCandidate < 256 && !(kCandidate & 64), "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
 // (IMAD.WIDE, SHF.L.U64.HI, LEA.HI.X chains); 32-bit offsets need one IMAD.WIDE.U32 an address.
@@ -214,7 +216,7 @@ __device__ __forceinline__ void store_state4(float* p, float4 x) {
 // same four elements a lane holds of an fp32 state, so the lane layout, the reductions and the
 // update do not change with the state's dtype (a bf16 state moves half the bytes per piece).
 template <int POLICY>
-__device__ __forceinline__ float4 load_state4(const uint16_t* p) {
+__device__ __forceinline__ uint2 load_state_bits4(const uint16_t* p) {
   uint2 raw;
   if constexpr (POLICY == kStream) {
     raw = __ldcs(reinterpret_cast<const uint2*>(p));
@@ -226,6 +228,12 @@ __device__ __forceinline__ float4 load_state4(const uint16_t* p) {
     static_assert(POLICY == kNoAlloc, "unknown cache policy");
     asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(raw.x), "=r"(raw.y) : "l"(p));
   }
+  return raw;
+}
+
+template <int POLICY>
+__device__ __forceinline__ float4 load_state4(const uint16_t* p) {
+  const uint2 raw = load_state_bits4<POLICY>(p);
   return make_float4(bf16_lo(raw.x), bf16_hi(raw.x), bf16_lo(raw.y), bf16_hi(raw.y));
 }
 
@@ -238,6 +246,38 @@ __device__ __forceinline__ void store_state4(uint16_t* p, float4 x) {
   } else {
     *reinterpret_cast<uint2*>(p) = raw;
   }
+}
+
+// The bf16-packed candidate (kCandidateBf16Packed, issue #33): a lane holds its bf16 state pieces
+// as loaded (uint2, two elements a register) until the math reads them, and widens them twice,
+// once for the row sums and once for the update, by different instructions (shift and mask, then
+// byte permutes), so ptxas cannot merge the two and keep the widened copy live across the lane
+// exchange. (Widened both times alike, ptxas gave the same registers as the shipped build.)
+// Unpacked, the bf16 path takes as many registers a piece as the fp32 path for half its bytes.
+// ptxas -v, all-variants build: r8/l8 85-87 -> 63-64 registers, r16/l8 119-127 -> 96; r16 with
+// 16 or 32 lanes a row fall under kMinBlocksPerSm's 64-register bound and spill 8-72 B.
+// Measured on an H100 (results/tuning/20261127-H100-bf16-candidates): best variant at B = 32
+// 7.14 -> 6.90 us, B = 64 unchanged (13.5), B = 128 -0.4%. Not shipped: it changes which variant
+// wins per batch size, so it ships with both GPUs' bf16 tables re-tuned.
+template <typename S>
+using StatePiece = std::conditional_t<(kCandidate & kCandidateBf16Packed) && !std::is_same_v<S, float>, uint2, float4>;
+
+template <int POLICY, typename S>
+__device__ __forceinline__ StatePiece<S> load_state_piece(const S* p) {
+  if constexpr (std::is_same_v<StatePiece<S>, uint2>) return load_state_bits4<POLICY>(p);
+  else return load_state4<POLICY>(p);
+}
+
+// A piece as the row sums read it, and as the update reads it (see load_state_piece).
+__device__ __forceinline__ float4 widen_for_sums(float4 x) { return x; }
+__device__ __forceinline__ float4 widen_for_update(float4 x) { return x; }
+__device__ __forceinline__ float4 widen_for_sums(uint2 raw) {
+  return make_float4(bf16_lo(raw.x), bf16_hi(raw.x), bf16_lo(raw.y), bf16_hi(raw.y));
+}
+__device__ __forceinline__ float4 widen_for_update(uint2 raw) {
+  // __byte_perm(x, 0, 0x1044): x's low half moved up, zeros below; 0x3244: its high half kept
+  return make_float4(__uint_as_float(__byte_perm(raw.x, 0, 0x1044)), __uint_as_float(__byte_perm(raw.x, 0, 0x3244)),
+                     __uint_as_float(__byte_perm(raw.y, 0, 0x1044)), __uint_as_float(__byte_perm(raw.y, 0, 0x3244)));
 }
 
 __device__ __forceinline__ float dot4(float4 x, float4 y) {
@@ -381,8 +421,8 @@ __device__ __forceinline__ void load_operands(const Params& p, int batch, int hq
 // 3 dependent shuffles fewer at B = 1, ~0.04 µs; less from B = 8, where more warps hide them.
 // Outcome (H100, results/tuning/20261126-H100-all-reduce): refuted, 0.04-0.23 µs slower at the
 // table's variants at B = 1-8 and its best variant nowhere faster; the exchange is not the chain.
-template <int R, int PIECES, int POLICY, int LANES, typename S>
-__device__ __forceinline__ void store_all_reduced(const Params& p, const float4 (&s)[R][PIECES],
+template <int R, int PIECES, int POLICY, int LANES, typename S, typename Piece>
+__device__ __forceinline__ void store_all_reduced(const Params& p, const Piece (&s)[R][PIECES],
                                                   const float4 (&k4)[PIECES], float (&x)[2 * R], float kq,
                                                   Gates gates, Index head, int v0, Index tile, int sub) {
 #pragma unroll
@@ -401,7 +441,7 @@ __device__ __forceinline__ void store_all_reduced(const Params& p, const float4 
 #pragma unroll
     for (int c = 0; c < PIECES; ++c) {
       store_state4<POLICY>(new_state_of<S>(p) + tile + r * kHeadK + c * kPiece * LANES,
-                           axpy4(d, k4[c], scale4(s[r][c], gates.g)));
+                           axpy4(d, k4[c], scale4(widen_for_update(s[r][c]), gates.g)));
     }
   }
 }
@@ -411,8 +451,8 @@ __device__ __forceinline__ void store_all_reduced(const Params& p, const float4 
 // the LANES / R lanes of row r (sub / (LANES / R) == r) hold its two sums (half
 // of them each; one shuffle swaps), compute d_r and o_r, the lane group's R
 // values of d are broadcast, and every lane stores its pieces of S1.
-template <int R, int PIECES, int POLICY, int LANES, bool V_EARLY, typename S>
-__device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R][PIECES],
+template <int R, int PIECES, int POLICY, int LANES, bool V_EARLY, typename S, typename Piece>
+__device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][PIECES],
                                                  const float4 (&q4)[PIECES], const float4 (&k4)[PIECES],
                                                  Gates gates, float v_early, Index head, int v0, Index tile,
                                                  int group, int sub) {
@@ -426,8 +466,9 @@ __device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R]
     x[2 * r + 1] = 0.0f;
 #pragma unroll
     for (int c = 0; c < PIECES; ++c) {
-      x[2 * r] += dot4(s[r][c], k4[c]);
-      x[2 * r + 1] += dot4(s[r][c], q4[c]);
+      const float4 piece = widen_for_sums(s[r][c]);
+      x[2 * r] += dot4(piece, k4[c]);
+      x[2 * r + 1] += dot4(piece, q4[c]);
     }
   }
 #pragma unroll
@@ -466,7 +507,7 @@ __device__ __forceinline__ void update_and_store(const Params& p, float4 (&s)[R]
 #pragma unroll
     for (int c = 0; c < PIECES; ++c) {
       store_state4<POLICY>(new_state_of<S>(p) + tile + r * kHeadK + c * kPiece * LANES,
-                           axpy4(d, k4[c], scale4(s[r][c], gates.g)));
+                           axpy4(d, k4[c], scale4(widen_for_update(s[r][c]), gates.g)));
     }
   }
 }
@@ -550,19 +591,21 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   GateInputs in;
   float v_early = 0.0f;
   if constexpr (kOperandsFirst) load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
-  float4 s[kLaneRows][kPieces];
+  StatePiece<S> s[kLaneRows][kPieces];
 #pragma unroll
   for (int r = 0; r < kLaneRows; ++r) {
 #pragma unroll
     for (int c = 0; c < kPieces; ++c) {
-      s[r][c] = load_state4<POLICY>(state_of<S>(p) + tile + r * kHeadK + c * kPiece * LANES);
+      s[r][c] = load_state_piece<POLICY>(state_of<S>(p) + tile + r * kHeadK + c * kPiece * LANES);
     }
   }
   if constexpr (kAblate & kAblateMath) {
 #pragma unroll
     for (int r = 0; r < kLaneRows; ++r) {
 #pragma unroll
-      for (int c = 0; c < kPieces; ++c) store_state4<POLICY>(new_state_of<S>(p) + tile + r * kHeadK + c * kPiece * LANES, s[r][c]);
+      for (int c = 0; c < kPieces; ++c) {
+        store_state4<POLICY>(new_state_of<S>(p) + tile + r * kHeadK + c * kPiece * LANES, widen_for_update(s[r][c]));
+      }
     }
     return;
   }
@@ -579,7 +622,7 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   constexpr int kPassRows = kLaneRows / PASSES;
 #pragma unroll
   for (int pass = 0; pass < PASSES; ++pass) {
-    auto& rows = *reinterpret_cast<float4(*)[kPassRows][kPieces]>(&s[pass * kPassRows]);
+    auto& rows = *reinterpret_cast<StatePiece<S>(*)[kPassRows][kPieces]>(&s[pass * kPassRows]);
     update_and_store<kPassRows, kPieces, POLICY, LANES, kVEarly, S>(p, rows, q4, k4, gates, v_early, head,
                                                                  v0 + pass * kPassRows,
                                                                  tile + pass * kPassRows * kHeadK, group, sub);
@@ -595,26 +638,13 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
 // per SM). Bigger variants (ROWS = 16, or ROWS = 8 with 8 lanes per row) would
 // spill under the cap and get no bound.
 //
-// The bf16 register-cap candidate (kCandidateBf16Registers, issue #33) bounds those bigger variants
-// of the bf16 state at kBf16RegisterCap registers. Unbounded, ptxas gives them the fp32 path's
-// 116-127 registers for half the bytes, so a register-limited SM holds half the fp32 path's bytes
-// in flight (Nsight Compute, results/ncu/20261127-H100-bf16-b64: 25% occupancy, 1.94 waves at
-// B = 64); with the cap they fit in 96 without spilling (ROWS = 16 with 8 lanes and two passes:
-// 4 bytes), 10 two-warp blocks an SM instead of 8 (ptxas -v, results/cuda-notes.md).
-// An SM's 65536 registers are four quarters of 16384, one a scheduler, and a warp takes its
-// registers from one quarter: so many warps fit under the cap in each (16384 / (96 * 32) = 5),
-// and as many blocks as those warps make. (Counted over the whole register file instead, one-warp
-// blocks would ask for 21, and ptxas then gives them 80 registers and spills.)
-constexpr int kBf16RegisterCap = 96;
-constexpr int kWarpsUnderBf16Cap = 4 * (16384 / (kBf16RegisterCap * kWarpSize));
-template <int WARPS>
-constexpr int kBlocksUnderBf16Cap = kWarpsUnderBf16Cap / WARPS;
+// Registers a lane's state rows take: 4 * ROWS in fp32 and for an unpacked bf16 state, half that
+// for the bf16-packed candidate's.
+template <int ROWS, typename S>
+constexpr int kStateRegisters = std::is_same_v<StatePiece<S>, uint2> ? 2 * ROWS : 4 * ROWS;
 template <int WARPS, int ROWS, int LANES, typename S = float>
 constexpr int kMinBlocksPerSm =
-    4 * ROWS + 256 / LANES <= 48 ? 32 / WARPS
-    : (kCandidate & kCandidateBf16Registers) && !std::is_same_v<S, float> && kBlocksUnderBf16Cap<WARPS> > 1
-        ? kBlocksUnderBf16Cap<WARPS>
-        : 1;
+    kStateRegisters<ROWS, S> + 256 / LANES <= 48 ? 32 / WARPS : 1;
 
 // One block per chunk of WARPS * ROWS rows: grid (V / (WARPS * ROWS), HV, B). S: the state's
 // element type, float or uint16_t (bf16 bits).
