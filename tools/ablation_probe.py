@@ -1,7 +1,7 @@
 """Which part of cuda-v4's work costs time at small B? An ablation probe of issue #33's last
 0.3 µs between cuda-v4 and a copy of the state (results/cuda-notes.md):
 
-    python -m tools.ablation_probe --out DIR [--batches 1,2,4,8] [--repeats 3]
+    python -m tools.ablation_probe --out DIR [--batches 1,2,4,8] [--repeats 3] [--state-dtype bfloat16]
 
 For each batch size, in a process of its own (one CUPTI client): cuda-v4 built once per
 :data:`BUILDS` entry, kernel.cu's switches: ablations (``-DGDN_V4_ABLATE=<flags>``: each leaves
@@ -9,7 +9,8 @@ one part of the work out, and its results are wrong by design) and candidates
 (``-DGDN_V4_CANDIDATE=<flags>``: changes that compute the same results), each launching the
 variant its launch table picks for that B on this GPU, beside the copy floor's kernels
 (torch ``copy_`` and the Triton streaming copies of :mod:`harness.judge.stream_copy`), all on
-the sweep workload's inputs. Each subject is timed with FlashInfer's
+the sweep workload's inputs (``--state-dtype bfloat16``: its bf16-state kernels, its bf16 table's
+variant, copies of the bf16 state). Each subject is timed with FlashInfer's
 ``bench_gpu_time_with_cupti(cold_l2_cache=True)`` (median of its calls) after a short clock
 warm-up, ``--repeats`` times in rounds over the subjects. Writes ``DIR/ablation_probe.json``
 and prints, per B, each subject's median over the repeats, its range, and its excess over the
@@ -67,11 +68,10 @@ from tools.timing_proof import in_fresh_process
 ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, "no-exchange": 8,
              "no-operands-no-exchange": 15, "copy": 16}
 #: name -> kernel.cu's GDN_V4_CANDIDATE flags (kCandidateVEarly 1, kCandidateOperandsFirst 2, kCandidatePreciseGates 4,
-#: kCandidateAllReduce 8, kCandidateSharedQK 16, kCandidateIndex32 32; the halves candidate, 32 at b280400, is
-#: the variants' passes now; kCandidateBf16Packed 128 changes only the bf16 state's kernels, which this probe
-#: does not time: `python -m tools.tune --dtypes bfloat16 --defines GDN_V4_CANDIDATE=128` does).
+#: kCandidateAllReduce 8, kCandidateSharedQK 16, kCandidateIndex32 32, kCandidateBf16Packed 128 (the bf16
+#: state's kernels only: --state-dtype bfloat16); the halves candidate, 32 at b280400, is the variants' passes now).
 CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,
-              "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "index-32": 32}
+              "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "index-32": 32, "bf16-packed": 128}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
           **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}
@@ -79,6 +79,14 @@ BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags 
 #: (tools.tier_parity.warm).
 WARM_S = 0.3
 TORCH_COPY = "torch copy_"
+
+
+def declared_state_dtypes() -> tuple[str, ...]:
+    """The state dtypes cuda-v4's solution.toml declares: the probe's ``--state-dtype`` choices."""
+    from harness.judge.solutions import load_meta
+    from harness.paths import SOLUTIONS_DIR
+
+    return load_meta(SOLUTIONS_DIR / "cuda-v4").state_dtypes
 
 
 def build_ablations(workdir: Path, names: list[str]) -> dict:
@@ -97,19 +105,22 @@ def build_ablations(workdir: Path, names: list[str]) -> dict:
     return builds
 
 
-def misbuilt(builds: dict, inputs: dict) -> list[str]:
+def misbuilt(builds: dict, inputs: dict, state_dtype: str = "float32") -> list[str]:
     """The builds that compute what they should not: an ablation whose results equal the full
     build's bit for bit (it would time the full kernel under another name, e.g. a build not
-    loaded as its own) or a candidate whose results fail the judge's default tolerance against
-    it (a candidate must compute the same). Empty if every build is what its name says. (A
-    candidate that compiles to the full build's code passes here: :func:`same_code_as_full`.)"""
+    loaded as its own) or a candidate whose results fail the judge's tolerance for a state of
+    ``state_dtype`` against it (a candidate must compute the same). Empty if every build is what
+    its name says. (A candidate that compiles to the full build's code passes here:
+    :func:`same_code_as_full`.)"""
     import torch
 
-    from harness.facts import DEFAULT_TOLERANCE
     from harness.judge.check import out_of_tolerance
+    from tools.tune.measure import state_tolerance
+
+    tolerance = state_tolerance(state_dtype)
 
     def agrees(mine: tuple, theirs: tuple) -> bool:
-        return not any(out_of_tolerance(a.double(), b.double(), DEFAULT_TOLERANCE).any() for a, b in zip(mine, theirs))
+        return not any(out_of_tolerance(a.double(), b.double(), tolerance).any() for a, b in zip(mine, theirs))
 
     def results(module) -> tuple:
         given = {**inputs, "output": inputs["output"].clone(), "new_state": inputs["new_state"].clone()}
@@ -142,9 +153,10 @@ def subjects(builds: dict, inputs: dict) -> dict:
     return calls
 
 
-def probe_batch(batch: int, repeats: int, names: list[str]) -> dict:
-    """One batch size: ``{"launch": config name, "kernel": its template arguments (WARPS, ROWS,
-    POLICY, LANES, PASSES), "misbuilt": [...], "times_us": {subject: [µs per repeat]}}``."""
+def probe_batch(batch: int, repeats: int, names: list[str], state_dtype: str = "float32") -> dict:
+    """One batch size with a state of ``state_dtype``: ``{"launch": config name, "kernel": its
+    template arguments (WARPS, ROWS, POLICY, LANES, PASSES), "misbuilt": [...], "times_us":
+    {subject: [µs per repeat]}}``; the copies copy that state."""
     from flashinfer.testing import bench_gpu_time_with_cupti
 
     from tools.tier_parity import solution_inputs, warm
@@ -152,23 +164,25 @@ def probe_batch(batch: int, repeats: int, names: list[str]) -> dict:
 
     with tempfile.TemporaryDirectory() as workdir:
         builds = build_ablations(Path(workdir), names)
-        _, inputs = solution_inputs(batch)
-        wrong = misbuilt(builds, inputs)
+        _, inputs = solution_inputs(batch, state_dtype)
+        wrong = misbuilt(builds, inputs, state_dtype)
         calls = subjects(builds, inputs)
         times: dict[str, list[float]] = {name: [] for name in calls}
         for _ in range(repeats):
             for name, call in calls.items():
                 warm(call, (), WARM_S)
                 times[name].append(statistics.median(bench_gpu_time_with_cupti(call, cold_l2_cache=True)) * 1e3)
-        config = builds["full"].launch_config(batch)
+        config = builds["full"].launch_config(batch, state_dtype)
         kernel = (config.warps_per_block, config.rows_per_warp, builds["full"].CACHE_POLICIES.index(config.cache_policy),
                   config.lanes_per_row, config.passes)
     return {"launch": config_name(config), "kernel": kernel, "misbuilt": wrong, "times_us": times}
 
 
-def same_code_as_full(names: list[str], kernels: dict[int, tuple], target: tuple[str, str]) -> dict[int, list[str]]:
+def same_code_as_full(names: list[str], kernels: dict[int, tuple], target: tuple[str, str],
+                      state_dtype: str = "float32") -> dict[int, list[str]]:
     """``{B: [candidates]}``: the candidates whose build of the kernel launched at B (``kernels``:
-    B -> its template arguments) is the full build's machine code for ``target``, byte for byte
+    B -> its template arguments; the kernel of a ``state_dtype`` state) is the full build's
+    machine code for ``target``, byte for byte
     (their times are the full kernel's under another name: ptxas may schedule a change in source
     order away, and a candidate may leave some variants alone). Compiles each build once (nvcc,
     the shipped flags; a few seconds each).
@@ -180,11 +194,13 @@ def same_code_as_full(names: list[str], kernels: dict[int, tuple], target: tuple
 
     from harness.judge.build import kernel_code
     from harness.paths import SOLUTIONS_DIR
-    from tools.tune.cuda_v4 import KERNEL_NAME
+    from tools.tune.cuda_v4 import KERNEL_NAME, KERNEL_NAME_BF16
+
+    kernel_name = KERNEL_NAME_BF16 if state_dtype == "bfloat16" else KERNEL_NAME
 
     def by_variant(code: dict[str, bytes]) -> dict[tuple, bytes]:
         return {tuple(map(int, found.groups())): text for name, text in code.items()
-                if (found := re.search(KERNEL_NAME, name))}
+                if (found := re.search(kernel_name, name))}
 
     source = SOLUTIONS_DIR / "cuda-v4" / "kernel.cu"
     full = by_variant(kernel_code(source, target))
@@ -207,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = probe_parser(__doc__, "1,2,4,8")
     parser.add_argument("--builds", default=",".join(BUILDS),
                         help="comma-separated names of BUILDS to time (full is always timed); default: all")
+    parser.add_argument("--state-dtype", choices=declared_state_dtypes(), default="float32",
+                        help="the state's dtype (bfloat16: cuda-v4's bf16-state kernels and copies of that state)")
     args = parser.parse_args(argv)
     names = ["full", *dict.fromkeys(n for n in args.builds.split(",") if n and n != "full")]
     if unknown := [n for n in names if n not in BUILDS]:
@@ -219,14 +237,14 @@ def main(argv: list[str] | None = None) -> int:
 
     probed = {}
     for batch in batches:
-        probed[batch] = in_fresh_process(probe_batch, batch, max(1, args.repeats), names)
+        probed[batch] = in_fresh_process(probe_batch, batch, max(1, args.repeats), names, args.state_dtype)
         if probed[batch]["misbuilt"]:
             print(f"error: B={batch}: {', '.join(probed[batch]['misbuilt'])}: an ablation computed what the full "
                   "build did, or a candidate did not", file=sys.stderr)
             return 1
     major, minor = torch.cuda.get_device_capability()
     target = (f"compute_{major}{minor}a", f"sm_{major}{minor}a")
-    same = same_code_as_full(names, {batch: tuple(p["kernel"]) for batch, p in probed.items()}, target)
+    same = same_code_as_full(names, {batch: tuple(p["kernel"]) for batch, p in probed.items()}, target, args.state_dtype)
     rows = []
     for batch in batches:
         for row in summarize(batch, probed[batch]):
@@ -235,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"B={batch} {row['subject']:<34} {row['median_us']:.3f} µs ({row['min_us']:.3f}-{row['max_us']:.3f})"
                   f"  vs full {row['minus_full_us']:+.3f}  over floor {row['over_floor_us']:+.3f}"
                   + ("  [the full build's code]" if row["same_code_as_full"] else ""))
-    write_report(args.out, "ablation_probe", builds={name: BUILDS[name] for name in names},
+    write_report(args.out, "ablation_probe", state_dtype=args.state_dtype, builds={name: BUILDS[name] for name in names},
                  launch_configs={batch: p["launch"] for batch, p in probed.items()}, target=target[1],
                  timer="flashinfer.testing.bench_gpu_time_with_cupti(cold_l2_cache=True), median", rows=rows)
     return 0

@@ -116,3 +116,25 @@ def test_the_summary_measures_each_subject_from_the_full_kernel_and_the_fastest_
 def test_an_unknown_build_is_a_clear_error(tmp_path, capsys):
     assert main(["--out", str(tmp_path), "--builds", "full,no-such"]) == 2
     assert "no-such" in capsys.readouterr().err
+
+
+def test_the_state_dtypes_are_the_ones_cuda_v4_declares(tmp_path, capsys):
+    """--state-dtype offers what solution.toml declares, and anything else is a clear error (exit 2)."""
+    from tools.ablation_probe import declared_state_dtypes
+
+    assert declared_state_dtypes() == ("float32", "bfloat16")
+    with pytest.raises(SystemExit) as exited:
+        main(["--out", str(tmp_path), "--state-dtype", "float16"])
+    assert exited.value.code == 2 and "float16" in capsys.readouterr().err
+
+
+def test_a_bf16_candidate_is_held_to_the_bf16_states_tolerance():
+    """A candidate's results are judged with the tolerance of the probe's state dtype: 0.1 apart
+    at 1.0 is outside the fp32 one (atol = rtol = 1e-2) and inside the bf16 one; 2.0 apart is
+    outside both."""
+    inputs = {"output": torch.zeros(4), "new_state": torch.zeros(4)}
+    builds = {"full": FakeBuild(1.0), "precise-gates": FakeBuild(1.1)}
+    assert misbuilt(builds, inputs, "bfloat16") == []
+    assert misbuilt(builds, inputs, "float32") == ["precise-gates"]
+    builds["precise-gates"] = FakeBuild(3.0)
+    assert misbuilt(builds, inputs, "bfloat16") == ["precise-gates"]
