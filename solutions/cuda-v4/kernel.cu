@@ -173,10 +173,13 @@ constexpr int kCandidateAllReduce = 8;     // every lane all-reduces all 2R row 
 constexpr int kCandidateSharedQK = 16;     // q and k loaded once per block into shared memory (update_rows)
 constexpr int kCandidateIndex32 = 32;      // element offsets in 32 bits (the host checks that they fit)
 // 64 was the bf16 register-cap candidate and 256 the bf16 16-byte-access candidate: both refuted on
-// an H100 and removed (results/cuda-notes.md); 128 keeps its value so the recorded commands stay true.
+// an H100 and removed (results/cuda-notes.md); the others keep their values so recorded commands stay true.
 constexpr int kCandidateBf16Packed = 128;    // a bf16 state held as loaded, two elements a register (StatePiece)
+constexpr int kCandidateBf16Staged = 512;    // a bf16 state's second-pass rows staged in shared memory (kStaged)
+constexpr int kCandidateRemoved = 64 | 256;
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-static_assert(kCandidate >= 0 && kCandidate < 256 && !(kCandidate & 64), "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
+static_assert(kCandidate >= 0 && kCandidate < 1024 && !(kCandidate & kCandidateRemoved),
+              "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
 // (IMAD.WIDE, SHF.L.U64.HI, LEA.HI.X chains); 32-bit offsets need one IMAD.WIDE.U32 an address.
@@ -279,6 +282,37 @@ __device__ __forceinline__ float4 widen_for_update(uint2 raw) {
   return make_float4(__uint_as_float(__byte_perm(raw.x, 0, 0x1044)), __uint_as_float(__byte_perm(raw.x, 0, 0x3244)),
                      __uint_as_float(__byte_perm(raw.y, 0, 0x1044)), __uint_as_float(__byte_perm(raw.y, 0, 0x3244)));
 }
+
+// The bf16-staged candidate (kCandidateBf16Staged, issue #33). Every variant of the bf16 state stops
+// at 13.4-13.5 us at B = 64 on an H100, level with torch's copy_; its copy build (the geometry, no
+// math) too, where the one-wave Triton copy takes 12.2 (results/ablation/20261127-H100-bf16-wall).
+// cutedsl-bf16 gets under it only by loading part of each tile into shared memory (12.54 us; 13.30
+// with registers alone: results/tuning/20261127-H100-cutedsl-bf16-b64-loads): registers and shared
+// memory together hold more bytes in flight than registers alone. So, in variants of two passes,
+// the second pass's rows go by cp.async into a shared-memory slice of the lane's own (8 bytes a
+// piece, laid out by lane so each lane reads back only what it copied: no barrier), issued with the
+// first pass's register loads, and are read from there when the second pass begins.
+template <typename S, int PASSES>
+constexpr bool kStaged = (kCandidate & kCandidateBf16Staged) && !std::is_same_v<S, float> && PASSES == 2;
+
+// The staging slices of a block: [warp][row of the lane's staged rows][piece][lane], 8 bytes each.
+template <int WARPS, int ROWS, int PIECES>
+__device__ __forceinline__ uint2 (&staging())[WARPS][ROWS][PIECES][kWarpSize] {
+  __shared__ uint2 slices[WARPS][ROWS][PIECES][kWarpSize];
+  return slices;
+}
+
+// One 8-byte piece of the state copied from global to shared memory without registers (cp.async).
+__device__ __forceinline__ void stage_piece(uint2* slice, const uint16_t* p) {
+  const unsigned target = static_cast<unsigned>(__cvta_generic_to_shared(slice));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(target), "l"(p) : "memory");
+}
+__device__ __forceinline__ void staging_issued() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void staging_landed() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+// A staged piece as the lane holds it (packed, or widened for the math).
+__device__ __forceinline__ void unstage(uint2 raw, uint2& piece) { piece = raw; }
+__device__ __forceinline__ void unstage(uint2 raw, float4& piece) { piece = widen_for_sums(raw); }
 
 __device__ __forceinline__ float dot4(float4 x, float4 y) {
   return fmaf(x.w, y.w, fmaf(x.z, y.z, fmaf(x.y, y.y, x.x * y.x)));
@@ -592,14 +626,37 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   float v_early = 0.0f;
   if constexpr (kOperandsFirst) load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
   StatePiece<S> s[kLaneRows][kPieces];
+  // The bf16-staged candidate: the second pass's rows [kStagedFrom, kLaneRows) go to shared memory.
+  constexpr int kStagedFrom = kStaged<S, PASSES> ? kLaneRows / 2 : kLaneRows;
 #pragma unroll
   for (int r = 0; r < kLaneRows; ++r) {
 #pragma unroll
     for (int c = 0; c < kPieces; ++c) {
+      if constexpr (kStaged<S, PASSES>) {
+        if (r >= kStagedFrom) {
+          stage_piece(&staging<WARPS, kLaneRows - kStagedFrom, kPieces>()[warp][r - kStagedFrom][c][lane],
+                      state_of<S>(p) + tile + r * kHeadK + c * kPiece * LANES);
+          continue;
+        }
+      }
       s[r][c] = load_state_piece<POLICY>(state_of<S>(p) + tile + r * kHeadK + c * kPiece * LANES);
     }
   }
+  const auto unstage_rows = [&]() {  // the staged rows into s, once they have landed
+    if constexpr (kStaged<S, PASSES>) {
+      staging_landed();
+#pragma unroll
+      for (int r = kStagedFrom; r < kLaneRows; ++r) {
+#pragma unroll
+        for (int c = 0; c < kPieces; ++c) {
+          unstage(staging<WARPS, kLaneRows - kStagedFrom, kPieces>()[warp][r - kStagedFrom][c][lane], s[r][c]);
+        }
+      }
+    }
+  };
+  if constexpr (kStaged<S, PASSES>) staging_issued();
   if constexpr (kAblate & kAblateMath) {
+    unstage_rows();
 #pragma unroll
     for (int r = 0; r < kLaneRows; ++r) {
 #pragma unroll
@@ -622,6 +679,7 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   constexpr int kPassRows = kLaneRows / PASSES;
 #pragma unroll
   for (int pass = 0; pass < PASSES; ++pass) {
+    if (pass == 1) unstage_rows();
     auto& rows = *reinterpret_cast<StatePiece<S>(*)[kPassRows][kPieces]>(&s[pass * kPassRows]);
     update_and_store<kPassRows, kPieces, POLICY, LANES, kVEarly, S>(p, rows, q4, k4, gates, v_early, head,
                                                                  v0 + pass * kPassRows,
@@ -639,17 +697,17 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
 // spill under the cap and get no bound.
 //
 // Registers a lane's state rows take: 4 * ROWS in fp32 and for an unpacked bf16 state, half that
-// for the bf16-packed candidate's.
-template <int ROWS, typename S>
-constexpr int kStateRegisters = std::is_same_v<StatePiece<S>, uint2> ? 2 * ROWS : 4 * ROWS;
-template <int WARPS, int ROWS, int LANES, typename S = float>
+// for the bf16-packed candidate's, and half again for the rows the bf16-staged candidate keeps.
+template <int ROWS, typename S, int PASSES>
+constexpr int kStateRegisters = (std::is_same_v<StatePiece<S>, uint2> ? 2 * ROWS : 4 * ROWS) / (kStaged<S, PASSES> ? 2 : 1);
+template <int WARPS, int ROWS, int LANES, typename S = float, int PASSES = 1>
 constexpr int kMinBlocksPerSm =
-    kStateRegisters<ROWS, S> + 256 / LANES <= 48 ? 32 / WARPS : 1;
+    kStateRegisters<ROWS, S, PASSES> + 256 / LANES <= 48 ? 32 / WARPS : 1;
 
 // One block per chunk of WARPS * ROWS rows: grid (V / (WARPS * ROWS), HV, B). S: the state's
 // element type, float or uint16_t (bf16 bits).
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, typename S>
-__global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES, S>))
+__global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES, S, PASSES>))
     gdn_decode_v4_kernel(const Params p) {
   update_rows<WARPS, ROWS, POLICY, LANES, PASSES, S>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
