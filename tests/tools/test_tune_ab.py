@@ -40,6 +40,23 @@ def test_a_gain_within_the_noise_is_a_tie_and_kept(tmp_path, capsys):
     assert "| copy-floor | 1.0056 | 1 | | the machine's drift (no table) |" in out
 
 
+def test_a_bf16_state_is_read_against_the_drift_of_its_own_copy(tmp_path, capsys):
+    """A bf16-state label's noise is the bf16 copy's drift, not the fp32 copy's (a copy of half the
+    bytes drifts by its own amount): here the bf16 copy drifted 1%, the fp32 one not at all."""
+    def side(name, us, bf16_floor_us):
+        records = [make_trace("cuda-v4", "w64", {"cupti": us}, batch=64),
+                   make_trace("cuda-v4[bfloat16-state]", "w64", {"cupti": us / 2}, batch=64),
+                   make_floor("w64", {"cupti": 20.0}, batch=64),
+                   make_floor("w64", {"cupti": bf16_floor_us}, batch=64, state_dtype="bfloat16")]
+        write_run(tmp_path / name, "run", records, set_name="sweep")
+        return str(tmp_path / name)
+
+    assert main([side("old", 20.0, 10.0), "--", side("new", 19.84, 10.1)]) == 0
+    out = capsys.readouterr().out
+    assert "| cuda-v4 | 0.9920 | 1 | 0.00% | install |" in out
+    assert "| cuda-v4[bfloat16-state] | 0.9920 | 1 | 1.00% | keep (a tie within the noise) |" in out
+
+
 def test_bad_input_is_one_line_and_status_2(tmp_path, capsys):
     run = results(tmp_path / "old", [("cuda-v4", 1, 2.0)])
     for argv, words in ((["x"], "usage: OLD_RUN"), ([str(run), "--"], "each side needs at least one run folder"),

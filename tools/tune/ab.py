@@ -15,7 +15,8 @@ each side's runs; then per solution the mean of new / old over the batch sizes b
 the noise it is read against and the verdict: ``install`` where the mean is below 1 by more than the
 noise (the tuned table reads faster on average), else ``keep`` (slower, or a tie within the noise:
 a table that changes nothing measurable is not worth the churn). The noise is the larger of the
-machine's drift (the copy floor's own mean new / old, which no table moves) and the repeat spread
+machine's drift (the copy floor's own mean new / old, which no table moves; the copy of the same
+state dtype as the solution's label) and the repeat spread
 (half the range of a side's runs over their median, averaged over the solution's batch sizes and
 both sides). Exit status 0; 2 after an error line (no ``--``, a side without runs, a folder with no
 run in it).
@@ -99,6 +100,14 @@ def noise(old: list[RunFigures], new: list[RunFigures], solution: str, drift: fl
     return max(abs(drift - 1) if drift is not None else 0.0, repeat_spread((old, new), solution))
 
 
+def floor_label(solution: str) -> str:
+    """The copy floor's label for the state dtype of ``solution``'s label: its ``[...]`` suffix
+    (``cuda-v4[bfloat16-state]`` -> ``copy-floor[bfloat16-state]``; ``cuda-v4`` -> ``copy-floor``).
+    A bf16 state's copy moves half the bytes, so its drift is its own."""
+    bracket = solution.find("[")
+    return COPY_FLOOR + (solution[bracket:] if bracket >= 0 else "")
+
+
 def verdict(mean: float, band: float) -> str:
     """``install`` where the tuned table reads faster by more than ``band`` (a fraction), else
     ``keep``, naming a tie within the noise as such."""
@@ -116,12 +125,12 @@ def format_ab(old: list[RunFigures], new: list[RunFigures]) -> str:
         cells = [f"{run[key]:.3f}" if key in run else "—" for run in (*old, *new)]
         lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + f" | {after[key] - before[key]:+.3f} |")
     means = mean_ratios(old, new)
-    drift = means.get(COPY_FLOOR, (None, 0))[0]
     lines += ["", "| solution | mean new / old | batch sizes | noise ± | verdict |", "|---|---|---|---|---|"]
     for solution, (mean, count) in sorted(means.items()):
         if solution.startswith(COPY_FLOOR):
             lines.append(f"| {solution} | {mean:.4f} | {count} | | the machine's drift (no table) |")
             continue
+        drift = means.get(floor_label(solution), means.get(COPY_FLOOR, (None, 0)))[0]
         band = noise(old, new, solution, drift)
         lines.append(f"| {solution} | {mean:.4f} | {count} | {band:.2%} | {verdict(mean, band)} |")
     return "\n".join(lines)
