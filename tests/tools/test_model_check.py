@@ -89,6 +89,7 @@ def test_the_reports_a_ladder_was_fitted_to_stand_in_for_the_tables_only_where_n
     assert model[H200] == tables[H200] and model[H100] != tables[H100]
     assert not any(name.endswith("/p2") for at in model[H100][1]["float32"].values() for name in at)
     assert any(name.endswith("/p2") for at in tables[H100][1]["float32"].values() for name in at)
+    assert model[H100][1]["bfloat16"] == tables[H100][1]["bfloat16"]  # the stand-in timed no bf16 state
 
 
 @pytest.mark.parametrize("name, dtype, geomean, worst", [
@@ -128,6 +129,11 @@ def test_an_octave_fit_takes_per_octave_the_config_least_slow_over_its_batch_siz
         model_check.fit_octaves({}, "float32", bandwidth, latency)
 
 
+#: The state dtypes a solution's ladder was fitted to, where not all it declares: cuda-v4 has one ladder, read
+#: by a state's bytes, fitted to the fp32 state; the model table checks its bf16 picks against the bf16 tunes.
+FITTED_DTYPES = {"cuda-v4": {"float32"}}
+
+
 @pytest.mark.parametrize("name", ["fla-recurrent", "cuda-v4", "cutedsl-bf16"])
 def test_the_ladders_are_the_octave_fit_of_the_h100_tune(name):
     """fla-recurrent's hand-made ladder is what the fit gives; cuda-v4's and cutedsl-bf16's were
@@ -141,7 +147,7 @@ def test_the_ladders_are_the_octave_fit_of_the_h100_tune(name):
         pytest.skip(str(exc))
     bandwidth, times = model_check.model_reports(name, adapter)[H100]
     for dtype in adapter.state_dtypes():
-        if dtype not in times:  # a state dtype the H100 tune has not measured (cuda-v4's bf16 state): no fit yet
+        if dtype not in FITTED_DTYPES.get(name, {dtype}):
             continue
         fitted = model_check.fit_octaves(times[dtype], dtype, bandwidth, model_check.model_latency(name))
         rho = {batch: model_check.state_bytes(batch, dtype) / (bandwidth * model_check.model_latency(name))
@@ -247,15 +253,16 @@ def test_the_command_line_names_a_b200_and_refuses_bad_input(capsys):
 B200_PAPER = {
     ("fla-recurrent", "float32"): [("bv4/w1", 1.97), ("bv4/w1", 4.51), ("bv8/w1", 12.11)],
     ("cuda-v4", "float32"): [("r4/noalloc/l16/w2", 1.79), ("r4/noalloc/l16/w2", 4.16), ("r16/noalloc/l8/w2", 12.61)],
-    ("cuda-v4", "bfloat16"): [("r4/noalloc/l16/w2", 1.78), ("r4/plain/l16/w4", 3.14), ("r16/noalloc/l8/w1", 8.6)],
+    ("cuda-v4", "bfloat16"): [("r4/noalloc/l16/w2", 1.8), ("r4/plain/l16/w4", 3.15), ("r16/noalloc/l8/w1", 8.77)],
     ("cutedsl-bf16", "float32"): [("t16/s1/regs/cs/p2", 1.88), ("t16/s1/mix1/cs/p2", 4.42),
                                   ("t32/s2/mix2/cs/p2", 12.98)],
     ("cutedsl-bf16", "bfloat16"): [("t16/s2/regs/cs", 1.87), ("t16/s1/regs/cs", 3.49), ("t64/s4/regs/cs/p2", 8.29)],
 }
 
 
-#: The GPUs whose tunes measured a solution's state dtype, where not both (cuda-v4's bf16 state: the H200's only).
-B200_PAPER_GPUS = {("cuda-v4", "bfloat16"): {H200}}
+#: The GPUs whose tunes measured a solution's state dtype, where not both (none since the H100's bf16 tune of cuda-v4:
+#: model_reports keeps it beside the H100's fp32 stand-in).
+B200_PAPER_GPUS: dict[tuple[str, str], set[str]] = {}
 
 
 @pytest.mark.parametrize("name, dtype", list(B200_PAPER))
