@@ -56,8 +56,9 @@
 #                 floor's (issue #29: where FlashInfer's events timer's extra 0.45-0.94 µs comes from; about 1 min)
 #   tune-small    `python -m tools.tune --algo cuda-v4 --batches 1,2,4,8` here, then in AB_TREE (issue #33);
 #                 TUNE_ROUNDS times, alternating (default 1; each round ~9 min: start:/wait: past one)
-#   tune-candidate  the same tune of the shipped cuda-v4, then of a candidate build (--defines "$TUNE_DEFINES", default
-#                 GDN_V4_CANDIDATE=4, the precise gates; no table file written): best variant per batch size, shipped vs candidate
+#   tune-candidate  the same tune of the shipped cuda-v4, then of each candidate build (--defines WORD for each word of
+#                 $TUNE_DEFINES, default GDN_V4_CANDIDATE=4, the precise gates; its side is candidate-N, N from 0;
+#                 no table file written): best variant per batch size, shipped vs each candidate
 #                 (issue #33); TUNE_ROUNDS times, alternating (default 1; each round ~9 min: start:/wait: past one);
 #                 TUNE_ONLY, a --only pattern for both sides (default ., every variant: --only writes no table
 #                 file, so the steps after it run the shipped tables; tune-small likewise), measures less in less time;
@@ -252,9 +253,10 @@ for step in "$@"; do
                  python -m tools.tune.ab "$work"/ab/old-*/ -- "$work"/ab/new-*/ > "$work/ab.md" 2>&1; cat "$work/ab.md"
                  rm -rf "$tuned"; pack "$step" "$work" ;;
     tune-candidate) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
+                 candidates=(${TUNE_DEFINES:-GDN_V4_CANDIDATE=4})  # one side a word: its --defines
                  for round in $(seq 1 "${TUNE_ROUNDS:-1}"); do
-                   for side in shipped candidate; do
-                     build=(); [ "$side" = candidate ] && build=(--defines "${TUNE_DEFINES:-GDN_V4_CANDIDATE=4}")
+                   for side in shipped "${!candidates[@]}"; do
+                     build=(); [ "$side" != shipped ] && build=(--defines "${candidates[$side]}") side=candidate-$side
                      build+=(--only "${TUNE_ONLY:-.}")  # writes no table file: later steps keep the shipped tables
                      timeout -s INT 270 python -m tools.tune --algo cuda-v4 --batches "${TUNE_BATCHES:-1,2,4,8}" \
                        ${TUNE_DTYPES:+--dtypes "$TUNE_DTYPES"} "${build[@]}" \
