@@ -69,8 +69,8 @@ def test_the_bf16_packed_candidate_halves_only_the_bf16_states_registers(shipped
 def test_the_bf16_staged_candidate_changes_only_the_bf16_states_two_pass_kernels(shipped_code):
     """kernel.cu's kCandidateBf16Staged (GDN_V4_CANDIDATE=512, issue #33): every fp32 kernel and every
     one-pass bf16 kernel keeps its machine code; the two-pass bf16 variants of 16 rows a warp, whose
-    second pass now waits in shared memory, take fewer registers than shipped (99-122), and those of
-    16 or 32 lanes a row fit the 64-register bound."""
+    second pass now waits in shared memory, take at most 96 registers (shipped: 99-122), and those
+    of 16 or 32 lanes a row fit the 64-register bound."""
     from harness.judge import build
 
     defines = ("GDN_V4_CANDIDATE=512",)
@@ -79,11 +79,9 @@ def test_the_bf16_staged_candidate_changes_only_the_bf16_states_two_pass_kernels
     for name, code in shipped_code.items():
         found = re.search(KERNEL_NAME_BF16, name)
         assert (staged[name] == code) == (not found or found.group(5) == "1"), name
-    shipped = build.kernel_resources(SOURCE)
-    two_pass = {name: (used, found.group(4)) for name, used in build.kernel_resources(SOURCE, defines=defines).items()
-                if (found := re.search(KERNEL_NAME_BF16, name)) and found.group(2) == "16" and found.group(5) == "2"}
-    assert two_pass and all(used.registers < shipped[name].registers for name, (used, _) in two_pass.items())
-    assert all(used.registers <= 64 for used, lanes in two_pass.values() if lanes != "8")
+    two_pass = [(used, found.group(4)) for name, used in build.kernel_resources(SOURCE, defines=defines).items()
+                if (found := re.search(KERNEL_NAME_BF16, name)) and found.group(2) == "16" and found.group(5) == "2"]
+    assert two_pass and all(used.registers <= (96 if lanes == "8" else 64) for used, lanes in two_pass)
 
 
 def test_an_ablation_define_outside_the_flags_does_not_compile(shipped_code):
