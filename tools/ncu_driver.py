@@ -15,6 +15,8 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from harness.facts import STATE_DTYPES
+
 #: The kernel-name filters (``ncu -k regex:...``) of each subject's own kernel.
 KERNELS = {"cuda-v4": "gdn_decode_v4", "cuda-v1": "gdn_decode_v1_kernel", "fla-recurrent": "gdn_decode_kernel",
            "stream-copy": "_stream_copy_kernel"}
@@ -48,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("subject", help=f"an own solution or {STREAM_COPY}")
     parser.add_argument("batch", type=int, help="batch size (a sweep workload's)")
     parser.add_argument("--calls", type=int, default=13, help="calls (default: %(default)s)")
-    parser.add_argument("--state-dtype", choices=("float32", "bfloat16"), default="float32",
+    parser.add_argument("--state-dtype", choices=STATE_DTYPES, default="float32",
                         help="the state's dtype (default: %(default)s)")
     args = parser.parse_args(argv)
     call_back_to_back(args.subject, args.batch, args.calls, args.state_dtype)

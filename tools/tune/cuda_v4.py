@@ -29,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
-from harness.data.definition import TORCH_DTYPES
+from harness.judge.protocol import dtype_name
 from harness.judge.solutions import load_meta, load_solution
 from harness.paths import SOLUTIONS_DIR
 from tools.tune.table_files import PROVENANCE_FIELDS, table_stem
@@ -241,8 +241,7 @@ class CudaV4:
     def in_use(self, inputs: dict) -> str:
         """The variant ``run`` launches for B and the state's dtype on this GPU (its table, or the
         default model), read from the build."""
-        dtype = {torch_dtype: name for name, torch_dtype in TORCH_DTYPES.items()}[inputs["state"].dtype]
-        return config_name(self.solution.launch_config(inputs["q"].shape[0], dtype))
+        return config_name(self.solution.launch_config(inputs["q"].shape[0], dtype_name(inputs["state"].dtype)))
 
     def gpu_tables(self) -> dict[str, dict[str, list[list]]]:
         """The table headers' tables by config name: fp32, and bf16 where a header has one."""

@@ -15,6 +15,7 @@ import json
 from typing import Callable
 
 from harness.data.definition import TORCH_DTYPES
+from harness.judge.protocol import dtype_name
 from harness.judge.solutions import load_meta
 from harness.paths import SOLUTIONS_DIR
 from tools.tune.protocol import LoadedByTheHarness
@@ -56,8 +57,7 @@ class CuteDslBf16(LoadedByTheHarness):
 
     def gpu_tables(self) -> dict[str, dict[str, list[list]]]:
         """``gdn_cute_build.LAUNCH_TABLES`` by config name."""
-        names = {dtype: name for name, dtype in TORCH_DTYPES.items()}
-        return {device: {names[dtype]: [[limit, config.name] for limit, config in table]
+        return {device: {dtype_name(dtype): [[limit, config.name] for limit, config in table]
                          for dtype, table in tables.items()}
                 for device, tables in self.solution.build.LAUNCH_TABLES.items()}
 

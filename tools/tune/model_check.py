@@ -244,12 +244,12 @@ def model_reports(name: str, adapter) -> dict[str, tuple[float, Times]]:
     names one, for the state dtypes that report measured: what a solution's default ladder was fitted
     to and predicts from. The table's reports keep the other dtypes (the H100's fp32 stand-in timed no
     bf16 state, so the H100's bf16 tune stays in)."""
-    tables = gpu_reports(name, adapter)
-    fitted = {device: [report] for (solution, device), report in MODEL_REPORTS.items() if solution == name}
-    if not fitted:
-        return tables
-    stand_ins = gpu_reports(name, adapter, origins={**table_origins(name), **fitted})
-    return {device: (stand_ins[device][0], {**times, **stand_ins[device][1]}) for device, (_, times) in tables.items()}
+    reports = gpu_reports(name, adapter)
+    for (solution, device), report in MODEL_REPORTS.items():
+        if solution == name and device in reports:
+            paths, bandwidth = table_report(name, device, [report])
+            reports[device] = bandwidth, {**reports[device][1], **report_times(name, paths)}
+    return reports
 
 
 def predict(adapter, state_dtype: str, bandwidth: float, batches=range(1, 1025)) -> list[tuple[int, int | None, str]]:
