@@ -78,7 +78,7 @@ def small_dataset(tmp_path):
 @pytest.fixture(scope="session")
 def cuda_v4_all_variants():
     """ptxas's report of cuda-v4's all-variants build (the tuner's, ``-DGDN_V4_ALL_VARIANTS``)
-    for sm_90a: ``{(warps, rows, policy, lanes): KernelResources}``. Compiled once per test run
+    for sm_90a: ``{(warps, rows, policy, lanes, passes, staged): KernelResources}``. Compiled once per test run
     (device code only: about 11 s on two cores) for every test that reads it: the xdist workers
     share the session's build cache folder, where the first to ask compiles under a file lock and
     leaves the report, keyed as the harness's builds are (sources, defines, nvcc), for the others. Skips without nvcc or

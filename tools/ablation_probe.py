@@ -68,12 +68,11 @@ from tools.timing_proof import in_fresh_process
 ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, "no-exchange": 8,
              "no-operands-no-exchange": 15, "copy": 16}
 #: name -> kernel.cu's GDN_V4_CANDIDATE flags (kCandidateVEarly 1, kCandidateOperandsFirst 2, kCandidatePreciseGates 4,
-#: kCandidateAllReduce 8, kCandidateSharedQK 16, kCandidateIndex32 32, kCandidateBf16Packed 128 and
-#: kCandidateBf16Staged 512 (the bf16 state's kernels only: --state-dtype bfloat16); the halves candidate, 32 at
-#: b280400, is the variants' passes now).
+#: kCandidateAllReduce 8, kCandidateSharedQK 16, kCandidateIndex32 32 and kCandidateBf16Packed 128 (the bf16
+#: state's kernels only: --state-dtype bfloat16); the halves candidate, 32 at b280400, is the variants' passes
+#: now, and the bf16-staged candidate, 512 at d180165, their ``staged``).
 CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,
-              "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "index-32": 32, "bf16-packed": 128,
-              "bf16-staged": 512, "bf16-staged-packed": 640}
+              "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "index-32": 32, "bf16-packed": 128}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
           **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}
@@ -157,7 +156,7 @@ def subjects(builds: dict, inputs: dict) -> dict:
 
 def probe_batch(batch: int, repeats: int, names: list[str], state_dtype: str = "float32") -> dict:
     """One batch size with a state of ``state_dtype``: ``{"launch": config name, "kernel": its
-    template arguments (WARPS, ROWS, POLICY, LANES, PASSES), "misbuilt": [...], "times_us":
+    template arguments (WARPS, ROWS, POLICY, LANES, PASSES, STAGED), "misbuilt": [...], "times_us":
     {subject: [µs per repeat]}}``; the copies copy that state."""
     from flashinfer.testing import bench_gpu_time_with_cupti
 
@@ -176,7 +175,7 @@ def probe_batch(batch: int, repeats: int, names: list[str], state_dtype: str = "
                 times[name].append(statistics.median(bench_gpu_time_with_cupti(call, cold_l2_cache=True)) * 1e3)
         config = builds["full"].launch_config(batch, state_dtype)
         kernel = (config.warps_per_block, config.rows_per_warp, builds["full"].CACHE_POLICIES.index(config.cache_policy),
-                  config.lanes_per_row, config.passes)
+                  config.lanes_per_row, config.passes, int(config.staged))
     return {"launch": config_name(config), "kernel": kernel, "misbuilt": wrong, "times_us": times}
 
 

@@ -51,7 +51,10 @@
 // pass) were added after a tune of those families won 0.13 µs at B = 8 on an H100
 // (results/tuning/20261126-H100-passes-one-row).
 //
-// The host picks WARPS, ROWS, LANES, PASSES and the cache policy from the batch size:
+// Staged rows (template parameter STAGED, a bf16 state's two-pass variants only): the second
+// pass's rows go through shared memory (see "Staged rows" below).
+//
+// The host picks WARPS, ROWS, LANES, PASSES, STAGED and the cache policy from the batch size:
 // `gdn_decode` from the current GPU's launch table (launch_tables.cuh, one file
 // per GPU, measured by `python -m tools.tune --algo cuda-v4`), else from the
 // default model (see "launch tables and the default model" below).
@@ -85,7 +88,7 @@
 // fp32, or both bf16 for the bf16-state mode, all arithmetic fp32):
 //   gdn_decode(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state)
 //   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
-//                     rows_per_warp, cache_policy, lanes_per_row, warps_per_block, passes)
+//                     rows_per_warp, cache_policy, lanes_per_row, warps_per_block, passes, staged)
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -175,8 +178,9 @@ constexpr int kCandidateIndex32 = 32;      // element offsets in 32 bits (the ho
 // 64 was the bf16 register-cap candidate and 256 the bf16 16-byte-access candidate: both refuted on
 // an H100 and removed (results/cuda-notes.md); the others keep their values so recorded commands stay true.
 constexpr int kCandidateBf16Packed = 128;    // a bf16 state held as loaded, two elements a register (StatePiece)
-constexpr int kCandidateBf16Staged = 512;    // a bf16 state's second-pass rows staged in shared memory (kStaged)
-constexpr int kCandidateRemoved = 64 | 256;
+// 512 was the bf16-staged candidate; it won at B = 64 on an H100 and became the variants' STAGED
+// knob (results/tuning/20261127-H100-bf16-staged-one-machine).
+constexpr int kCandidateRemoved = 64 | 256 | 512;
 constexpr int kCandidate = GDN_V4_CANDIDATE;
 static_assert(kCandidate >= 0 && kCandidate < 1024 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
@@ -285,17 +289,21 @@ __device__ __forceinline__ float4 widen_for_update(float4 x) { return x; }
                      __uint_as_float(__byte_perm(raw.y, 0, 0x1044)), __uint_as_float(__byte_perm(raw.y, 0, 0x3244)));
 }
 
-// The bf16-staged candidate (kCandidateBf16Staged, issue #33). Every variant of the bf16 state stops
-// at 13.4-13.5 us at B = 64 on an H100, level with torch's copy_; its copy build (the geometry, no
-// math) too, where the one-wave Triton copy takes 12.2 (results/ablation/20261127-H100-bf16-wall).
-// cutedsl-bf16 gets under it only by loading part of each tile into shared memory (12.54 us; 13.30
-// with registers alone: results/tuning/20261127-H100-cutedsl-bf16-b64-loads): registers and shared
-// memory together hold more bytes in flight than registers alone. So, in variants of two passes,
-// the second pass's rows go by cp.async into a shared-memory slice of the lane's own (8 bytes a
+// Staged rows (template parameter STAGED; issue #33). Every register-held variant of the bf16 state
+// stops at 13.4-13.5 us at B = 64 on an H100, level with torch's copy_; its copy build (the
+// geometry, no math) too, where the one-wave Triton copy takes 12.2
+// (results/ablation/20261127-H100-bf16-wall). cutedsl-bf16 gets under it only by loading part of each
+// tile into shared memory (12.54 us; 13.30 with registers alone:
+// results/tuning/20261127-H100-cutedsl-bf16-b64-loads): registers and shared memory together hold
+// more bytes in flight than registers alone. So, with STAGED, a two-pass variant of the bf16 state
+// copies its second pass's rows by cp.async into a shared-memory slice of the lane's own (8 bytes a
 // piece, laid out by lane so each lane reads back only what it copied: no barrier), issued with the
-// first pass's register loads, and are read from there when the second pass begins.
+// first pass's register loads, and reads them from there when the second pass begins. Measured as a
+// candidate: 12.29 us at B = 64 (r16/l16/w1, shipped best 13.47), slower at B = 32-256
+// (results/tuning/20261127-H100-bf16-staged-one-machine), so it is one more choice per batch size.
+// The bf16 state only: an fp32 piece is 16 bytes, and no fp32 variant is near such a wall.
 template <typename S, int PASSES>
-constexpr bool kStaged = (kCandidate & kCandidateBf16Staged) && !std::is_same_v<S, float> && PASSES == 2;
+constexpr bool kCanStage = !std::is_same_v<S, float> && PASSES == 2;
 
 // The staging slices of a block: [warp][row of the lane's staged rows][piece][lane], 8 bytes each.
 template <int WARPS, int ROWS, int PIECES>
@@ -594,7 +602,7 @@ constexpr int kMinRowsPerLaneForTwoPasses = 2;
 
 // Updates rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * WARPS + warp) * ROWS:
 // the work of one warp. Warps never wait for each other (no block barrier).
-template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, typename S>
+template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, int batch) {
   constexpr int kGroups = kWarpSize / LANES;            // rows a warp works on at once
   constexpr int kPieces = kHeadK / (kPiece * LANES);    // float4 pieces per lane and row
@@ -628,13 +636,14 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   float v_early = 0.0f;
   if constexpr (kOperandsFirst) load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
   StatePiece<S> s[kLaneRows][kPieces];
-  // The bf16-staged candidate: the second pass's rows [kStagedFrom, kLaneRows) go to shared memory.
-  constexpr int kStagedFrom = kStaged<S, PASSES> ? kLaneRows / 2 : kLaneRows;
+  // STAGED: the second pass's rows [kStagedFrom, kLaneRows) go to shared memory.
+  static_assert(!STAGED || kCanStage<S, PASSES>, "only a bf16 state's two-pass variants stage rows");
+  constexpr int kStagedFrom = STAGED ? kLaneRows / 2 : kLaneRows;
 #pragma unroll
   for (int r = 0; r < kLaneRows; ++r) {
 #pragma unroll
     for (int c = 0; c < kPieces; ++c) {
-      if constexpr (kStaged<S, PASSES>) {
+      if constexpr (STAGED) {
         if (r >= kStagedFrom) {
           stage_piece(&staging<WARPS, kLaneRows - kStagedFrom, kPieces>()[warp][r - kStagedFrom][c][lane],
                       state_of<S>(p) + tile + r * kHeadK + c * kPiece * LANES);
@@ -645,7 +654,7 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
     }
   }
   const auto unstage_rows = [&]() {  // the staged rows into s, once they have landed
-    if constexpr (kStaged<S, PASSES>) {
+    if constexpr (STAGED) {
       staging_landed();
 #pragma unroll
       for (int r = kStagedFrom; r < kLaneRows; ++r) {
@@ -656,7 +665,7 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
       }
     }
   };
-  if constexpr (kStaged<S, PASSES>) staging_issued();
+  if constexpr (STAGED) staging_issued();
   if constexpr (kAblate & kAblateMath) {
     unstage_rows();
 #pragma unroll
@@ -699,19 +708,25 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
 // spill under the cap and get no bound.
 //
 // Registers a lane's state rows take: 4 * ROWS in fp32 and for an unpacked bf16 state, half that
-// for the bf16-packed candidate's, and half again for the rows the bf16-staged candidate keeps.
-template <int ROWS, typename S, int PASSES>
-constexpr int kStateRegisters = (std::is_same_v<StatePiece<S>, uint2> ? 2 * ROWS : 4 * ROWS) / (kStaged<S, PASSES> ? 2 : 1);
-template <int WARPS, int ROWS, int LANES, typename S = float, int PASSES = 1>
+// for the bf16-packed candidate's, and half again where STAGED keeps only the first pass's rows.
+// A staged variant of blocks of 2+ warps also holds its warp's slice offset, which a one-warp block
+// folds away: at exactly 48 the bound made those spill 8-16 bytes (ptxas -v of the bf16 all-variants
+// build, r8/l8 and r16/l16 with 2, 4 and 8 warps), and their one-warp twins (r16/l16/w1, the B = 64
+// winner) did not.
+template <int ROWS, typename S, bool STAGED>
+constexpr int kStateRegisters = (std::is_same_v<StatePiece<S>, uint2> ? 2 * ROWS : 4 * ROWS) / (STAGED ? 2 : 1);
+template <int WARPS, bool STAGED>
+constexpr int kStagingRegisters = STAGED && WARPS > 1 ? 1 : 0;
+template <int WARPS, int ROWS, int LANES, typename S = float, bool STAGED = false>
 constexpr int kMinBlocksPerSm =
-    kStateRegisters<ROWS, S, PASSES> + 256 / LANES <= 48 ? 32 / WARPS : 1;
+    kStateRegisters<ROWS, S, STAGED> + kStagingRegisters<WARPS, STAGED> + 256 / LANES <= 48 ? 32 / WARPS : 1;
 
 // One block per chunk of WARPS * ROWS rows: grid (V / (WARPS * ROWS), HV, B). S: the state's
 // element type, float or uint16_t (bf16 bits).
-template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, typename S>
-__global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES, S, PASSES>))
+template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
+__global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>))
     gdn_decode_v4_kernel(const Params p) {
-  update_rows<WARPS, ROWS, POLICY, LANES, PASSES, S>(p, blockIdx.x, blockIdx.y, blockIdx.z);
+  update_rows<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
 
 // ---------------------------------------------------------------- host side
@@ -750,6 +765,7 @@ struct LaunchConfig {
   int64_t lanes_per_row;
   int64_t warps_per_block;
   int64_t passes;  // 1, or 2 where a lane holds 2+ rows
+  int64_t staged;  // 1: the second pass's rows staged in shared memory (STAGED; a bf16 state's two passes), else 0
 };
 
 // ---------------------------------------------------------------- launch tables and the default model
@@ -770,22 +786,22 @@ struct LaunchConfig {
 // latency bound: thin warps (few rows each) spread it widest. Each doubling of rho lets a warp
 // take twice the rows (amortizing its fixed work over more of them) while the SMs still hold
 // enough bytes in flight. GDN_V4_DEFAULT_LADDER lists one variant per octave of rho,
-// X(smallest rho, rows per warp, cache policy, lanes per row, warps per block, passes): the last entry
+// X(smallest rho, rows per warp, cache policy, lanes per row, warps per block, passes, staged): the last entry
 // whose rho is <= the batch's wins. L was fitted to the H100 table of 2026-11-23; the rungs are
 // `python -m tools.tune.model_check --algo cuda-v4 --fit "NVIDIA H100 80GB HBM3"` over the H100's
 // fast-gates tune of 2026-11-26 (per octave the variant least slow over its batch sizes), adopted
 // once the H200's own tune (2026-11-26) could test them: 1.016 on average there, 1.043 at worst,
 // where the four hand-made rungs before them were 1.034 and 1.111 (docs/tuning.md).
 #define GDN_V4_DEFAULT_LADDER(X) \
-  X(0.0, 4, kNoAlloc, 16, 2, 1) \
-  X(0.5, 4, kPlain, 16, 4, 1) \
-  X(1.0, 4, kNoAlloc, 16, 2, 1) \
-  X(2.0, 16, kNoAlloc, 8, 1, 1) \
-  X(4.0, 16, kNoAlloc, 8, 2, 1) \
-  X(8.0, 8, kPlain, 16, 2, 1) \
-  X(16.0, 8, kNc, 16, 2, 1) \
-  X(32.0, 16, kPlain, 16, 2, 1) \
-  X(64.0, 16, kPlain, 16, 4, 1)
+  X(0.0, 4, kNoAlloc, 16, 2, 1, 0) \
+  X(0.5, 4, kPlain, 16, 4, 1, 0) \
+  X(1.0, 4, kNoAlloc, 16, 2, 1, 0) \
+  X(2.0, 16, kNoAlloc, 8, 1, 1, 0) \
+  X(4.0, 16, kNoAlloc, 8, 2, 1, 0) \
+  X(8.0, 8, kPlain, 16, 2, 1, 0) \
+  X(16.0, 8, kNc, 16, 2, 1, 0) \
+  X(32.0, 16, kPlain, 16, 2, 1, 0) \
+  X(64.0, 16, kPlain, 16, 4, 1, 0)
 
 constexpr double kMemoryLatencySeconds = 0.9e-6;  // L of the default model, fitted to the H100 table of 2026-11-23
 constexpr double kStateElementsPerBatch = double(kNumVHeads) * kHeadV * kHeadK;
@@ -820,8 +836,8 @@ double peak_bandwidth(int64_t memory_clock_khz, int64_t bus_width_bits) {
 LaunchConfig model_config(int64_t batch, double bandwidth, StateDtype dtype) {
   const double rho = batch * state_bytes_per_batch(dtype) / (bandwidth * kMemoryLatencySeconds);
   LaunchConfig config{};
-#define GDN_V4_RUNG(RHO, ROWS, POLICY, LANES, WARPS, PASSES) \
-  if (rho >= (RHO)) config = {ROWS, POLICY, LANES, WARPS, PASSES};
+#define GDN_V4_RUNG(RHO, ROWS, POLICY, LANES, WARPS, PASSES, STAGED) \
+  if (rho >= (RHO)) config = {ROWS, POLICY, LANES, WARPS, PASSES, STAGED};
   GDN_V4_DEFAULT_LADDER(GDN_V4_RUNG)
 #undef GDN_V4_RUNG
   return config;
@@ -847,8 +863,8 @@ int table_index(const char* name, StateDtype dtype) {
 // Entry of table `index` (>= 0) of `dtype` for `batch`: the first whose batch limit is >= batch.
 LaunchConfig table_config(int index, StateDtype dtype, int64_t batch) {
   int position = 0;
-#define X(LIMIT, ROWS, POLICY, LANES, WARPS, PASSES) \
-  if (batch <= (LIMIT)) return {ROWS, POLICY, LANES, WARPS, PASSES};
+#define X(LIMIT, ROWS, POLICY, LANES, WARPS, PASSES, STAGED) \
+  if (batch <= (LIMIT)) return {ROWS, POLICY, LANES, WARPS, PASSES, STAGED};
 #define GDN_V4_TABLE_ENTRIES(DTYPE, ...) /* variadic: the expanded entries hold commas */ \
   if (dtype == (DTYPE)) {                                                          \
     if (index == position++) { __VA_ARGS__ }                                       \
@@ -918,29 +934,33 @@ int current_device() {
   return device_id;
 }
 
-template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, typename S>
+template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
   const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
-  gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, S><<<grid, WARPS * kWarpSize, 0, stream>>>(params);
+  gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S><<<grid, WARPS * kWarpSize, 0, stream>>>(params);
 }
 
-template <int ROWS, int POLICY, int LANES, int PASSES, typename S>
+template <int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 void launch_warps(const Params& params, int64_t batch, int64_t warps, cudaStream_t stream) {
   switch (warps) {
-    case 8: launch_kernel<8, ROWS, POLICY, LANES, PASSES, S>(params, batch, stream); break;
-    case 4: launch_kernel<4, ROWS, POLICY, LANES, PASSES, S>(params, batch, stream); break;
-    case 2: launch_kernel<2, ROWS, POLICY, LANES, PASSES, S>(params, batch, stream); break;
-    case 1: launch_kernel<1, ROWS, POLICY, LANES, PASSES, S>(params, batch, stream); break;
+    case 8: launch_kernel<8, ROWS, POLICY, LANES, PASSES, STAGED, S>(params, batch, stream); break;
+    case 4: launch_kernel<4, ROWS, POLICY, LANES, PASSES, STAGED, S>(params, batch, stream); break;
+    case 2: launch_kernel<2, ROWS, POLICY, LANES, PASSES, STAGED, S>(params, batch, stream); break;
+    case 1: launch_kernel<1, ROWS, POLICY, LANES, PASSES, STAGED, S>(params, batch, stream); break;
   }
 }
 
-// Two passes only where a lane holds 2 or more rows; validate_config has rejected the others.
+// Two passes only where a lane holds 2 or more rows, staged only for a bf16 state's two passes;
+// validate_config and gdn_decode_config have rejected the others.
 template <int ROWS, int POLICY, int LANES, typename S>
 void launch_passes(const Params& params, int64_t batch, const LaunchConfig& config, cudaStream_t stream) {
   if (config.passes == 1) {
-    launch_warps<ROWS, POLICY, LANES, 1, S>(params, batch, config.warps_per_block, stream);
+    launch_warps<ROWS, POLICY, LANES, 1, false, S>(params, batch, config.warps_per_block, stream);
   } else if constexpr (kRowsPerLane<ROWS, LANES> >= kMinRowsPerLaneForTwoPasses) {
-    launch_warps<ROWS, POLICY, LANES, 2, S>(params, batch, config.warps_per_block, stream);
+    if constexpr (kCanStage<S, 2>) {
+      if (config.staged) return launch_warps<ROWS, POLICY, LANES, 2, true, S>(params, batch, config.warps_per_block, stream);
+    }
+    launch_warps<ROWS, POLICY, LANES, 2, false, S>(params, batch, config.warps_per_block, stream);
   }
 }
 
@@ -998,11 +1018,11 @@ void launch_variant(const Params& params, int64_t batch, const LaunchConfig& con
     return;
   }
 #endif
-#define GDN_V4_LAUNCH_NAMED(LIMIT, ROWS, POLICY, LANES, WARPS, PASSES)                        \
+#define GDN_V4_LAUNCH_NAMED(LIMIT, ROWS, POLICY, LANES, WARPS, PASSES, STAGED)                \
   if (config.rows_per_warp == (ROWS) && config.cache_policy == (POLICY) &&                   \
       config.lanes_per_row == (LANES) && config.warps_per_block == (WARPS) &&                \
-      config.passes == (PASSES)) {                                                           \
-    return launch_kernel<WARPS, ROWS, POLICY, LANES, PASSES, S>(params, batch, stream);      \
+      config.passes == (PASSES) && config.staged == (STAGED)) {                              \
+    return launch_kernel<WARPS, ROWS, POLICY, LANES, PASSES, (STAGED) != 0, S>(params, batch, stream); \
   }
 #define X GDN_V4_LAUNCH_NAMED
 #define GDN_V4_GPU(NAME, ENTRIES) ENTRIES
@@ -1020,7 +1040,8 @@ void launch_variant(const Params& params, int64_t batch, const LaunchConfig& con
 #undef GDN_V4_LAUNCH_NAMED
   TVM_FFI_THROW(ValueError) << "launch config (rows " << config.rows_per_warp << ", policy "
                             << config.cache_policy << ", lanes " << config.lanes_per_row << ", warps "
-                            << config.warps_per_block << ", passes " << config.passes << ") is in no launch table nor the default model, "
+                            << config.warps_per_block << ", passes " << config.passes << ", staged " << config.staged
+                            << ") is in no launch table nor the default model, "
                             << "and this build has only theirs for this state dtype (build with -DGDN_V4_ALL_VARIANTS, "
                             << "and -DGDN_V4_BF16_ALL_VARIANTS for a bf16 state)";
 }
@@ -1045,15 +1066,21 @@ void validate_config(const LaunchConfig& config) {
       << "passes must be 1, or 2 where a lane holds " << kMinRowsPerLaneForTwoPasses
       << " or more rows (rows_per_warp / (32 / lanes_per_row)), not "
       << config.passes << " with " << lane_rows << " rows per lane";
+  TVM_FFI_CHECK(config.staged == 0 || (config.staged == 1 && config.passes == 2), ValueError)
+      << "staged must be 0, or 1 with two passes (the second pass's rows), not " << config.staged
+      << " with " << config.passes << " passes";
 }
 
 void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
                        ffi::TensorView state, ffi::TensorView A_log, ffi::TensorView a,
                        ffi::TensorView dt_bias, ffi::TensorView b, double scale,
                        ffi::TensorView output, ffi::TensorView new_state, int64_t rows_per_warp,
-                       int64_t cache_policy, int64_t lanes_per_row, int64_t warps_per_block, int64_t passes) {
-  const LaunchConfig config{rows_per_warp, cache_policy, lanes_per_row, warps_per_block, passes};
+                       int64_t cache_policy, int64_t lanes_per_row, int64_t warps_per_block, int64_t passes,
+                       int64_t staged) {
+  const LaunchConfig config{rows_per_warp, cache_policy, lanes_per_row, warps_per_block, passes, staged};
   validate_config(config);
+  TVM_FFI_CHECK(staged == 0 || state_dtype_of(state) == kStateBf16, ValueError)
+      << "staged rows need a bf16 state (kCanStage), not an fp32 one";
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   const int64_t batch = q.size(0);
   const int device_id = q.device().device_id;
@@ -1102,10 +1129,10 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
   TVM_FFI_CHECK_CUDA_ERROR(cudaGetLastError());
 }
 
-// (rows per warp, cache policy, lanes per row, warps per block, passes) of ``config``.
+// (rows per warp, cache policy, lanes per row, warps per block, passes, staged) of ``config``.
 ffi::Shape config_shape(const LaunchConfig& config) {
   return ffi::Shape({config.rows_per_warp, config.cache_policy, config.lanes_per_row, config.warps_per_block,
-                     config.passes});
+                     config.passes, config.staged});
 }
 
 // What gdn_decode launches for ``batch`` states of ``state_bits`` bits (32: fp32, 16: bf16) on the
@@ -1147,7 +1174,7 @@ void gdn_decode(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v, ffi::Te
   const LaunchConfig config = selected_config(device_selection(q.device().device_id), q.size(0), state_dtype_of(state));
   gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
                     config.rows_per_warp, config.cache_policy, config.lanes_per_row,
-                    config.warps_per_block, config.passes);
+                    config.warps_per_block, config.passes, config.staged);
 }
 
 }  // namespace

@@ -5,23 +5,23 @@
 // date_utc: 2026-11-27T02:33:18+00:00
 // tier: cupti
 // report: results/tuning/20261127-H200-tune-ab-bf16/tune/cuda-v4/NVIDIA-H200.json
-// X(largest batch, rows per warp, cache policy, lanes per row, warps per block, passes); the first entry
+// X(largest batch, rows per warp, cache policy, lanes per row, warps per block, passes, staged); the first entry
 // whose limit is >= batch wins, the last (INT64_MAX) covers every batch.
 GDN_V4_GPU("NVIDIA H200",
-  X(2, 4, kNoAlloc, 16, 4, 1)
-  X(4, 4, kPlain, 16, 4, 1)
-  X(8, 4, kNoAlloc, 16, 4, 1)
-  X(16, 4, kNoAlloc, 16, 2, 1)
-  X(32, 16, kNoAlloc, 8, 2, 2)
-  X(64, 16, kNc, 8, 1, 1)
-  X(128, 8, kNc, 32, 1, 1)
-  X(256, 8, kPlain, 16, 1, 1)
-  X(INT64_MAX, 8, kNc, 16, 1, 1))
+  X(2, 4, kNoAlloc, 16, 4, 1, 0)
+  X(4, 4, kPlain, 16, 4, 1, 0)
+  X(8, 4, kNoAlloc, 16, 4, 1, 0)
+  X(16, 4, kNoAlloc, 16, 2, 1, 0)
+  X(32, 16, kNoAlloc, 8, 2, 2, 0)
+  X(64, 16, kNc, 8, 1, 1, 0)
+  X(128, 8, kNc, 32, 1, 1, 0)
+  X(256, 8, kPlain, 16, 1, 1, 0)
+  X(INT64_MAX, 8, kNc, 16, 1, 1, 0))
 // The bf16 state's table, of the same form.
 GDN_V4_GPU_BF16("NVIDIA H200",
-  X(2, 4, kPlain, 16, 4, 1)
-  X(4, 4, kStream, 32, 8, 1)
-  X(8, 4, kNoAlloc, 32, 8, 1)
-  X(32, 8, kStream, 32, 4, 2)
-  X(128, 8, kPlain, 32, 4, 2)
-  X(INT64_MAX, 8, kPlain, 32, 8, 2))
+  X(2, 4, kPlain, 16, 4, 1, 0)
+  X(4, 4, kStream, 32, 8, 1, 0)
+  X(8, 4, kNoAlloc, 32, 8, 1, 0)
+  X(32, 8, kStream, 32, 4, 2, 0)
+  X(128, 8, kPlain, 32, 4, 2, 0)
+  X(INT64_MAX, 8, kPlain, 32, 8, 2, 0))

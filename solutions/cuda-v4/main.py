@@ -1,10 +1,12 @@
 """cuda-v4 entry point: the latency-tuned CUDA kernel in ``kernel.cu``.
 
-The kernel has four template parameters: "rows per warp", warps per block
-(8, the latency design, or 4, 2, 1; a block covers ``warps * rows`` V rows),
-the cache policy of the state traffic (:data:`CACHE_POLICIES`) and the lanes
-that share one row (32, 16 or 8). The contest entry ``gdn_decode`` that
-:func:`run` calls picks all four from the batch size in C++, so the harness
+The kernel's variants (:class:`LaunchConfig`) differ in "rows per warp", warps
+per block (8, the latency design, or 4, 2, 1; a block covers ``warps * rows`` V
+rows), the cache policy of the state traffic (:data:`CACHE_POLICIES`), the lanes
+that share one row (32, 16 or 8), the passes over a lane's rows and, for a bf16
+state, whether the second pass's rows are staged in shared memory. The contest
+entry ``gdn_decode`` that :func:`run` calls picks all of them from the batch
+size and the state's dtype in C++, so the harness
 times what a packed submission runs: from the current GPU's launch table
 (``launch_table.<device slug>.cuh``, one per GPU, listed by
 ``launch_tables.cuh``), chosen by the device's name, or, on a GPU without a
@@ -47,6 +49,10 @@ CACHE_POLICIES = ("stream", "nc", "plain", "noalloc")
 PASSES_CHOICES = (1, 2)
 #: kernel.cu's kMinRowsPerLaneForTwoPasses: two passes need this many rows a lane, one a pass.
 MIN_ROWS_PER_LANE_FOR_TWO_PASSES = 2
+#: Staged or not (kernel.cu's STAGED): a bf16 state's two-pass variants compile both.
+STAGED_CHOICES = (False, True)
+#: The state dtype whose two-pass variants can stage rows (kernel.cu's kCanStage).
+STAGED_STATE_DTYPE = "bfloat16"
 
 
 class LaunchConfig(NamedTuple):
@@ -68,6 +74,10 @@ class LaunchConfig(NamedTuple):
         (32 / lanes_per_row)``): the first half of a lane's rows is reduced,
         updated and stored before the second half's sums are taken (kernel.cu's
         "Passes").
+    staged: with two passes and a bf16 state only: the second pass's rows are
+        copied by cp.async into shared memory, not loaded into registers
+        (kernel.cu's "Staged rows"; 12.29 against 13.47 µs at B = 64 on an H100,
+        results/tuning/20261127-H100-bf16-staged-one-machine).
     """
 
     rows_per_warp: int
@@ -75,15 +85,18 @@ class LaunchConfig(NamedTuple):
     lanes_per_row: int = 32
     warps_per_block: int = 8
     passes: int = 1
+    staged: bool = False
 
-    def is_compiled(self) -> bool:
-        """Whether kernel.cu can instantiate this variant (it raises ValueError otherwise). A build
-        instantiates all of them only with -DGDN_V4_ALL_VARIANTS (the tuner's); the harness's
-        build has just those of the launch tables and of the default model."""
+    def is_compiled(self, state_dtype: str = "float32") -> bool:
+        """Whether kernel.cu can instantiate this variant for a state of ``state_dtype`` (it raises
+        ValueError otherwise). A build instantiates all of them only with -DGDN_V4_ALL_VARIANTS
+        (the tuner's; the bf16 state's with -DGDN_V4_BF16_ALL_VARIANTS too); the harness's build
+        has just those of the launch tables and of the default model."""
         return (self.rows_per_warp in ROWS_PER_WARP_CHOICES and self.lanes_per_row in LANES_PER_ROW_CHOICES
                 and self.rows_per_warp % (32 // self.lanes_per_row) == 0 and self.cache_policy in CACHE_POLICIES
                 and self.warps_per_block in WARPS_PER_BLOCK_CHOICES
-                and (self.passes == 1 or (self.passes == 2 and self.rows_per_lane() >= MIN_ROWS_PER_LANE_FOR_TWO_PASSES)))
+                and (self.passes == 1 or (self.passes == 2 and self.rows_per_lane() >= MIN_ROWS_PER_LANE_FOR_TWO_PASSES))
+                and (not self.staged or (self.passes == 2 and state_dtype == STAGED_STATE_DTYPE)))
 
     def rows_per_lane(self) -> int:
         """Rows each lane holds: ``rows_per_warp`` over the rows a warp works on at once (``32 / lanes_per_row``)."""
@@ -102,8 +115,8 @@ def load():
     Returns:
         The exported ``gdn_decode_config(q, k, v, state, A_log, a, dt_bias, b,
         scale, output, new_state, rows_per_warp, cache_policy, lanes_per_row,
-        warps_per_block, passes)`` function. (The module also exports ``gdn_decode``
-        without the last five arguments, the contest entry that :func:`run`
+        warps_per_block, passes, staged)`` function. (The module also exports ``gdn_decode``
+        without the last six arguments, the contest entry that :func:`run`
         calls, and the launch-table queries behind :func:`launch_config`,
         :func:`launch_source`, :func:`launch_config_for` and :func:`table_devices`.)
 
@@ -130,8 +143,8 @@ def load_module():
 
 
 def _config(shape) -> LaunchConfig:
-    rows, policy, lanes, warps, passes = shape
-    return LaunchConfig(int(rows), CACHE_POLICIES[int(policy)], int(lanes), int(warps), int(passes))
+    rows, policy, lanes, warps, passes, staged = shape
+    return LaunchConfig(int(rows), CACHE_POLICIES[int(policy)], int(lanes), int(warps), int(passes), bool(staged))
 
 
 #: Bits per state element, by state dtype name (the kernel takes fp32 and bf16 states).
@@ -180,8 +193,8 @@ def run_with_config(inputs: dict, config: LaunchConfig) -> dict:
     """:func:`run` with an explicit launch configuration (``python -m tools.tune`` measures them all).
 
     Raises:
-        ValueError: a variant kernel.cu does not compile (``not config.is_compiled()``;
-            raised by the kernel).
+        ValueError: a variant kernel.cu does not compile for the state's dtype
+            (``not config.is_compiled(state_dtype)``; raised by the kernel).
         KeyError: ``config.cache_policy`` is not in :data:`CACHE_POLICIES`.
     """
     kernel = _kernel or load()
@@ -189,7 +202,7 @@ def run_with_config(inputs: dict, config: LaunchConfig) -> dict:
     kernel(inputs["q"], inputs["k"], inputs["v"], inputs["state"], inputs["A_log"],
            inputs["a"], inputs["dt_bias"], inputs["b"], resolve_scale(inputs.get("scale")),
            output, new_state, config.rows_per_warp, _POLICY_INDEX[config.cache_policy], config.lanes_per_row,
-           config.warps_per_block, config.passes)
+           config.warps_per_block, config.passes, int(config.staged))
     return {"output": output, "new_state": new_state}
 
 

@@ -192,7 +192,7 @@ def test_the_judge_calls_the_function_the_packed_submission_names(solution, buil
 @needs_toolchain
 @pytest.mark.parametrize("solution, functions", [
     ("cuda-v1", {"gdn_decode": ()}),
-    ("cuda-v4", {"gdn_decode": (), "gdn_decode_config": (1, 0, 32, 8, 1)}),
+    ("cuda-v4", {"gdn_decode": (), "gdn_decode_config": (1, 0, 32, 8, 1, 0)}),
 ])
 def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache, tmp_path):
     torch = pytest.importorskip("torch")
@@ -212,19 +212,27 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
             getattr(module, name)(*args, *extra)
     if solution == "cuda-v4":  # a shape kernel.cu does not instantiate, refused before any launch
         with pytest.raises(ValueError, match="multiple of that, not 1"):
-            module.gdn_decode_config(*args, 1, 0, 16, 8, 1)
+            module.gdn_decode_config(*args, 1, 0, 16, 8, 1, 0)
         with pytest.raises(ValueError, match="lanes_per_row must be 32, 16 or 8, not 4"):
-            module.gdn_decode_config(*args, 8, 0, 4, 8, 1)
+            module.gdn_decode_config(*args, 8, 0, 4, 8, 1, 0)
         with pytest.raises(ValueError, match="cache_policy must be"):
-            module.gdn_decode_config(*args, 8, 4, 32, 8, 1)
+            module.gdn_decode_config(*args, 8, 4, 32, 8, 1, 0)
         with pytest.raises(ValueError, match="warps_per_block must be 8, 4, 2 or 1, not 16"):
-            module.gdn_decode_config(*args, 8, 1, 32, 16, 1)
+            module.gdn_decode_config(*args, 8, 1, 32, 16, 1, 0)
         with pytest.raises(ValueError, match="passes must be 1, or 2 where a lane holds 2 or more rows"):
-            module.gdn_decode_config(*args, 8, 1, 16, 8, 3)
+            module.gdn_decode_config(*args, 8, 1, 16, 8, 3, 0)
         with pytest.raises(ValueError, match="not 2 with 1 rows per lane"):  # 2 rows over 2 lane groups
-            module.gdn_decode_config(*args, 2, 1, 16, 8, 2)
+            module.gdn_decode_config(*args, 2, 1, 16, 8, 2, 0)
         with pytest.raises(ValueError, match="must be on cuda"):  # 4 rows over 2 lane groups: 2 a lane, valid
-            module.gdn_decode_config(*args, 4, 1, 16, 8, 2)
+            module.gdn_decode_config(*args, 4, 1, 16, 8, 2, 0)
+        with pytest.raises(ValueError, match="staged must be 0, or 1 with two passes"):  # nothing to stage
+            module.gdn_decode_config(*args, 4, 1, 16, 8, 1, 1)
+        with pytest.raises(ValueError, match="staged rows need a bf16 state"):  # args' state is fp32
+            module.gdn_decode_config(*args, 4, 1, 16, 8, 2, 1)
+        bf16_state = list(args)
+        bf16_state[3] = bf16_state[10] = torch.zeros(2, 8, 128, 128, dtype=torch.bfloat16)
+        with pytest.raises(ValueError, match="must be on cuda"):  # a bf16 state's two passes may stage
+            module.gdn_decode_config(*bf16_state, 4, 1, 16, 8, 2, 1)
         # main.py reads the choice from the module: a GPU's table by its exact name, else the
         # default model at its bandwidth (host code: no GPU needed)
         from tools.tune.cuda_v4 import bf16_gpu_tables, gpu_tables
@@ -239,11 +247,12 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
         # from rho 0.5, 1, 2, ... at B = 7, 14, 28, 55, 110, 220, 440, 879 (docs/tuning.md)
         b200 = {b: tuple(entry.launch_config_for("NVIDIA B200", 8e12, b))
                 for b in (1, 6, 7, 14, 27, 28, 55, 110, 220, 440, 878, 879)}
-        assert b200 == {1: (4, "noalloc", 16, 2, 1), 6: (4, "noalloc", 16, 2, 1), 7: (4, "plain", 16, 4, 1),
-                        14: (4, "noalloc", 16, 2, 1), 27: (4, "noalloc", 16, 2, 1), 28: (16, "noalloc", 8, 1, 1),
-                        55: (16, "noalloc", 8, 2, 1), 110: (8, "plain", 16, 2, 1), 220: (8, "nc", 16, 2, 1),
-                        440: (16, "plain", 16, 2, 1), 878: (16, "plain", 16, 2, 1), 879: (16, "plain", 16, 4, 1)}
-        assert entry.launch_config_for("NVIDIA H100 80GB HBM3 ", 3.352e12, 2) == (4, "noalloc", 16, 2, 1)  # not its name
+        rungs = {1: (4, "noalloc", 16, 2, 1), 6: (4, "noalloc", 16, 2, 1), 7: (4, "plain", 16, 4, 1),
+                 14: (4, "noalloc", 16, 2, 1), 27: (4, "noalloc", 16, 2, 1), 28: (16, "noalloc", 8, 1, 1),
+                 55: (16, "noalloc", 8, 2, 1), 110: (8, "plain", 16, 2, 1), 220: (8, "nc", 16, 2, 1),
+                 440: (16, "plain", 16, 2, 1), 878: (16, "plain", 16, 2, 1), 879: (16, "plain", 16, 4, 1)}
+        assert b200 == {batch: (*rung, False) for batch, rung in rungs.items()}  # the ladder stages nothing
+        assert entry.launch_config_for("NVIDIA H100 80GB HBM3 ", 3.352e12, 2) == (4, "noalloc", 16, 2, 1, False)  # not its name
         # a bf16 state: a GPU's bf16 table where its file has one, else its fp32 entry of ceil(B / 2)
         # (as many state bytes); the default model's rho is in bytes, so B bf16 states read as B / 2 fp32 ones
         bf16_tables = bf16_gpu_tables(REPO_ROOT / "solutions" / "cuda-v4")
@@ -280,13 +289,47 @@ ptxas info    : Used 28 registers, used 0 barriers, 380 bytes cmem[0]
 def test_cuda_v4_variants_never_spill_and_keep_32_warps_per_sm_where_bounded(cuda_v4_all_variants):
     """kernel.cu's kMinBlocksPerSm asks ptxas for 32 resident warps (64 registers)
     where a warp's state rows and q/k pieces fit in 48 registers; nothing may spill."""
-    shapes = cuda_v4_all_variants  # (warps, rows, policy, lanes, passes) -> registers and spills, the tuner's build
+    shapes = cuda_v4_all_variants  # (warps, rows, policy, lanes, passes, staged) -> registers and spills, the tuner's build
     # warps x policies x (rows, lanes) pairs in one pass, and in two those whose lanes hold 2+ rows
     assert len(shapes) == 4 * 4 * ((5 + 4 + 3) + (4 + 3 + 2))
     assert all(used.spill_store_bytes == used.spill_load_bytes == 0 for used in shapes.values())
     bounded = [shape for shape in shapes if 4 * shape[1] + 256 // shape[3] <= 48]
-    assert (1, 8, 1, 32, 1) in bounded and (1, 8, 1, 8, 1) not in bounded
+    assert (1, 8, 1, 32, 1, 0) in bounded and (1, 8, 1, 8, 1, 0) not in bounded
+    assert not any(shape[5] for shape in shapes)  # an fp32 state never stages
     assert all(shapes[shape].registers <= 64 for shape in bounded)
+
+
+@needs_toolchain
+def test_cuda_v4_staged_variants_hold_half_the_rows_in_registers(tmp_path):
+    """STAGED (kernel.cu's "Staged rows", issue #33) keeps only the first pass's rows in registers:
+    a bf16 table's staged variants of 16 rows a warp take at most 96 registers (unstaged: 99-126),
+    those kMinBlocksPerSm bounds (its rule below) fit 64, nothing spills, and the fp32 state's
+    kernels of the same build are never staged. The build is a copy of cuda-v4 with a test table
+    naming them (a build compiles only its tables' variants)."""
+    import re
+
+    from tools.tune import cuda_v4 as tune
+    from tools.tune.table_files import PROVENANCE_FIELDS
+
+    folder = tmp_path / "cuda-v4"
+    shutil.copytree(REPO_ROOT / "solutions" / "cuda-v4", folder)
+    staged = [(16, "stream", lanes, warps, 2, True) for lanes in (32, 16, 8) for warps in (1, 4)]
+    bf16_table = [[limit, config] for limit, config in zip([*range(1, len(staged)), None], staged)]
+    origin = {field: "test" for field in PROVENANCE_FIELDS} | {"device": "Test GPU"}
+    name = tune.table_file_name("Test GPU")
+    (folder / name).write_text(tune.table_header(origin, [[None, (4, "nc", 16, 2, 1, False)]], bf16_table))
+    (folder / tune.INDEX).write_text(tune.with_file((folder / tune.INDEX).read_text(), name))
+    report = cuda_build.kernel_resources(folder / "kernel.cu")
+    found = {tuple(map(int, match.groups())): used for kernel, used in report.items()
+             if (match := re.search(tune.KERNEL_NAME_BF16, kernel)) and match.group(6) == "1"}
+    assert len(found) == len(staged)
+    bounded = lambda warps, rows, lanes: 4 * rows // 2 + (warps > 1) + 256 // lanes <= 48  # noqa: E731
+    assert sum(bounded(warps, rows, lanes) for warps, rows, _, lanes, _, _ in found) == 3  # l32 w1 and w4, l16 w1
+    for (warps, rows, _, lanes, _, _), used in found.items():
+        assert used.spill_store_bytes == used.spill_load_bytes == 0
+        assert used.registers <= (64 if bounded(warps, rows, lanes) else 96), (warps, rows, lanes, used)
+    assert not any(re.search(tune.KERNEL_NAME, kernel) and re.search(tune.KERNEL_NAME, kernel).group(6) == "1"
+                   for kernel in report)
 
 
 def test_compile_error_carries_the_nvcc_log(tmp_path):

@@ -99,6 +99,24 @@ def test_tune_names_every_variant_once(main, table):
     assert all(main.LaunchConfig(*config) in space.values() for _, config in table)  # the table in use is measured
 
 
+def test_only_a_bf16_states_two_pass_variants_stage_rows(main, tmp_path):
+    """kernel.cu's STAGED (kCanStage): the tuner offers staged variants for the bf16 state's two
+    passes alone, names them ``.../p2s``, and a table entry of one writes and reads back."""
+    fp32, bf16 = tune.CudaV4(main).configs("float32"), tune.CudaV4(main).configs("bfloat16")
+    assert not any(config.staged for config in fp32.values())
+    staged = {name: config for name, config in bf16.items() if config.staged}
+    assert staged and all(name.endswith("/p2s") and config.passes == 2 for name, config in staged.items())
+    assert len(staged) == sum(config.passes == 2 for config in fp32.values())  # one staged twin of each
+    assert set(bf16) == set(fp32) | set(staged)
+    assert tune.config_name(main.LaunchConfig(16, "stream", 16, 1, 2, True)) == "r16/stream/l16/w1/p2s"
+    assert not main.LaunchConfig(16, "stream", 16, 1, 1, True).is_compiled("bfloat16")  # no second pass
+    assert not main.LaunchConfig(16, "stream", 16, 1, 2, True).is_compiled("float32")
+    device, fp32_table, origin = tune.read_table_header((V4 / tune.table_file_name(H100)).read_text())
+    entry = [[None, (16, "stream", 16, 1, 2, True)]]
+    text = tune.table_header(origin, fp32_table, entry)
+    assert "  X(INT64_MAX, 16, kStream, 16, 1, 2, 1))" in text and tune.read_bf16_table(text) == entry
+
+
 def test_is_compiled_matches_the_kernels_rule(main):
     assert main.LaunchConfig(8, "nc", 16).is_compiled()
     assert not main.LaunchConfig(1, "nc", 16).is_compiled()  # two rows in flight, one row to do
@@ -133,12 +151,12 @@ def test_a_bf16_table_reads_back_and_a_tune_of_one_dtype_keeps_the_others_table(
     device, fp32, origin = tune.read_table_header((V4 / tune.table_file_name(H100)).read_text())
     # a header of the fp32 table alone: a bf16 state takes that table's entry of ceil(B / 2)
     assert tune.read_bf16_table(tune.table_header(origin, fp32, None)) is None
-    bf16 = [[8, (4, "noalloc", 16, 2, 1)], [None, (16, "plain", 8, 2, 1)]]
+    bf16 = [[8, (4, "noalloc", 16, 2, 1, False)], [None, (16, "plain", 8, 2, 1, False)]]
     both = tune.table_header(origin, fp32, bf16)
     assert 'GDN_V4_GPU_BF16("NVIDIA H100 80GB HBM3",' in both
     assert tune.read_table_header(both)[1] == fp32 and tune.read_bf16_table(both) == bf16
     with pytest.raises(ValueError, match="must end with INT64_MAX"):
-        tune.read_bf16_table(both.replace("X(INT64_MAX, 16, kPlain, 8, 2, 1)", "X(512, 16, kPlain, 8, 2, 1)"))
+        tune.read_bf16_table(both.replace("X(INT64_MAX, 16, kPlain, 8, 2, 1, 0)", "X(512, 16, kPlain, 8, 2, 1, 0)"))
 
     folder = tmp_path / "cuda-v4"
     shutil.copytree(V4, folder)
@@ -149,7 +167,7 @@ def test_a_bf16_table_reads_back_and_a_tune_of_one_dtype_keeps_the_others_table(
     assert tune.read_bf16_table(fp32_only[tune.table_file_name(H100)]) == bf16  # kept
     bf16_only = adapter.table_files({"bfloat16": [[None, name((8, "nc", 16, 2, 1))]]}, origin)
     written = bf16_only[tune.table_file_name(H100)]
-    assert tune.read_table_header(written)[1] == fp32 and tune.read_bf16_table(written) == [[None, (8, "nc", 16, 2, 1)]]
+    assert tune.read_table_header(written)[1] == fp32 and tune.read_bf16_table(written) == [[None, (8, "nc", 16, 2, 1, False)]]
     assert "from another tune" not in written  # one tune chose both: one provenance
 
     # a later tune of the bf16 state alone: each table keeps the provenance of the tune that chose it

@@ -237,9 +237,9 @@ def test_cuda_v4_search_space_is_what_the_all_variants_build_instantiates(tmp_pa
 
     main = import_copy(SOLUTIONS_DIR / "cuda-v4", tmp_path, hide_gpu=True)  # no kernel.so in a copy
     space = CudaV4(main).configs("float32")
-    offered = {(c.warps_per_block, c.rows_per_warp, main.CACHE_POLICIES.index(c.cache_policy), c.lanes_per_row, c.passes)
-               for c in space.values()}
-    compiled = set(cuda_v4_all_variants)  # (warps, rows, policy, lanes, passes) the build instantiated
+    offered = {(c.warps_per_block, c.rows_per_warp, main.CACHE_POLICIES.index(c.cache_policy), c.lanes_per_row, c.passes,
+                int(c.staged)) for c in space.values()}
+    compiled = set(cuda_v4_all_variants)  # (warps, rows, policy, lanes, passes, staged) the build instantiated
     assert compiled and offered == compiled, (offered - compiled, compiled - offered)
     assert len(space) == len(offered)  # one name per variant
 

@@ -2,8 +2,8 @@
 
 Search space: every variant kernel.cu's all-variants build
 (``-DGDN_V4_ALL_VARIANTS``) instantiates, i.e. ``main.LaunchConfig(rows per
-warp, cache policy, lanes per row, warps per block, passes)`` over main.py's choices
-that ``LaunchConfig.is_compiled`` accepts (tests/tools/test_tune_driver.py checks this
+warp, cache policy, lanes per row, warps per block, passes, staged)`` over main.py's choices
+that ``LaunchConfig.is_compiled`` accepts for the state dtype (tests/tools/test_tune_driver.py checks this
 against the build's own kernels). A variant runs through
 ``main.run_with_config`` (kernel.cu's ``gdn_decode_config``).
 
@@ -39,15 +39,16 @@ ALL_VARIANTS = "GDN_V4_ALL_VARIANTS"
 #: ... and, for the bf16 state, unless this one is (every variant of both state dtypes).
 BF16_ALL_VARIANTS = "GDN_V4_BF16_ALL_VARIANTS"
 #: kernel.cu's fp32-state kernels by their mangled names: gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES,
-#: PASSES, float> (the last template argument is the state's element type: ``f`` float, ``t`` the bf16
-#: state's uint16_t, :data:`KERNEL_NAME_BF16`).
-KERNEL_NAME = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)EfE"
+#: PASSES, STAGED, float> (STAGED a bool, ``Lb0E`` or ``Lb1E``; the last template argument is the state's
+#: element type: ``f`` float, ``t`` the bf16 state's uint16_t, :data:`KERNEL_NAME_BF16`). Groups: the
+#: six numbers, in that order.
+KERNEL_NAME = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELb([01])EfE"
 #: ... and its bf16-state kernels.
-KERNEL_NAME_BF16 = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)EtE"
+KERNEL_NAME_BF16 = r"gdn_decode_v4_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELb([01])EtE"
 #: The header that includes every GPU's table file.
 INDEX = "launch_tables.cuh"
-#: one entry of a table: X(largest batch, rows, CachePolicy, lanes, warps, passes)
-_TABLE_ENTRY = re.compile(r"X\((\w+), (\d+), k(\w+), (\d+), (\d+), (\d+)\)")
+#: one entry of a table: X(largest batch, rows, CachePolicy, lanes, warps, passes, staged)
+_TABLE_ENTRY = re.compile(r"X\((\w+), (\d+), k(\w+), (\d+), (\d+), (\d+), ([01])\)")
 _GPU = re.compile(r'^GDN_V4_GPU\("([^"]+)",', re.MULTILINE)
 _GPU_BF16 = re.compile(r'^GDN_V4_GPU_BF16\("([^"]+)",', re.MULTILINE)
 _INCLUDE = re.compile(r'^#include "([^"]+)"', re.MULTILINE)
@@ -61,7 +62,7 @@ def table_file_name(device: str) -> str:
 
 
 def read_table_header(text: str) -> tuple[str, list[list], dict]:
-    """``(device name, [[largest batch | None, (rows, policy, lanes, warps, passes)]], provenance)`` of a
+    """``(device name, [[largest batch | None, (rows, policy, lanes, warps, passes, staged)]], provenance)`` of a
     table header (the last entry, ``INT64_MAX``, as None).
 
     Raises:
@@ -102,8 +103,8 @@ def _entries_of(device: str, text: str) -> list[list]:
     """
     names = {enumerator: name for name, enumerator in _ENUMERATORS.items()}
     table = [[None if limit == "INT64_MAX" else int(limit),
-              (int(rows), names[policy], int(lanes), int(warps), int(passes))]
-             for limit, rows, policy, lanes, warps, passes in _TABLE_ENTRY.findall(text)]
+              (int(rows), names[policy], int(lanes), int(warps), int(passes), staged == "1")]
+             for limit, rows, policy, lanes, warps, passes, staged in _TABLE_ENTRY.findall(text)]
     if not table or table[-1][0] is not None:
         raise ValueError(f"the table of {device} must end with INT64_MAX (every batch)")
     return table
@@ -154,10 +155,10 @@ def with_file(index: str, name: str) -> str:
 
 
 def table_entries(table: list[list]) -> str:
-    """``[[largest batch | None, (rows, policy, lanes, warps, passes)]]`` as X(...) lines (:func:`read_table_header`
-    reads them)."""
+    """``[[largest batch | None, (rows, policy, lanes, warps, passes, staged)]]`` as X(...) lines
+    (:func:`read_table_header` reads them)."""
     return "\n".join(f"  X({'INT64_MAX' if limit is None else limit}, {rows}, k{_ENUMERATORS[policy]}, {lanes}, {warps}, "
-                     f"{passes})" for limit, (rows, policy, lanes, warps, passes) in table)
+                     f"{passes}, {int(staged)})" for limit, (rows, policy, lanes, warps, passes, staged) in table)
 
 
 def table_header(origin: dict, table: list[list], bf16_table: list[list] | None = None,
@@ -167,7 +168,7 @@ def table_header(origin: dict, table: list[list], bf16_table: list[list] | None 
     value``) where ``bf16_origin`` names another tune than ``origin``."""
     lines = ["// cuda-v4's launch table on one GPU (included by launch_tables.cuh; no include guard)."]
     lines += [f"// {field}: {origin[field]}" for field in PROVENANCE_FIELDS]
-    lines += ["// X(largest batch, rows per warp, cache policy, lanes per row, warps per block, passes); the first entry",
+    lines += ["// X(largest batch, rows per warp, cache policy, lanes per row, warps per block, passes, staged); the first entry",
               "// whose limit is >= batch wins, the last (INT64_MAX) covers every batch.",
               f'GDN_V4_GPU("{origin["device"]}",', table_entries(table) + ")"]
     if bf16_table is not None:
@@ -179,9 +180,10 @@ def table_header(origin: dict, table: list[list], bf16_table: list[list] | None 
 
 
 def config_name(config) -> str:
-    """``r4/stream``, ``r4/nc``, ``r4/plain/l16``, ``r8/nc/l16/w2``, ``r16/nc/l8/w2/p2``: rows
-    per warp, cache policy, then the lanes per row unless 32 (a whole warp per
-    row), the warps per block unless 8 and the passes unless 1. (Tuning files of 2026-11-23 name
+    """``r4/stream``, ``r4/nc``, ``r4/plain/l16``, ``r8/nc/l16/w2``, ``r16/nc/l8/w2/p2``,
+    ``r16/stream/l16/w1/p2s``: rows per warp, cache policy, then the lanes per row unless 32 (a
+    whole warp per row), the warps per block unless 8 and the passes unless 1, with ``s`` where the
+    second pass's rows are staged in shared memory. (Tuning files of 2026-11-23 name
     them ``cuda-v4/<name>``, some with ``/rs``: the reduce-scatter form, now
     the only one, where the names without ``rs`` are the all-reduce form it replaced.)"""
     name = f"r{config.rows_per_warp}/{config.cache_policy}"
@@ -189,7 +191,7 @@ def config_name(config) -> str:
         name += f"/l{config.lanes_per_row}"
     if config.warps_per_block != 8:
         name += f"/w{config.warps_per_block}"
-    return name if config.passes == 1 else f"{name}/p{config.passes}"
+    return name if config.passes == 1 else f"{name}/p{config.passes}{'s' if config.staged else ''}"
 
 
 class CudaV4:
@@ -223,12 +225,12 @@ class CudaV4:
         return load_meta(SOLUTIONS_DIR / self.name).state_dtypes
 
     def configs(self, state_dtype: str) -> dict[str, object]:
-        """Every variant kernel.cu compiles, by name."""
+        """Every variant kernel.cu compiles for a state of ``state_dtype``, by name."""
         v4 = self.solution
         grid = itertools.product(v4.ROWS_PER_WARP_CHOICES, v4.CACHE_POLICIES, v4.LANES_PER_ROW_CHOICES,
-                                 v4.WARPS_PER_BLOCK_CHOICES, v4.PASSES_CHOICES)
+                                 v4.WARPS_PER_BLOCK_CHOICES, v4.PASSES_CHOICES, v4.STAGED_CHOICES)
         return {config_name(config): config for config in itertools.starmap(v4.LaunchConfig, grid)
-                if config.is_compiled()}
+                if config.is_compiled(state_dtype)}
 
     def call(self, config, inputs: dict) -> Callable[[], object]:
         """``run_with_config(inputs, config)``."""
