@@ -17,17 +17,18 @@ GDN_V4_GPU("NVIDIA H100 80GB HBM3",
   X(INT64_MAX, 8, kPlain, 16, 2, 1, 0))
 // The bf16 state's table, of the same form, from another tune:
 // bf16 device: NVIDIA H100 80GB HBM3
-// bf16 commit: b490e4a
+// bf16 commit: 824d97b
 // bf16 command: python -m tools.tune --algo cuda-v4 --rounds 3 --dtypes bfloat16 --out /tmp/gdn-check-tune-ab/tune
-// bf16 date_utc: 2026-11-27T03:06:34+00:00
+// bf16 date_utc: 2026-11-27T06:13:24+00:00
 // bf16 tier: cupti
-// bf16 report: results/tuning/20261127-H100-tune-ab-bf16/tune/cuda-v4/NVIDIA-H100-80GB-HBM3.json
+// bf16 report: results/tuning/20261127-H100-tune-ab-bf16-staged/tune/cuda-v4/NVIDIA-H100-80GB-HBM3.json
 GDN_V4_GPU_BF16("NVIDIA H100 80GB HBM3",
   X(2, 2, kNc, 32, 8, 1, 0)
-  X(4, 4, kNc, 32, 4, 1, 0)
-  X(8, 4, kNc, 32, 8, 1, 0)
-  X(16, 8, kStream, 32, 4, 2, 0)
-  X(32, 16, kStream, 16, 2, 2, 0)
-  X(64, 8, kNoAlloc, 32, 1, 2, 0)
+  X(4, 4, kStream, 16, 4, 1, 0)
+  X(8, 4, kStream, 32, 8, 1, 0)
+  X(16, 8, kPlain, 32, 4, 2, 0)
+  X(32, 16, kPlain, 16, 2, 2, 0)
+  X(64, 16, kNoAlloc, 16, 1, 2, 1)
+  X(128, 16, kPlain, 16, 1, 2, 1)
   X(256, 8, kPlain, 32, 8, 2, 0)
-  X(INT64_MAX, 8, kPlain, 16, 8, 1, 0))
+  X(INT64_MAX, 8, kNc, 16, 8, 1, 0))

@@ -322,9 +322,10 @@ def test_cuda_v4_staged_variants_hold_half_the_rows_in_registers(tmp_path):
     report = cuda_build.kernel_resources(folder / "kernel.cu")
     found = {tuple(map(int, match.groups())): used for kernel, used in report.items()
              if (match := re.search(tune.KERNEL_NAME_BF16, kernel)) and match.group(6) == "1"}
-    assert len(found) == len(staged)
+    tested = {(warps, rows, 0, lanes, passes, 1) for rows, _, lanes, warps, passes, _ in staged}  # 0: kStream
+    assert tested <= found.keys()  # and the shipped tables' staged variants, checked alike
     bounded = lambda warps, rows, lanes: 4 * rows // 2 + (warps > 1) + 256 // lanes <= 48  # noqa: E731
-    assert sum(bounded(warps, rows, lanes) for warps, rows, _, lanes, _, _ in found) == 3  # l32 w1 and w4, l16 w1
+    assert sum(bounded(warps, rows, lanes) for warps, rows, _, lanes, _, _ in tested) == 3  # l32 w1 and w4, l16 w1
     for (warps, rows, _, lanes, _, _), used in found.items():
         assert used.spill_store_bytes == used.spill_load_bytes == 0
         assert used.registers <= (64 if bounded(warps, rows, lanes) else 96), (warps, rows, lanes, used)
