@@ -69,7 +69,8 @@
 #                 alternating, AB_ROUNDS times (default 2), and `python -m tools.tune.ab` of them (ab.md: per solution
 #                 install or keep). Install with `python -m tools.tune.install` from the pack's tune/<solution>/<GPU>.json.
 #                 About 9.5 min on an H100 for the two defaults (2026-11-27; ~12 min on an H200 by hand; cuda-v4 with both
-#                 state dtypes 13 min on an H200): start:/wait:. TUNE_DTYPES (e.g. bfloat16) tunes only those state dtypes
+#                 state dtypes 13 min on an H200; cuda-v4's bf16 state alone, 480 variants with the staged ones, 12 min on an
+#                 H100, 2026-11-27): start:/wait:. TUNE_DTYPES (e.g. bfloat16) tunes only those state dtypes
 #   events-sweep-ab  `run_local.py --algo cuda-v1,cuda-v4,fla-recurrent --workloads sweep --tiers cupti,events` here,
 #                 then in AB_TREE, compared per batch size (an events-tier change against a `parity` run's plain
 #                 events timer of the same session; about 4 min)
