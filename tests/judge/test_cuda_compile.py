@@ -329,8 +329,7 @@ def test_cuda_v4_staged_variants_hold_half_the_rows_in_registers(tmp_path):
     for (warps, rows, _, lanes, _, _), used in found.items():
         assert used.spill_store_bytes == used.spill_load_bytes == 0
         assert used.registers <= (64 if bounded(warps, rows, lanes) else 96), (warps, rows, lanes, used)
-    assert not any(re.search(tune.KERNEL_NAME, kernel) and re.search(tune.KERNEL_NAME, kernel).group(6) == "1"
-                   for kernel in report)
+    assert not any((match := re.search(tune.KERNEL_NAME, kernel)) and match.group(6) == "1" for kernel in report)
 
 
 def test_compile_error_carries_the_nvcc_log(tmp_path):
