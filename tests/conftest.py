@@ -22,15 +22,19 @@ TRITON_DEVICE = "cpu" if TRITON_INTERPRETED else "cuda"
 # Tests never write into the user's cache (~/.cache/gdn-decode-bench): generated
 # tensors and builds go to a folder of this test session (inherited by the
 # processes the tests start), unless GDN_BENCH_CACHE names one on purpose.
-#: That folder when this session made it (empty at the start), else None.
-SESSION_CACHE = None
+#: Names the folder this session made, beside GDN_BENCH_CACHE, so that pytest-xdist's workers
+#: (which inherit both) know it for the session's too and share its builds.
+SESSION_CACHE_ENV = "GDN_BENCH_TEST_SESSION_CACHE"
 if "GDN_BENCH_CACHE" not in os.environ:
     import atexit
     import tempfile
 
-    os.environ["GDN_BENCH_CACHE"] = tempfile.mkdtemp(prefix="gdn-bench-test-cache-")
+    os.environ["GDN_BENCH_CACHE"] = os.environ[SESSION_CACHE_ENV] = tempfile.mkdtemp(prefix="gdn-bench-test-cache-")
     atexit.register(shutil.rmtree, os.environ["GDN_BENCH_CACHE"], ignore_errors=True)
-    SESSION_CACHE = Path(os.environ["GDN_BENCH_CACHE"])
+#: That folder when this session made it (empty at the start), in the controller and its
+#: xdist workers alike; None where the user named a cache.
+SESSION_CACHE = (Path(os.environ["GDN_BENCH_CACHE"])
+                 if os.environ.get(SESSION_CACHE_ENV) == os.environ["GDN_BENCH_CACHE"] else None)
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_SOLUTIONS = Path(__file__).resolve().parent / "fixtures" / "solutions"
