@@ -791,7 +791,8 @@ struct LaunchConfig {
 // `python -m tools.tune.model_check --algo cuda-v4 --fit "NVIDIA H100 80GB HBM3"` over the H100's
 // fast-gates tune of 2026-11-26 (per octave the variant least slow over its batch sizes), adopted
 // once the H200's own tune (2026-11-26) could test them: 1.016 on average there, 1.043 at worst,
-// where the four hand-made rungs before them were 1.034 and 1.111 (docs/tuning.md).
+// where the four hand-made rungs before them were 1.034 and 1.111 (docs/tuning.md). The bf16 state
+// has a ladder of its own (GDN_V4_DEFAULT_LADDER_BF16, its rho in bf16 bytes).
 #define GDN_V4_DEFAULT_LADDER(X) \
   X(0.0, 4, kNoAlloc, 16, 2, 1, 0) \
   X(0.5, 4, kPlain, 16, 4, 1, 0) \
@@ -802,6 +803,23 @@ struct LaunchConfig {
   X(16.0, 8, kNc, 16, 2, 1, 0) \
   X(32.0, 16, kPlain, 16, 2, 1, 0) \
   X(64.0, 16, kPlain, 16, 4, 1, 0)
+
+// The bf16 state's ladder: the same fit over the H100's bf16 tune with the staged variants
+// (2026-11-27, results/tuning/20261127-H100-tune-ab-bf16-staged), where the fp32 ladder read at
+// equal bytes was 1.046x the table on average and 1.215x at B = 32 (bf16 tunes pick two passes
+// and staged rows, which no fp32 rung has). Out of sample, against the H200's bf16 tune
+// (2026-11-27, before the staged variants): 1.016x on average and 1.060x at worst (B = 64) over
+// the 9 of its 10 batch sizes it timed (B = 128's pick is staged), where the fp32 ladder read
+// 1.042x and 1.133x (docs/tuning.md). Its variants are compiled for the bf16 state only.
+#define GDN_V4_DEFAULT_LADDER_BF16(X) \
+  X(0.0, 2, kNc, 32, 8, 1, 0) \
+  X(0.5, 4, kNc, 32, 8, 1, 0) \
+  X(1.0, 8, kPlain, 32, 4, 2, 0) \
+  X(2.0, 16, kStream, 16, 2, 2, 0) \
+  X(4.0, 16, kNoAlloc, 16, 1, 2, 1) \
+  X(8.0, 8, kPlain, 32, 4, 2, 0) \
+  X(16.0, 8, kNc, 16, 8, 1, 0) \
+  X(32.0, 8, kNc, 32, 8, 1, 0)
 
 constexpr double kMemoryLatencySeconds = 0.9e-6;  // L of the default model, fitted to the H100 table of 2026-11-23
 constexpr double kStateElementsPerBatch = double(kNumVHeads) * kHeadV * kHeadK;
@@ -838,7 +856,11 @@ LaunchConfig model_config(int64_t batch, double bandwidth, StateDtype dtype) {
   LaunchConfig config{};
 #define GDN_V4_RUNG(RHO, ROWS, POLICY, LANES, WARPS, PASSES, STAGED) \
   if (rho >= (RHO)) config = {ROWS, POLICY, LANES, WARPS, PASSES, STAGED};
-  GDN_V4_DEFAULT_LADDER(GDN_V4_RUNG)
+  if (dtype == kStateBf16) {
+    GDN_V4_DEFAULT_LADDER_BF16(GDN_V4_RUNG)
+  } else {
+    GDN_V4_DEFAULT_LADDER(GDN_V4_RUNG)
+  }
 #undef GDN_V4_RUNG
   return config;
 }
@@ -1036,7 +1058,11 @@ void launch_variant(const Params& params, int64_t batch, const LaunchConfig& con
 #undef GDN_V4_GPU_BF16
 #undef GDN_V4_GPU
 #undef X
-  GDN_V4_DEFAULT_LADDER(GDN_V4_LAUNCH_NAMED)
+  if constexpr (std::is_same_v<S, float>) {
+    GDN_V4_DEFAULT_LADDER(GDN_V4_LAUNCH_NAMED)
+  } else {
+    GDN_V4_DEFAULT_LADDER_BF16(GDN_V4_LAUNCH_NAMED)
+  }
 #undef GDN_V4_LAUNCH_NAMED
   TVM_FFI_THROW(ValueError) << "launch config (rows " << config.rows_per_warp << ", policy "
                             << config.cache_policy << ", lanes " << config.lanes_per_row << ", warps "

@@ -251,10 +251,10 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
                  14: (4, "noalloc", 16, 2, 1), 27: (4, "noalloc", 16, 2, 1), 28: (16, "noalloc", 8, 1, 1),
                  55: (16, "noalloc", 8, 2, 1), 110: (8, "plain", 16, 2, 1), 220: (8, "nc", 16, 2, 1),
                  440: (16, "plain", 16, 2, 1), 878: (16, "plain", 16, 2, 1), 879: (16, "plain", 16, 4, 1)}
-        assert b200 == {batch: (*rung, False) for batch, rung in rungs.items()}  # the ladder stages nothing
+        assert b200 == {batch: (*rung, False) for batch, rung in rungs.items()}  # the fp32 ladder stages nothing
         assert entry.launch_config_for("NVIDIA H100 80GB HBM3 ", 3.352e12, 2) == (4, "noalloc", 16, 2, 1, False)  # not its name
         # a bf16 state: a GPU's bf16 table where its file has one, else its fp32 entry of ceil(B / 2)
-        # (as many state bytes); the default model's rho is in bytes, so B bf16 states read as B / 2 fp32 ones
+        # (as many state bytes)
         bf16_tables = bf16_gpu_tables(REPO_ROOT / "solutions" / "cuda-v4")
         for device, table in tables.items():
             own = bf16_tables.get(device)
@@ -262,9 +262,16 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
                 looked_up = batch if own else (batch + 1) // 2
                 expected = next(config for limit, config in own or table if limit is None or looked_up <= limit)
                 assert tuple(entry.launch_config_for(device, 3.352e12, batch, "bfloat16")) == expected, (device, batch)
-        for batch in (2, 14, 28, 56, 110, 220, 440, 880, 1758):
-            assert entry.launch_config_for("NVIDIA B200", 8e12, batch, "bfloat16") == b200.get(
-                batch // 2, entry.launch_config_for("NVIDIA B200", 8e12, batch // 2)), batch
+        # a bf16 state without a table: its own ladder, rho = B x 256 KiB / (8 TB/s x 0.9 us) = 0.0364 B,
+        # the rungs from rho 0.5, 1, 2, ... at B = 14, 28, 55, 110, 220, 440, 879; one stages its rows
+        b200_bf16 = {b: tuple(entry.launch_config_for("NVIDIA B200", 8e12, b, "bfloat16"))
+                     for b in (1, 13, 14, 28, 55, 110, 219, 220, 440, 878, 879)}
+        bf16_rungs = {1: (2, "nc", 32, 8, 1, False), 13: (2, "nc", 32, 8, 1, False), 14: (4, "nc", 32, 8, 1, False),
+                      28: (8, "plain", 32, 4, 2, False), 55: (16, "stream", 16, 2, 2, False),
+                      110: (16, "noalloc", 16, 1, 2, True), 219: (16, "noalloc", 16, 1, 2, True),
+                      220: (8, "plain", 32, 4, 2, False), 440: (8, "nc", 16, 8, 1, False),
+                      878: (8, "nc", 16, 8, 1, False), 879: (8, "nc", 32, 8, 1, False)}
+        assert b200_bf16 == bf16_rungs
         if not torch.cuda.is_available():
             with pytest.raises(RuntimeError):
                 entry.launch_source()  # the current device's choice needs one

@@ -92,6 +92,11 @@ def test_the_reports_a_ladder_was_fitted_to_stand_in_for_the_tables_only_where_n
     assert model[H100][1]["bfloat16"] == tables[H100][1]["bfloat16"]  # the stand-in timed no bf16 state
 
 
+#: Batch sizes where the model's pick is a variant the H200's tune could not time: cuda-v4's staged bf16
+#: variants (B = 128's rung) came after the H200's bf16 tune.
+UNTIMED_ON_THE_H200 = {("cuda-v4", "bfloat16"): {128}}
+
+
 @pytest.mark.parametrize("name, dtype, geomean, worst", [
     # fla-recurrent's 32-lane ladder against the H200's three-round tune with the lanes-per-row knob
     # (2026-11-26): measured 1.008, 1.034 (B = 8; fewer lanes won at B <= 16); against its 32-lane tune
@@ -104,12 +109,18 @@ def test_the_reports_a_ladder_was_fitted_to_stand_in_for_the_tables_only_where_n
     ("cuda-v4", "float32", 1.02, 1.05),
     ("cutedsl-bf16", "float32", 1.02, 1.045),
     ("cutedsl-bf16", "bfloat16", 1.025, 1.14),
+    # cuda-v4's bf16 ladder, fitted to the H100's bf16 tune with the staged variants (2026-11-27), against the
+    # H200's bf16 tune of the same day, which predates them: measured 1.016, 1.060 (B = 64) over 9 batch sizes;
+    # the fp32 ladder at equal bytes before it, 1.042, 1.133 (B = 32)
+    ("cuda-v4", "bfloat16", 1.02, 1.065),
 ])
 def test_the_default_model_predicts_the_h200_tables(name, dtype, geomean, worst):
     """The H200 tables were tuned after the model was fitted to the H100's: an out-of-sample test."""
     rows = (_check_cuda_v4() if name == "cuda-v4" else _check(name))[H200, dtype]
     summary = model_check.summary(rows)
-    assert [row.batch for row in rows] == BATCHES and summary["timed"] == len(rows)
+    untimed = UNTIMED_ON_THE_H200.get((name, dtype), set())
+    assert [row.batch for row in rows] == BATCHES and summary["timed"] == len(rows) - len(untimed)
+    assert {row.batch for row in rows if row.default_us is None} == untimed
     assert summary["geomean"] <= geomean and summary["worst"] <= worst, model_check.format_rows(name, H200, dtype, rows)
 
 
@@ -129,11 +140,6 @@ def test_an_octave_fit_takes_per_octave_the_config_least_slow_over_its_batch_siz
         model_check.fit_octaves({}, "float32", bandwidth, latency)
 
 
-#: The state dtypes a solution's ladder was fitted to, where not all it declares: cuda-v4 has one ladder, read
-#: by a state's bytes, fitted to the fp32 state; the model table checks its bf16 picks against the bf16 tunes.
-FITTED_DTYPES = {"cuda-v4": {"float32"}}
-
-
 @pytest.mark.parametrize("name", ["fla-recurrent", "cuda-v4", "cutedsl-bf16"])
 def test_the_ladders_are_the_octave_fit_of_the_h100_tune(name):
     """fla-recurrent's hand-made ladder is what the fit gives; cuda-v4's and cutedsl-bf16's were
@@ -147,8 +153,6 @@ def test_the_ladders_are_the_octave_fit_of_the_h100_tune(name):
         pytest.skip(str(exc))
     bandwidth, times = model_check.model_reports(name, adapter)[H100]
     for dtype in adapter.state_dtypes():
-        if dtype not in FITTED_DTYPES.get(name, {dtype}):
-            continue
         fitted = model_check.fit_octaves(times[dtype], dtype, bandwidth, model_check.model_latency(name))
         rho = {batch: model_check.state_bytes(batch, dtype) / (bandwidth * model_check.model_latency(name))
                for batch in BATCHES}
@@ -253,7 +257,7 @@ def test_the_command_line_names_a_b200_and_refuses_bad_input(capsys):
 B200_PAPER = {
     ("fla-recurrent", "float32"): [("bv4/w1", 1.97), ("bv4/w1", 4.51), ("bv8/w1", 12.11)],
     ("cuda-v4", "float32"): [("r4/noalloc/l16/w2", 1.79), ("r4/noalloc/l16/w2", 4.16), ("r16/noalloc/l8/w2", 12.61)],
-    ("cuda-v4", "bfloat16"): [("r4/noalloc/l16/w2", 1.8), ("r4/plain/l16/w4", 3.2), ("r16/noalloc/l8/w1", 8.73)],
+    ("cuda-v4", "bfloat16"): [("r2/nc", 1.74), ("r4/nc", 3.15), ("r16/stream/l16/w2/p2", 8.14)],
     ("cutedsl-bf16", "float32"): [("t16/s1/regs/cs/p2", 1.88), ("t16/s1/mix1/cs/p2", 4.42),
                                   ("t32/s2/mix2/cs/p2", 12.98)],
     ("cutedsl-bf16", "bfloat16"): [("t16/s2/regs/cs", 1.87), ("t16/s1/regs/cs", 3.49), ("t64/s4/regs/cs/p2", 8.29)],
