@@ -183,3 +183,40 @@ def test_a_bf16_table_reads_back_and_a_tune_of_one_dtype_keeps_the_others_table(
     new_gpu = dict(origin, device="NVIDIA B200")
     with pytest.raises(ValueError, match="needs the fp32 table"):
         adapter.table_files({"bfloat16": [[None, name((8, "nc", 16, 2, 1))]]}, new_gpu)
+
+
+#: Peak bandwidths (bytes/s) whose default-model picks the GPU test below runs: the H100's, the H200's
+#: (both as the solution computes them) and a B200's (8 TB/s), the GPUs of docs/tuning.md.
+MODEL_BANDWIDTHS = (3.352e12, 4.8e12, 8e12)
+
+
+def default_build_variants(main, state_dtype: str) -> set:
+    """Every variant the default build runs for a state of ``state_dtype``: the GPU tables' (a bf16
+    state also takes the fp32 tables' entries where a GPU has no bf16 table) and the default
+    model's picks at :data:`MODEL_BANDWIDTHS` over B = 1..1024."""
+    tables = list(tune.gpu_tables(V4).values())
+    if state_dtype == "bfloat16":
+        tables += list(tune.bf16_gpu_tables(V4).values())
+    variants = {main.LaunchConfig(*config) for table in tables for _, config in table}
+    return variants | {main.launch_config_for("", bandwidth, batch, state_dtype)
+                       for bandwidth in MODEL_BANDWIDTHS for batch in range(1, 1025)}
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="runs the kernels on a CUDA GPU")
+@pytest.mark.parametrize("state_dtype", ["float32", "bfloat16"])
+def test_every_variant_of_the_default_build_is_correct_on_the_gpu(main, state_dtype):
+    """What a GPU with or without a table runs (tables and default ladders, e.g. the bf16 state's
+    own ladder of 2026-11-27), each forced on the tuner's B = 3 inputs (a batch size no rung or
+    table entry is special to) and checked against the fp32 reference with the judge's tolerance
+    for the state's dtype."""
+    from tools.tune.inputs import tune_inputs
+    from tools.tune.measure import check_call, state_tolerance
+    from tools.vectorized import reference_outputs
+
+    inputs, _ = tune_inputs(3, state_dtype, "cuda")
+    expected = reference_outputs(inputs)
+    variants = default_build_variants(main, state_dtype)
+    failed = {tune.config_name(config): result for config in sorted(variants)
+              if not (result := check_call(lambda: main.run_with_config(inputs, config), inputs, expected,
+                                           state_tolerance(state_dtype)))["correct"]}
+    assert variants and not failed, failed
