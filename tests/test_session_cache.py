@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SESSION_CACHE_ENV
 
 pytest.importorskip("xdist", reason="pytest-xdist is not installed")
 
@@ -37,7 +38,7 @@ def _session_caches(tmp_path: Path, env: dict) -> dict[str, str]:
 
 
 def test_the_xdist_workers_know_the_sessions_cache_folder(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("GDN_BENCH_CACHE", "GDN_BENCH_TEST_SESSION_CACHE")}
+    env = {k: v for k, v in os.environ.items() if k not in ("GDN_BENCH_CACHE", SESSION_CACHE_ENV)}
     seen = _session_caches(tmp_path, env)
     assert set(seen) == {"gw0", "gw1"}, seen
     assert len(set(seen.values())) == 1 and "None" not in seen.values(), seen
