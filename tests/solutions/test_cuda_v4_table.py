@@ -185,21 +185,19 @@ def test_a_bf16_table_reads_back_and_a_tune_of_one_dtype_keeps_the_others_table(
         adapter.table_files({"bfloat16": [[None, name((8, "nc", 16, 2, 1))]]}, new_gpu)
 
 
-#: Peak bandwidths (bytes/s) whose default-model picks the GPU test below runs: the H100's, the H200's
-#: (both as the solution computes them) and a B200's (8 TB/s), the GPUs of docs/tuning.md.
-MODEL_BANDWIDTHS = (3.352e12, 4.8e12, 8e12)
-
-
 def default_build_variants(main, state_dtype: str) -> set:
     """Every variant the default build runs for a state of ``state_dtype``: the GPU tables' (a bf16
     state also takes the fp32 tables' entries where a GPU has no bf16 table) and the default
-    model's picks at :data:`MODEL_BANDWIDTHS` over B = 1..1024."""
+    model's picks over B = 1..1024 at the bandwidths of docs/tuning.md's GPUs (the H100, the H200
+    and a B200: ``tools.tune.model_check.PRESETS``)."""
+    from tools.tune.model_check import PRESETS
+
     tables = list(tune.gpu_tables(V4).values())
     if state_dtype == "bfloat16":
         tables += list(tune.bf16_gpu_tables(V4).values())
     variants = {main.LaunchConfig(*config) for table in tables for _, config in table}
     return variants | {main.launch_config_for("", bandwidth, batch, state_dtype)
-                       for bandwidth in MODEL_BANDWIDTHS for batch in range(1, 1025)}
+                       for bandwidth in PRESETS.values() for batch in range(1, 1025)}
 
 
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="runs the kernels on a CUDA GPU")
