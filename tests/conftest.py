@@ -79,39 +79,49 @@ def small_dataset(tmp_path):
 
 
 
-@pytest.fixture(scope="session")
-def cuda_v4_all_variants():
-    """ptxas's report of cuda-v4's all-variants build (the tuner's, ``-DGDN_V4_ALL_VARIANTS``)
-    for sm_90a: ``{(warps, rows, policy, lanes, passes, staged): KernelResources}``. Compiled once per test run
-    (device code only: about 11 s on two cores) for every test that reads it: the xdist workers
-    share the session's build cache folder, where the first to ask compiles under a file lock and
-    leaves the report, keyed as the harness's builds are (sources, defines, nvcc), for the others. Skips without nvcc or
-    tvm-ffi."""
+def shared_cubin_build(folder: Path, defines: tuple[str, ...] = ()):
+    """:func:`harness.judge.build.cubin_build` of ``folder/kernel.cu`` for sm_90a, made once per
+    test run for every test that asks: the xdist workers share the session's build cache folder,
+    where the first to ask compiles under a file lock and leaves the build, keyed as the harness's
+    builds are (the folder's files, defines, nvcc), for the others. Skips without nvcc or tvm-ffi.
+
+    Raises:
+        CompileError: the source does not compile.
+    """
     import fcntl
     import pickle
-    import re
 
     from harness.judge import build
     from harness.paths import cache_dir
-    from tools.tune.cuda_v4 import KERNEL_NAME
 
     try:
         nvcc_version = build.nvcc_version(build.find_nvcc())
         build.tvm_ffi_paths()
-    except build.CompileError as exc:  # no toolchain here; a source that does not compile fails below
+    except build.CompileError as exc:  # no toolchain here; a source that does not compile raises below
         pytest.skip(str(exc))
-    folder = REPO / "solutions" / "cuda-v4"
     sources = {p.name: p.read_text() for p in sorted(folder.iterdir()) if p.is_file()}
-    key = build.cache_key(sources, ("GDN_V4_ALL_VARIANTS",), nvcc_version)
-    shared = cache_dir() / "test-reports" / f"cuda-v4-all-variants-{key}.pickle"
+    key = build.cache_key(sources, defines, nvcc_version)
+    shared = cache_dir() / "test-reports" / f"{folder.name}-cubin-{key}.pickle"
     shared.parent.mkdir(parents=True, exist_ok=True)
     with open(f"{shared}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker may be compiling it now
         if shared.is_file():
-            report = pickle.loads(shared.read_bytes())
-        else:
-            report = build.kernel_resources(folder / "kernel.cu", defines=("GDN_V4_ALL_VARIANTS",))
-            shared.write_bytes(pickle.dumps(report))
+            return pickle.loads(shared.read_bytes())
+        made = build.cubin_build(folder / "kernel.cu", defines=defines)
+        shared.write_bytes(pickle.dumps(made))
+        return made
+
+
+@pytest.fixture(scope="session")
+def cuda_v4_all_variants():
+    """ptxas's report of cuda-v4's all-variants build (the tuner's, ``-DGDN_V4_ALL_VARIANTS``)
+    for sm_90a: ``{(warps, rows, policy, lanes, passes, staged): KernelResources}``. Compiled once per test run
+    (:func:`shared_cubin_build`; device code only: about 11 s on two cores). Skips without nvcc or tvm-ffi."""
+    import re
+
+    from tools.tune.cuda_v4 import KERNEL_NAME
+
+    report = shared_cubin_build(REPO / "solutions" / "cuda-v4", ("GDN_V4_ALL_VARIANTS",)).resources
     # the fp32 state's kernels (the bf16 state's, named with ``t``, are the tables' variants only in this build)
     return {tuple(map(int, found.groups())): used for name, used in report.items()
             if (found := re.search(KERNEL_NAME, name))}

@@ -75,6 +75,10 @@ __all__ = [
     "cache_key",
     "cache_root",
     "compile_only",
+    "CubinBuild",
+    "cubin_build",
+    "cubin_kernel_code",
+    "kernel_code",
     "find_nvcc",
     "gencode_flags",
     "KernelResources",
@@ -352,10 +356,34 @@ def parse_ptxas_report(log: str) -> dict[str, KernelResources]:
     return found
 
 
+class CubinBuild(NamedTuple):
+    """One cubin build of a source for one target: each kernel's machine code and resources."""
+
+    code: dict[str, bytes]  #: mangled kernel name -> its machine code (:func:`cubin_kernel_code`)
+    resources: dict[str, KernelResources]  #: mangled kernel name -> what ptxas reports
+
+
+def cubin_build(source: str | os.PathLike, target: tuple[str, str] = ("compute_90a", "sm_90a"),
+                defines: Sequence[str] = ()) -> CubinBuild:
+    """Machine code and ptxas's resource report of every kernel in ``source`` for one cubin
+    target, from one nvcc run with the shipped flags, ``defines`` and ``-Xptxas -v`` (a report
+    only: the code is what the same build without it makes); no GPU needed.
+
+    Raises:
+        CompileError: nvcc or tvm-ffi missing, or the source does not compile.
+    """
+    # Device code only (-cubin): ptxas's input is the shipped build's, without the host
+    # compiler's pass (a third of the time of cuda-v4's all-variants build).
+    with tempfile.TemporaryDirectory() as out_dir:
+        cubin = Path(out_dir) / "kernel.cubin"
+        log = _compile_object(source, cubin, [target], extra_flags=("-Xptxas", "-v"), defines=defines, mode="cubin")
+        return CubinBuild(cubin_kernel_code(cubin.read_bytes()), parse_ptxas_report(log))
+
+
 def kernel_resources(source: str | os.PathLike, target: tuple[str, str] = ("compute_90a", "sm_90a"),
                      defines: Sequence[str] = ()) -> dict[str, KernelResources]:
-    """Registers and spills of every kernel in ``source`` for one cubin target,
-    compiled with the shipped flags (``-Xptxas -v``) and ``defines``; no GPU needed.
+    """Registers and spills of every kernel in ``source`` for one cubin target
+    (:func:`cubin_build`'s ``resources``); no GPU needed.
 
     Returns:
         Mangled kernel name -> :class:`KernelResources`.
@@ -363,12 +391,7 @@ def kernel_resources(source: str | os.PathLike, target: tuple[str, str] = ("comp
     Raises:
         CompileError: nvcc or tvm-ffi missing, or the source does not compile.
     """
-    # Device code only (-cubin): the report is ptxas's, which the host compiler's pass (a third
-    # of the time of cuda-v4's all-variants build) does not change.
-    with tempfile.TemporaryDirectory() as out_dir:
-        log = _compile_object(source, Path(out_dir) / "kernel.cubin", [target], extra_flags=("-Xptxas", "-v"),
-                              defines=defines, mode="cubin")
-    return parse_ptxas_report(log)
+    return cubin_build(source, target, defines).resources
 
 
 def cubin_kernel_code(cubin: bytes) -> dict[str, bytes]:
@@ -404,16 +427,13 @@ def cubin_kernel_code(cubin: bytes) -> dict[str, bytes]:
 
 def kernel_code(source: str | os.PathLike, target: tuple[str, str] = ("compute_90a", "sm_90a"),
                 defines: Sequence[str] = ()) -> dict[str, bytes]:
-    """Mangled kernel name -> machine code of every kernel in ``source`` for one cubin target,
-    compiled with the shipped flags and ``defines`` (:func:`cubin_kernel_code`); no GPU needed.
+    """Mangled kernel name -> machine code of every kernel in ``source`` for one cubin target
+    (:func:`cubin_build`'s ``code``); no GPU needed.
 
     Raises:
         CompileError: nvcc or tvm-ffi missing, or the source does not compile.
     """
-    with tempfile.TemporaryDirectory() as out_dir:
-        cubin = Path(out_dir) / "kernel.cubin"
-        _compile_object(source, cubin, [target], defines=defines, mode="cubin")
-        return cubin_kernel_code(cubin.read_bytes())
+    return cubin_build(source, target, defines).code
 
 
 #: Suffixes of the headers a CUDA solution's sources may include from their own folder.

@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 
-from conftest import REPO
+from conftest import REPO, shared_cubin_build
 from tools.ablation_probe import BUILDS, main, misbuilt, same_code_as_full, summarize
 from tools.tune.cuda_v4 import KERNEL_NAME, KERNEL_NAME_BF16
 
@@ -21,14 +21,9 @@ def variants(names) -> set:
 
 @pytest.fixture(scope="module")
 def shipped_code():
-    """The shipped build's machine code per kernel for sm_90a; skips without nvcc or tvm-ffi."""
-    from harness.judge import build
-
-    try:
-        build.find_nvcc(), build.tvm_ffi_paths()
-    except build.CompileError as exc:
-        pytest.skip(str(exc))
-    return build.kernel_code(SOURCE)
+    """The shipped build's machine code per kernel for sm_90a, built once per test run (not once
+    per xdist worker); skips without nvcc or tvm-ffi."""
+    return shared_cubin_build(SOURCE.parent).code
 
 
 @pytest.mark.parametrize("name", ["no-operands-no-exchange", "copy", "v-early-operands-first", "shared-qk"])
@@ -46,7 +41,7 @@ def test_the_precise_gates_candidate_changes_every_shipped_kernels_code(shipped_
     precise = build.kernel_code(SOURCE, defines=BUILDS["precise-gates"])
     assert precise.keys() == shipped_code.keys()
     assert all(precise[name] != code for name, code in shipped_code.items())
-    assert build.kernel_code(SOURCE) == shipped_code  # the same build twice: the same bytes
+    assert build.kernel_code(SOURCE) == shipped_code  # a fresh build of the shipped source: the same bytes
 
 
 def test_the_bf16_packed_candidate_halves_only_the_bf16_states_registers(shipped_code):
@@ -56,12 +51,11 @@ def test_the_bf16_packed_candidate_halves_only_the_bf16_states_registers(shipped
     registers without spilling."""
     from harness.judge import build
 
-    defines = ("GDN_V4_CANDIDATE=128",)
-    packed = build.kernel_code(SOURCE, defines=defines)
+    packed, resources = build.cubin_build(SOURCE, defines=("GDN_V4_CANDIDATE=128",))
     assert packed.keys() == shipped_code.keys()
     assert all(packed[name] == code for name, code in shipped_code.items() if re.search(KERNEL_NAME, name))
     assert any(packed[name] != code for name, code in shipped_code.items() if re.search(KERNEL_NAME_BF16, name))
-    big = [used for name, used in build.kernel_resources(SOURCE, defines=defines).items()
+    big = [used for name, used in resources.items()
            if (found := re.search(KERNEL_NAME_BF16, name)) and found.group(2) == "16" and found.group(4) == "8"]
     assert big and all(used.registers <= 96 and used.spill_store_bytes == 0 for used in big)
 
