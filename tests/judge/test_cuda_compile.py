@@ -263,14 +263,14 @@ def test_module_exports_and_refuses_cpu_tensors(solution, functions, build_cache
                 expected = next(config for limit, config in own or table if limit is None or looked_up <= limit)
                 assert tuple(entry.launch_config_for(device, 3.352e12, batch, "bfloat16")) == expected, (device, batch)
         # a bf16 state without a table: its own ladder, rho = B x 256 KiB / (8 TB/s x 0.9 us) = 0.0364 B,
-        # the rungs from rho 0.5, 1, 2, ... at B = 14, 28, 55, 110, 220, 440, 879; one stages its rows
+        # the rungs from rho 0.5, 1, 2, 8, 32 at B = 14, 28, 55, 220, 879; the one from 2 stages its rows
         b200_bf16 = {b: tuple(entry.launch_config_for("NVIDIA B200", 8e12, b, "bfloat16"))
-                     for b in (1, 13, 14, 28, 55, 110, 219, 220, 440, 878, 879)}
-        bf16_rungs = {1: (2, "nc", 32, 8, 1, False), 13: (2, "nc", 32, 8, 1, False), 14: (4, "nc", 32, 8, 1, False),
-                      28: (8, "plain", 32, 4, 2, False), 55: (16, "stream", 16, 2, 2, False),
-                      110: (16, "noalloc", 16, 1, 2, True), 219: (16, "noalloc", 16, 1, 2, True),
-                      220: (8, "plain", 32, 4, 2, False), 440: (8, "nc", 16, 8, 1, False),
-                      878: (8, "nc", 16, 8, 1, False), 879: (8, "nc", 32, 8, 1, False)}
+                     for b in (1, 13, 14, 28, 54, 55, 219, 220, 878, 879)}
+        bf16_rungs = {1: (4, "plain", 16, 4, 1, False), 13: (4, "plain", 16, 4, 1, False),
+                      14: (4, "noalloc", 32, 8, 1, False), 28: (8, "stream", 32, 4, 2, False),
+                      54: (8, "stream", 32, 4, 2, False), 55: (16, "noalloc", 16, 1, 2, True),
+                      219: (16, "noalloc", 16, 1, 2, True), 220: (8, "plain", 32, 8, 2, False),
+                      878: (8, "plain", 32, 8, 2, False), 879: (8, "nc", 32, 8, 1, False)}
         assert b200_bf16 == bf16_rungs
         if not torch.cuda.is_available():
             with pytest.raises(RuntimeError):

@@ -73,7 +73,7 @@ def test_the_index_includes_every_table_file_once():
     (H100, "float32", "results/tuning/20261126-H100-rounds/tune/NVIDIA-H100-80GB-HBM3.json"),
     (H100, "bfloat16", "results/tuning/20261127-H100-tune-ab-bf16-staged/tune/cuda-v4/NVIDIA-H100-80GB-HBM3.json"),
     ("NVIDIA H200", "float32", "results/tuning/20261127-H200-tune-ab-bf16/tune/cuda-v4/NVIDIA-H200.json"),
-    ("NVIDIA H200", "bfloat16", "results/tuning/20261127-H200-tune-ab-bf16/tune/cuda-v4/NVIDIA-H200.json"),
+    ("NVIDIA H200", "bfloat16", "results/tuning/20261127-H200-tune-ab-bf16-staged/tune/cuda-v4/NVIDIA-H200.json"),
 ])
 def test_each_gpus_table_is_its_reports_choice(main, device, dtype, report):
     """Installed from its report (python -m tools.tune.install): the tuner's own rule over the

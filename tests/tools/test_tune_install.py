@@ -15,11 +15,12 @@ from harness.records.store import read_stored
 from tools.tune import ADAPTERS, install
 
 H200_REPORTS = REPO_ROOT / "results" / "tuning" / "20261123-H200"
-#: solution -> the tune of its installed H200 table: (report folder, the commit it records)
+#: solution -> the tunes of its installed H200 table, in the order installed: (report folder, the
+#: commit it records); cuda-v4's bf16 table is a later bf16-only tune's, which keeps the fp32 one
 H200_TUNES = {
-    "fla-recurrent": ("20261126-H200-rounds/tune", "57f55ab"),
-    "cutedsl-bf16": ("20261126-H200-fast-gates", "e8a4397+"),
-    "cuda-v4": ("20261127-H200-tune-ab-bf16/tune", "c063876"),
+    "fla-recurrent": (("20261126-H200-rounds/tune", "57f55ab"),),
+    "cutedsl-bf16": (("20261126-H200-fast-gates", "e8a4397+"),),
+    "cuda-v4": (("20261127-H200-tune-ab-bf16/tune", "c063876"), ("20261127-H200-tune-ab-bf16-staged/tune", "68ef0f3")),
 }
 #: solution -> its H200 table files (relative to its folder) that the install wrote from its report
 H200_FILES = {
@@ -61,17 +62,18 @@ def run(argv, tmp_path, capsys) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("name", list(H200_FILES))
 def test_the_committed_h200_files_are_what_install_writes_from_their_report(name, tmp_path, capsys):
-    folder_name, commit = H200_TUNES[name]
-    report = REPO_ROOT / "results" / "tuning" / folder_name / name / "NVIDIA-H200.json"
-    code, out, err = run([report], tmp_path, capsys)
+    reports = [REPO_ROOT / "results" / "tuning" / folder_name / name / "NVIDIA-H200.json"
+               for folder_name, _ in H200_TUNES[name]]
+    code, out, err = run(reports, tmp_path, capsys)  # one install, in order, into one copy
     assert (code, err) == (0, "")
     folder = next(p for p in (tmp_path / name).iterdir() if p.is_dir())  # the copy the adapter wrote into
     for relative in H200_FILES[name]:
         assert f"wrote {folder / relative}" in out
         assert (folder / relative).read_text() == (SOLUTIONS_DIR / name / relative).read_text(), relative
-    # the file records the tune (device, commit, command, date, tier) and where its report lies
+    # the file records each tune (device, commit, command, date, tier) and where its report lies
     text = (folder / H200_FILES[name][0]).read_text()
-    assert f"results/tuning/{folder_name}/" in text and commit in text and "NVIDIA H200" in text
+    for folder_name, commit in H200_TUNES[name]:
+        assert f"results/tuning/{folder_name}/" in text and commit in text and "NVIDIA H200" in text
 
 
 def test_the_h100_files_are_left_alone(tmp_path, capsys):

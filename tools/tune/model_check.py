@@ -21,8 +21,9 @@ The report of a table: its ``report`` field, with the GPU's bandwidth in
 prints the batch ranges of each config the model gives a GPU without a table
 of that peak bandwidth (bytes/s, or a GPU of :data:`PRESETS`: ``b200``).
 
-``--fit GPU`` prints, per solution and state dtype, a ladder fitted to that GPU's tuning report
-(:func:`fit_octaves`: one config per octave of ``rho``), to write into the solution by hand.
+``--fit GPU[,GPU]`` prints, per solution and state dtype, a ladder fitted to those GPUs' tuning
+reports together (:func:`fit_octaves`: one config per octave of ``rho``), to write into the
+solution by hand.
 
 ``--batches`` (with ``--predict``) prints, per batch size instead, the config,
 the bytes a call moves (``harness.judge.figures.bytes_moved``), their time at
@@ -314,25 +315,28 @@ def state_bytes(batch: int, state_dtype: str) -> int:
     return math.prod(axes[axis] for axis in definition.inputs["state"].shape) * TORCH_DTYPES[state_dtype].itemsize
 
 
-def fit_octaves(times: dict[int, dict[str, float]], state_dtype: str, bandwidth: float,
+def fit_octaves(reports: list[tuple[dict[int, dict[str, float]], float]], state_dtype: str,
                 latency: float) -> list[tuple[float, str]]:
-    """A default-model ladder fitted to one GPU's report: ``[(smallest rho, config name)]``.
+    """A default-model ladder fitted to one or more GPUs' reports: ``[(smallest rho, config name)]``.
 
-    Each batch size of ``times`` (batch -> config -> µs) falls in one octave of :data:`OCTAVES` by
-    its ``rho = S(B) / (bandwidth x latency)``; per octave the config timed at all its batch sizes
-    with the least summed ``log(µs / that batch size's best µs)`` wins; adjacent octaves with the
-    same winner merge into one rung. With one batch size per octave (B = 1, 2, 4, ... on an H100)
-    the ladder picks the report's best at every timed batch size: the test of the fit is another GPU.
+    ``reports`` holds, per GPU, ``(times, bandwidth)``: batch -> config -> µs, and its bytes/s.
+    Each timed batch size of each GPU falls in one octave of :data:`OCTAVES` by its
+    ``rho = S(B) / (bandwidth x latency)``; per octave the config timed at all its points with
+    the least summed ``log(µs / that point's best µs)`` wins; adjacent octaves with the same
+    winner merge into one rung. With one GPU and one batch size per octave (B = 1, 2, 4, ... on
+    an H100) the ladder picks the report's best at every timed batch size: the test of such a
+    fit is another GPU.
 
     Raises:
-        ValueError: ``times`` is empty.
+        ValueError: no report has a timed batch size.
     """
-    if not times:
-        raise ValueError(f"no timed batch sizes of the {state_dtype} state to fit")
     by_octave: dict[float, list[dict[str, float]]] = {}
-    for batch, at in times.items():
-        rho = state_bytes(batch, state_dtype) / (bandwidth * latency)
-        by_octave.setdefault(max(o for o in OCTAVES if rho >= o), []).append(at)
+    for times, bandwidth in reports:
+        for batch, at in times.items():
+            rho = state_bytes(batch, state_dtype) / (bandwidth * latency)
+            by_octave.setdefault(max(o for o in OCTAVES if rho >= o), []).append(at)
+    if not by_octave:
+        raise ValueError(f"no timed batch sizes of the {state_dtype} state to fit")
     ladder: list[tuple[float, str]] = []
     for octave, points in sorted(by_octave.items()):
         names = set.intersection(*(set(at) for at in points))
@@ -343,9 +347,9 @@ def fit_octaves(times: dict[int, dict[str, float]], state_dtype: str, bandwidth:
     return ladder
 
 
-def format_ladder(name: str, dtype: str, device: str, ladder: list[tuple[float, str]]) -> str:
-    """One line: ``<solution> <dtype> fitted to <device>: rho: config · ...``."""
-    return f"{name} {dtype} fitted to {device}: " + " · ".join(f"{rho:g}: {config}" for rho, config in ladder)
+def format_ladder(name: str, dtype: str, devices: list[str], ladder: list[tuple[float, str]]) -> str:
+    """One line: ``<solution> <dtype> fitted to <device>[ + <device>]: rho: config · ...``."""
+    return f"{name} {dtype} fitted to {' + '.join(devices)}: " + " · ".join(f"{rho:g}: {c}" for rho, c in ladder)
 
 
 def call_bytes(batch: int, state_dtype: str) -> int:
@@ -481,30 +485,31 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--predict", type=_bandwidth, default=None, metavar="BYTES_PER_S|GPU",
                    help="print the model's configs for a GPU without a table of this peak bandwidth "
                         f"(bytes/s, or one of: {', '.join(PRESETS)})")
-    p.add_argument("--fit", default=None, metavar="GPU",
-                   help="print a ladder fitted to this GPU's tuning report (its device name, e.g. "
+    p.add_argument("--fit", default=None, metavar="GPU[,GPU]",
+                   help="print a ladder fitted to these GPUs' tuning reports together (device names, e.g. "
                         f"{H100!r}) per solution and state dtype")
     p.add_argument("--batches", type=batches, default=None, metavar="B,B,...",
                    help="with --predict: per batch size, the config, bytes, floor and predicted µs")
     return p
 
 
-def print_fits(names: list[str], device: str, latency: float | None) -> int:
-    """``--fit``: :func:`format_ladder` of each solution's and state dtype's fit to ``device``'s report;
-    2 after a message for a solution without a table of that GPU."""
+def print_fits(names: list[str], devices: list[str], latency: float | None) -> int:
+    """``--fit``: :func:`format_ladder` of each solution's and state dtype's fit to the reports of
+    ``devices`` together; 2 after a message for a solution without a table of one of them."""
     for name in names:
         adapter = load_adapter(name)
         reports = model_reports(name, adapter)
-        if device not in reports:
-            print(f"error: {name} has no table of {device!r} (its tables: {', '.join(reports)})", file=sys.stderr)
+        missing = [device for device in devices if device not in reports]
+        if missing:
+            print(f"error: {name} has no table of {', '.join(map(repr, missing))} (its tables: {', '.join(reports)})",
+                  file=sys.stderr)
             return 2
-        bandwidth, times = reports[device]
         for dtype in adapter.state_dtypes():
-            if not times.get(dtype):
-                print(f"{name} {dtype}: no tune of {device} measured this state dtype: nothing to fit")
+            timed = [(reports[device][1][dtype], reports[device][0]) for device in devices if reports[device][1].get(dtype)]
+            if len(timed) < len(devices):
+                print(f"{name} {dtype}: not every tune of {' + '.join(devices)} measured this state dtype: nothing to fit")
                 continue
-            print(format_ladder(name, dtype, device,
-                                fit_octaves(times[dtype], dtype, bandwidth, latency or model_latency(name))))
+            print(format_ladder(name, dtype, devices, fit_octaves(timed, dtype, latency or model_latency(name))))
     return 0
 
 
@@ -521,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.batches and not args.predict:
         p.error("--batches needs --predict")
     if args.fit:
-        return print_fits(names, args.fit, latency)
+        return print_fits(names, [device.strip() for device in args.fit.split(",") if device.strip()], latency)
     if args.predict:
         for name in names:
             adapter = load_adapter(name)
