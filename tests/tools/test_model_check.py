@@ -170,14 +170,8 @@ def test_the_ladders_are_the_octave_fit_of_their_tunes(name):
         fitted = model_check.fit_octaves([(reports[d][1][dtype], reports[d][0]) for d in devices], dtype, latency)
         for device in devices:
             bandwidth = reports[device][0]
-            assert {batch: _ladder_pick(fitted, batch, dtype, bandwidth, latency) for batch in BATCHES} == {
+            assert {batch: model_check.ladder_pick(fitted, batch, dtype, bandwidth, latency) for batch in BATCHES} == {
                 batch: adapter.model_config_name(batch, dtype, bandwidth) for batch in BATCHES}, (dtype, device)
-
-
-def _ladder_pick(ladder: list[tuple[float, str]], batch: int, dtype: str, bandwidth: float, latency: float) -> str:
-    """The config a ladder gives a batch size: its last rung whose rho is at most the batch's."""
-    rho = model_check.state_bytes(batch, dtype) / (bandwidth * latency)
-    return [config for smallest, config in ladder if rho >= smallest][-1]
 
 
 @pytest.mark.parametrize("fitted, judged, geomean, worst", [
@@ -196,12 +190,8 @@ def test_each_gpus_bf16_fit_alone_predicts_the_others_table_within_ten_percent(f
     reports, latency = model_check.model_reports("cuda-v4", adapter), model_check.model_latency("cuda-v4")
     ladder = model_check.fit_octaves([(reports[fitted][1]["bfloat16"], reports[fitted][0])], "bfloat16", latency)
     bandwidth, times = reports[judged][0], reports[judged][1]["bfloat16"]
-    table = adapter.gpu_tables()[judged]["bfloat16"]
-    rows = []
-    for batch in BATCHES:
-        tuned, default = model_check.lookup_launch_config(table, batch), _ladder_pick(ladder, batch, "bfloat16",
-                                                                                       bandwidth, latency)
-        rows.append(model_check.Row(batch, tuned, default, times[batch].get(tuned), times[batch].get(default)))
+    rows = model_check.compare(adapter.gpu_tables()[judged]["bfloat16"], times, BATCHES,
+                               lambda batch: model_check.ladder_pick(ladder, batch, "bfloat16", bandwidth, latency))
     summary = model_check.summary(rows)
     assert summary["timed"] == len(BATCHES)
     assert summary["geomean"] <= geomean and summary["worst"] <= worst, \

@@ -41,6 +41,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,14 +165,14 @@ def table_report(solution: str, device: str, origin_reports: list[str | None] | 
     return paths, bandwidth
 
 
-def compare(adapter, table: list[list], state_dtype: str, bandwidth: float, times: dict[int, dict[str, float]],
-            batches) -> list[Row]:
-    """Per batch size: the tuned table's config and the default model's, with their µs."""
+def compare(table: list[list], times: dict[int, dict[str, float]], batches, default: Callable[[int], str]) -> list[Row]:
+    """Per batch size: the tuned table's config and ``default(batch)``'s (the default model's, or a
+    fitted ladder's: :func:`ladder_pick`), with their µs."""
     rows = []
     for batch in batches:
-        tuned, default = lookup_launch_config(table, batch), adapter.model_config_name(batch, state_dtype, bandwidth)
+        tuned, picked = lookup_launch_config(table, batch), default(batch)
         at = times.get(batch, {})
-        rows.append(Row(batch, tuned, default, at.get(tuned), at.get(default)))
+        rows.append(Row(batch, tuned, picked, at.get(tuned), at.get(picked)))
     return rows
 
 
@@ -225,7 +226,8 @@ def check_solution(name: str, adapter=None, latency: float | None = None) -> dic
         bandwidth, times = reports[device]
         for dtype, table in tables.items():
             batches = sorted(times.get(dtype, {})) or [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
-            results[device, dtype] = compare(adapter, table, dtype, bandwidth * scale, times.get(dtype, {}), batches)
+            results[device, dtype] = compare(table, times.get(dtype, {}), batches,
+                                             lambda batch: adapter.model_config_name(batch, dtype, bandwidth * scale))
     return results
 
 
@@ -315,6 +317,18 @@ def state_bytes(batch: int, state_dtype: str) -> int:
     return math.prod(axes[axis] for axis in definition.inputs["state"].shape) * TORCH_DTYPES[state_dtype].itemsize
 
 
+def rho(batch: int, state_dtype: str, bandwidth: float, latency: float) -> float:
+    """The default model's ``rho = S(B) / (bandwidth x latency)`` (docs/tuning.md)."""
+    return state_bytes(batch, state_dtype) / (bandwidth * latency)
+
+
+def ladder_pick(ladder: list[tuple[float, str]], batch: int, state_dtype: str, bandwidth: float, latency: float) -> str:
+    """The config a ladder (``[(smallest rho, config name)]``) gives a batch size: its last rung whose
+    smallest ``rho`` is at most the batch's, as the solutions' own model picks."""
+    at = rho(batch, state_dtype, bandwidth, latency)
+    return [config for smallest, config in ladder if at >= smallest][-1]
+
+
 def fit_octaves(reports: list[tuple[dict[int, dict[str, float]], float]], state_dtype: str,
                 latency: float) -> list[tuple[float, str]]:
     """A default-model ladder fitted to one or more GPUs' reports: ``[(smallest rho, config name)]``.
@@ -333,8 +347,8 @@ def fit_octaves(reports: list[tuple[dict[int, dict[str, float]], float]], state_
     by_octave: dict[float, list[dict[str, float]]] = {}
     for times, bandwidth in reports:
         for batch, at in times.items():
-            rho = state_bytes(batch, state_dtype) / (bandwidth * latency)
-            by_octave.setdefault(max(o for o in OCTAVES if rho >= o), []).append(at)
+            point = rho(batch, state_dtype, bandwidth, latency)
+            by_octave.setdefault(max(o for o in OCTAVES if point >= o), []).append(at)
     if not by_octave:
         raise ValueError(f"no timed batch sizes of the {state_dtype} state to fit")
     ladder: list[tuple[float, str]] = []
@@ -349,7 +363,7 @@ def fit_octaves(reports: list[tuple[dict[int, dict[str, float]], float]], state_
 
 def format_ladder(name: str, dtype: str, devices: list[str], ladder: list[tuple[float, str]]) -> str:
     """One line: ``<solution> <dtype> fitted to <device>[ + <device>]: rho: config · ...``."""
-    return f"{name} {dtype} fitted to {' + '.join(devices)}: " + " · ".join(f"{rho:g}: {c}" for rho, c in ladder)
+    return f"{name} {dtype} fitted to {' + '.join(devices)}: " + " · ".join(f"{smallest:g}: {c}" for smallest, c in ladder)
 
 
 def call_bytes(batch: int, state_dtype: str) -> int:
