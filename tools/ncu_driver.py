@@ -6,6 +6,8 @@ A subject is an own solution (through its positional DPS entry, on the sweep wor
 as ``tools/tier_parity.py`` calls it) or ``stream-copy``: the Triton streaming copy of the same
 state bytes (the copy floor's kernel, ``harness/judge/stream_copy.py``, its first configuration
 for that size). ``--state-dtype bfloat16`` gives either a bf16 state (the bf16-state mode).
+``--variant NAME`` calls one of cuda-v4's variants by its tuner name (e.g. ``r16/noalloc/l16/w1/p2s``)
+from the tuner's all-variants build, on the tuner's inputs, instead of the variant its table picks.
 No timing here: ``--clock-control none`` leaves the GPU's clocks as they are.
 """
 
@@ -23,15 +25,43 @@ KERNELS = {"cuda-v4": "gdn_decode_v4", "cuda-v1": "gdn_decode_v1_kernel", "fla-r
 STREAM_COPY = "stream-copy"
 
 
-def call_back_to_back(subject: str, batch: int, calls: int, state_dtype: str = "float32") -> None:
+class UnknownVariant(ValueError):
+    """A ``--variant`` name that cuda-v4's all-variants build does not compile for the state dtype."""
+
+
+def variant_call(name: str, batch: int, state_dtype: str):
+    """``(fn, ())``: cuda-v4's variant ``name`` (:func:`tools.tune.cuda_v4.config_name`) on the
+    tuner's inputs of batch ``batch`` with the state in ``state_dtype``.
+
+    Raises:
+        UnknownVariant: a name the all-variants build of that state dtype does not compile.
+    """
+    import torch
+
+    from tools.tune.cuda_v4 import CudaV4
+    from tools.tune.inputs import tune_inputs
+
+    adapter = CudaV4()
+    adapter.load()
+    configs = adapter.configs(state_dtype)
+    if name not in configs:
+        raise UnknownVariant(f"cuda-v4 has no variant {name!r} for a {state_dtype} state")
+    inputs, _ = tune_inputs(batch, state_dtype, torch.device("cuda"))
+    return adapter.call(configs[name], inputs), ()
+
+
+def call_back_to_back(subject: str, batch: int, calls: int, state_dtype: str = "float32",
+                      variant: str | None = None) -> None:
     """Make the subject's inputs (its state in ``state_dtype``), then call it ``calls`` times and
-    wait for the GPU."""
+    wait for the GPU. ``variant``: cuda-v4's variant of that name (:func:`variant_call`)."""
     import torch
 
     from tools.tier_parity import COPY, subject_call
 
     with tempfile.TemporaryDirectory() as workdir:
-        if subject == STREAM_COPY:
+        if variant is not None:
+            fn, args = variant_call(variant, batch, state_dtype)
+        elif subject == STREAM_COPY:
             from harness.judge.stream_copy import candidate_configs, stream_copy
 
             _, (state, target) = subject_call(COPY, batch, Path(workdir), state_dtype)
@@ -52,8 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=13, help="calls (default: %(default)s)")
     parser.add_argument("--state-dtype", choices=STATE_DTYPES, default="float32",
                         help="the state's dtype (default: %(default)s)")
+    parser.add_argument("--variant", help="cuda-v4 only: this variant (a tuner name) instead of its table's")
     args = parser.parse_args(argv)
-    call_back_to_back(args.subject, args.batch, args.calls, args.state_dtype)
+    if args.variant is not None and args.subject != "cuda-v4":
+        parser.error("--variant names a variant of cuda-v4")
+    try:
+        call_back_to_back(args.subject, args.batch, args.calls, args.state_dtype, args.variant)
+    except UnknownVariant as exc:  # say so, exit 2
+        parser.error(str(exc))
     return 0
 
 

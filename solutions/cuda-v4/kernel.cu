@@ -302,6 +302,9 @@ __device__ __forceinline__ float4 widen_for_update(float4 x) { return x; }
 // candidate: 12.29 us at B = 64 (r16/l16/w1, shipped best 13.47), slower at B = 32-256
 // (results/tuning/20261127-H100-bf16-staged-one-machine), so it is one more choice per batch size.
 // The bf16 state only: an fp32 piece is 16 bytes, and no fp32 variant is near such a wall.
+// Staging three of four passes, 32 rows a warp (B = 128 in one wave), measured slower at every
+// B = 64-256 on an H200 (+5-7% at best, 1.8x with 32 lanes a row) and was removed
+// (results/tuning/20261127-H200-four-pass-one-wave).
 template <typename S, int PASSES>
 constexpr bool kCanStage = !std::is_same_v<S, float> && PASSES == 2;
 

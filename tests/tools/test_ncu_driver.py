@@ -1,0 +1,31 @@
+"""tools/ncu_driver.py's command line: ``--variant`` names one of cuda-v4's variants (CPU only)."""
+
+import pytest
+
+from tools import ncu_driver
+
+
+class FakeAdapter:
+    """Stands for tools.tune.cuda_v4.CudaV4: no build, two variant names."""
+
+    def load(self):
+        pass
+
+    def configs(self, state_dtype):
+        return {"r4/nc": object(), "r16/noalloc/l16/w1/p2s": object()}
+
+
+def test_variant_is_cuda_v4s_alone(capsys):
+    with pytest.raises(SystemExit) as stop:
+        ncu_driver.main(["fla-recurrent", "1", "--variant", "r4/nc"])
+    assert stop.value.code == 2 and "--variant names a variant of cuda-v4" in capsys.readouterr().err
+
+
+def test_unknown_variant_is_a_clear_error_before_any_input_is_made(monkeypatch, capsys):
+    import tools.tune.cuda_v4
+
+    monkeypatch.setattr(tools.tune.cuda_v4, "CudaV4", FakeAdapter)
+    with pytest.raises(SystemExit) as stop:
+        ncu_driver.main(["cuda-v4", "128", "--state-dtype", "bfloat16", "--variant", "r32/noalloc/w1/p4s"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "cuda-v4 has no variant 'r32/noalloc/w1/p4s' for a bfloat16 state" in err
