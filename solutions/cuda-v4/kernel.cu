@@ -304,7 +304,8 @@ __device__ __forceinline__ float4 widen_for_update(float4 x) { return x; }
 // The bf16 state only: an fp32 piece is 16 bytes, and no fp32 variant is near such a wall.
 // Staging three of four passes, 32 rows a warp (B = 128 in one wave), measured slower at every
 // B = 64-256 on an H200 (+5-7% at best, 1.8x with 32 lanes a row) and was removed
-// (results/tuning/20261127-H200-four-pass-one-wave).
+// (results/tuning/20261127-H200-four-pass-one-wave); so did one cp.async.bulk a lane group in place
+// of the per-piece copies (B = 64's one-warp winner +6-8%: results/tuning/20261127-H200-bulk-staging).
 template <typename S, int PASSES>
 constexpr bool kCanStage = !std::is_same_v<S, float> && PASSES == 2;
 
