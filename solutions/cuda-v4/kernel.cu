@@ -305,7 +305,9 @@ __device__ __forceinline__ float4 widen_for_update(float4 x) { return x; }
 // Staging three of four passes, 32 rows a warp (B = 128 in one wave), measured slower at every
 // B = 64-256 on an H200 (+5-7% at best, 1.8x with 32 lanes a row) and was removed
 // (results/tuning/20261127-H200-four-pass-one-wave); so did one cp.async.bulk a lane group in place
-// of the per-piece copies (B = 64's one-warp winner +6-8%: results/tuning/20261127-H200-bulk-staging).
+// of the per-piece copies (B = 64's one-warp winner +6-8%: results/tuning/20261127-H200-bulk-staging),
+// and 16-byte cp.async.cg copies of the rows as they lie moved it by two CUPTI ticks, inside the
+// rounds' spread (results/tuning/20261127-H200-wide-staging).
 template <typename S, int PASSES>
 constexpr bool kCanStage = !std::is_same_v<S, float> && PASSES == 2;
 
