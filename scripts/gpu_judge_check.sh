@@ -28,6 +28,9 @@
 #                 on contest-v1 (cupti), the two runs compared per workload (issue #32 item 4)
 #   ncu-v4        Nsight Compute of cuda-v4, fla-recurrent and the streaming copy at B = 1 (issue #33; clocks left alone):
 #                 the details page and the SASS source page (per-instruction stall samples) as CSV
+#   ncu-variants  the same of each cuda-v4 variant in $NCU_VARIANTS (tuner names, space-separated) at NCU_BATCH (default 128)
+#                 with a NCU_DTYPE state (default bfloat16), then tools/ncu_table.py of them side by side (table.md);
+#                 NCU_SET a smaller section set than full for fewer replay passes (`ncu --list-sets`; e.g. basic)
 #   ncu-bf16      the same of cuda-v4 and the streaming copy with a bf16 state at B = 64, and of cuda-v4's fp32 path at
 #                 B = 32 (the same bytes): where the bf16 path spends the time its copy does not (issue #33, the H200's target)
 #   nvbench       tools/nvbench_check.py: NVBench beside FlashInfer's CUPTI and events timers (issue #29 item 4);
@@ -111,11 +114,13 @@ probe_step() {  # probe_step STEP MODULE LIMIT [ARGS...]: python -m tools.MODULE
   timeout -s INT "$limit" python -m "tools.$module" --out "$work" "$@" > "$work/console.log" 2>&1
   echo "rc=$?" >> "$work/console.log"; cat "$work/console.log"; pack "$step" "$work"
 }
-ncu_subject() {  # ncu_subject WORK LABEL SUBJECT BATCH DTYPE: Nsight Compute of one subject (tools/ncu_driver.py), clocks left alone
-  local work=$1 label=$2 subject=$3 batch=$4 dtype=$5 kernel
+ncu_subject() {  # ncu_subject WORK LABEL SUBJECT BATCH DTYPE [VARIANT]: Nsight Compute of one subject (tools/ncu_driver.py;
+  # VARIANT: that cuda-v4 variant, --variant), clocks left alone; NCU_SET picks ncu's section set (default full)
+  local work=$1 label=$2 subject=$3 batch=$4 dtype=$5 variant=${6:-} kernel
   kernel=$(python -c "from tools.ncu_driver import KERNELS; print(KERNELS['$subject'])")
-  timeout -s INT 240 ncu --clock-control none --set full -k "regex:$kernel" --launch-skip 3 --launch-count 3 \
-    -o "$work/$label" -f python -m tools.ncu_driver "$subject" "$batch" --state-dtype "$dtype" > "$work/$label.log" 2>&1
+  timeout -s INT 240 ncu --clock-control none --set "${NCU_SET:-full}" -k "regex:$kernel" --launch-skip 3 --launch-count 3 \
+    -o "$work/$label" -f python -m tools.ncu_driver "$subject" "$batch" --state-dtype "$dtype" ${variant:+--variant "$variant"} \
+    > "$work/$label.log" 2>&1
   echo "$label rc=$?" >> "$work/$label.log"
   ncu --import "$work/$label.ncu-rep" --page details --csv > "$work/$label-details.csv" 2>&1
   # per-instruction SASS with its warp-stall samples: where the chain waits (issue #33)
@@ -184,6 +189,14 @@ for step in "$@"; do
                  grep -h "solution x workload" "$work/console.log"; pack "$step" "$work" ;;
     ncu-v4)      work=/tmp/gdn-check-$step; mkdir -p "$work"
                  for subject in cuda-v4 fla-recurrent stream-copy; do ncu_subject "$work" "$subject-b1" "$subject" 1 float32; done
+                 pack "$step" "$work" ;;
+    ncu-variants) work=/tmp/gdn-check-$step; mkdir -p "$work"; columns=()
+                 for variant in ${NCU_VARIANTS:?NCU_VARIANTS: cuda-v4 variant names, e.g. r16/noalloc/l16/w1/p2s}; do
+                   label=$(echo "$variant" | tr / _)
+                   ncu_subject "$work" "$label" cuda-v4 "${NCU_BATCH:-128}" "${NCU_DTYPE:-bfloat16}" "$variant"
+                   columns+=("$variant=$work/$label-details.csv")
+                 done
+                 python -m tools.ncu_table "${columns[@]}" | tee "$work/table.md"
                  pack "$step" "$work" ;;
     ncu-bf16)    work=/tmp/gdn-check-$step; mkdir -p "$work"
                  ncu_subject "$work" cuda-v4-bf16-b64 cuda-v4 64 bfloat16
