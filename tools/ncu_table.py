@@ -5,7 +5,7 @@
 Each CSV is ``ncu --import REPORT --page details --csv`` of one profile (plain or gzipped), as
 ``scripts/gpu_judge_check.sh``'s ncu steps write them. A profile holds several launches of its
 subject (``--launch-count``); ``--launch`` picks one by its position among them (default -1, the
-last: the earlier ones may still warm what the later ones find warm). The table is markdown, each
+last, which the profiles in results/cuda-notes.md were read at). The table is markdown, each
 value as ncu printed it, with its unit; the default rows are the ones that say where a
 memory-bound kernel's time goes (:data:`DEFAULT_METRICS`), in that order.
 """
