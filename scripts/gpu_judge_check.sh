@@ -18,8 +18,9 @@
 #   v2-gpus       `--algo all --workloads contest-v2 --gpus all`, timed (issue #31: a machine of several GPUs)
 #   v2-one        the same on one GPU, timed, to set beside v2-gpus (stops at V2_LIMIT_S, 570 s by default)
 #   start:STEP    STEP in a session of its own (setsid), so it outlives this command: for a run longer
-#                 than one command may be (V2_LIMIT_S=1500 unless set); wait:STEP waits for it (up to
-#                 WAIT_S, 570 s by default), then packs it here. v2-one-start and v2-one-wait are
+#                 than one command may be (V2_LIMIT_S=1500 unless set), from a copy of the tree under
+#                 BG_DIR (/tmp); wait:STEP waits for it (up to WAIT_S, 570 s by default, less if it ends or
+#                 was never started), then packs it here. v2-one-start and v2-one-wait are
 #                 start:v2-one and wait:v2-one, by their earlier names
 #   entries-gpu   the GPU tests of contest entries and the contest tier (CUDA builds, torch binding, CUPTI counts)
 #   v2-contest    issue #32 item 5: the own solutions, fi-baseline, pt-reference and baselines/'s wrapper on
@@ -89,6 +90,7 @@ COMMIT=${GDN_BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unkn
 AB_TREE=${AB_TREE:-.before/ab}
 AB_COMMIT=${AB_COMMIT:-unknown}
 EVENTS_ALGO=fla-recurrent,cuda-v4,fi-baseline
+BG_DIR=${BG_DIR:-/tmp}  # where start: keeps its tree copy, log, pid and pack
 mkdir -p "$OUT"
 pack() { tar czf "$OUT/$1.tgz" -C "$2" . && echo "packed $OUT/$1.tgz"; }
 sweep() {  # sweep STEP ROOT ALGO LIMIT_S COMMIT
@@ -153,17 +155,25 @@ for step in "$@"; do
                  ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT "${V2_LIMIT_S:-570}" python run_local.py --results /tmp/gdn-check-$step \
                    --no-progress --algo all --workloads contest-v2 "${lanes[@]}" ) > /tmp/gdn-check-$step/console.log 2>&1
                  tail -30 /tmp/gdn-check-$step/console.log; pack "$step" /tmp/gdn-check-$step ;;
-    start:*)     inner=${step#start:}; mkdir -p "/tmp/gdn-bg-$inner"
-                 V2_LIMIT_S=${V2_LIMIT_S:-1500} PARITY_LIMIT_S=${PARITY_LIMIT_S:-1500} GDN_BENCH_COMMIT=$COMMIT setsid bash "$0" "/tmp/gdn-bg-$inner" "$inner" \
-                   > "/tmp/gdn-bg-$inner.log" 2>&1 < /dev/null &
-                 echo "started $inner in its own session (pid $!); log /tmp/gdn-bg-$inner.log" ;;
-    wait:*)      inner=${step#wait:}; waited=0
-                 while [ ! -f "/tmp/gdn-bg-$inner/$inner.tgz" ] && [ "$waited" -lt "${WAIT_S:-570}" ]; do
-                   sleep 10; waited=$((waited + 10)); done
-                 tail -40 "/tmp/gdn-bg-$inner.log"
-                 if [ -f "/tmp/gdn-bg-$inner/$inner.tgz" ]; then cp "/tmp/gdn-bg-$inner/$inner.tgz" "$OUT/"
-                   echo "packed $OUT/$inner.tgz"
-                 else echo "$inner still running after ${waited} s: call wait:$inner again"; fi ;;
+    start:*)     inner=${step#start:}; bg=$BG_DIR/gdn-bg-$inner; tree=$BG_DIR/gdn-tree-$inner
+                 rm -rf "$bg" "$tree" "$bg.log" "$bg.pid"; mkdir -p "$bg" "$tree"
+                 # from a copy of the tree: the device runner copies the working tree afresh on every call,
+                 # and a process the step spawns while that copy is under way finds no module (2026-11-27:
+                 # tier_parity's plain repeat died so, 8 min into a 16-min H200 run)
+                 tar -cf - --exclude=./.git --exclude=./.gpubundle . | tar -xf - -C "$tree"
+                 (cd "$tree" && V2_LIMIT_S=${V2_LIMIT_S:-1500} PARITY_LIMIT_S=${PARITY_LIMIT_S:-1500} \
+                   GDN_BENCH_COMMIT=$COMMIT setsid bash scripts/gpu_judge_check.sh "$bg" "$inner" > "$bg.log" 2>&1 < /dev/null &
+                  echo $! > "$bg.pid")
+                 echo "started $inner in its own session (pid $(cat "$bg.pid")) in $tree; log $bg.log" ;;
+    wait:*)      inner=${step#wait:}; bg=$BG_DIR/gdn-bg-$inner; waited=0
+                 # no start on this machine (a fresh one, or a start that failed): say so now, not after WAIT_S
+                 if [ ! -f "$bg.pid" ]; then echo "no start:$inner on this machine ($bg.pid missing)"; continue; fi
+                 while [ ! -f "$bg/$inner.tgz" ] && kill -0 "$(cat "$bg.pid")" 2>/dev/null \
+                       && [ "$waited" -lt "${WAIT_S:-570}" ]; do sleep 2; waited=$((waited + 2)); done
+                 tail -40 "$bg.log"
+                 if [ -f "$bg/$inner.tgz" ]; then cp "$bg/$inner.tgz" "$OUT/"; echo "packed $OUT/$inner.tgz"
+                 elif kill -0 "$(cat "$bg.pid")" 2>/dev/null; then echo "$inner still running after ${waited} s: call wait:$inner again"
+                 else echo "$inner ended without packing: its log is above"; fi ;;
     entries-gpu) mkdir -p /tmp/gdn-check-$step
                  timeout -s INT 540 python -m pytest -q -p no:cacheprovider tests/judge/test_contest_entries.py \
                    tests/judge/test_contest_tier.py tests/interop/test_baselines.py > /tmp/gdn-check-$step/console.log 2>&1

@@ -1,0 +1,41 @@
+"""scripts/gpu_judge_check.sh's start:/wait: pair, without a GPU: a background step runs from a copy
+of the tree, and wait: comes back at once when there is nothing to wait for.
+
+Both were learnt on an H200 on 2026-11-27: the device runner's copy of the working tree at a later
+call broke a running step's fresh processes, and a wait: for a step that never started sat out its
+whole WAIT_S."""
+
+import subprocess
+import time
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_judge_check.sh"
+
+
+def check(tmp_path: Path, *steps: str) -> str:
+    """The script's console for ``steps``, with its start: files under ``tmp_path``."""
+    done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), *steps], cwd=SCRIPT.parents[1],
+                          env={"PATH": "/usr/bin:/bin", "BG_DIR": str(tmp_path), "WAIT_S": "60",
+                               "GDN_BENCH_COMMIT": "test"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_wait_without_start_returns_at_once(tmp_path):
+    began = time.monotonic()
+    console = check(tmp_path, "wait:parity")
+    assert "no start:parity on this machine" in console
+    assert time.monotonic() - began < 10
+
+
+def test_started_step_runs_from_a_copy_and_wait_sees_it_end(tmp_path):
+    check(tmp_path, "start:no-such-step")
+    tree = tmp_path / "gdn-tree-no-such-step"
+    assert (tree / "scripts" / "gpu_judge_check.sh").read_bytes() == SCRIPT.read_bytes()
+    assert not (tree / ".git").exists()
+    began = time.monotonic()
+    console = check(tmp_path, "wait:no-such-step")
+    assert "unknown step no-such-step" in console  # the step's own log, shown by wait:
+    assert "no-such-step ended without packing" in console
+    assert time.monotonic() - began < 30  # it ended: wait: did not sit out WAIT_S
