@@ -92,6 +92,9 @@ AB_COMMIT=${AB_COMMIT:-unknown}
 EVENTS_ALGO=fla-recurrent,cuda-v4,fi-baseline
 BG_DIR=${BG_DIR:-/tmp}  # where start: keeps its tree copy, log, pid and pack
 mkdir -p "$OUT"
+bg_running() {  # bg_running BG: start:'s step is still running (or has not yet written its pid)
+  [ ! -f "$1.pid" ] || kill -0 "$(cat "$1.pid")" 2>/dev/null
+}
 pack() { tar czf "$OUT/$1.tgz" -C "$2" . && echo "packed $OUT/$1.tgz"; }
 sweep() {  # sweep STEP ROOT ALGO LIMIT_S COMMIT
   local work=/tmp/gdn-check-$1
@@ -161,18 +164,19 @@ for step in "$@"; do
                  # and a process the step spawns while that copy is under way finds no module (2026-11-27:
                  # tier_parity's plain repeat died so, 8 min into a 16-min H200 run)
                  tar -cf - --exclude=./.git --exclude=./.gpubundle . | tar -xf - -C "$tree"
+                 # the step writes its own pid: under job control setsid forks, and $! is a process that has left
                  (cd "$tree" && V2_LIMIT_S=${V2_LIMIT_S:-1500} PARITY_LIMIT_S=${PARITY_LIMIT_S:-1500} \
-                   GDN_BENCH_COMMIT=$COMMIT setsid bash scripts/gpu_judge_check.sh "$bg" "$inner" > "$bg.log" 2>&1 < /dev/null &
-                  echo $! > "$bg.pid")
-                 echo "started $inner in its own session (pid $(cat "$bg.pid")) in $tree; log $bg.log" ;;
+                   GDN_BENCH_COMMIT=$COMMIT setsid bash -c 'echo $$ > "$1.pid"; exec bash scripts/gpu_judge_check.sh "$1" "$2"' \
+                   _ "$bg" "$inner" > "$bg.log" 2>&1 < /dev/null &)
+                 echo "started $inner in its own session from $tree; log $bg.log" ;;
     wait:*)      inner=${step#wait:}; bg=$BG_DIR/gdn-bg-$inner; waited=0
                  # no start on this machine (a fresh one, or a start that failed): say so now, not after WAIT_S
-                 if [ ! -f "$bg.pid" ]; then echo "no start:$inner on this machine ($bg.pid missing)"; continue; fi
-                 while [ ! -f "$bg/$inner.tgz" ] && kill -0 "$(cat "$bg.pid")" 2>/dev/null \
-                       && [ "$waited" -lt "${WAIT_S:-570}" ]; do sleep 2; waited=$((waited + 2)); done
+                 if [ ! -f "$bg.log" ]; then echo "no start:$inner on this machine ($bg.log missing)"; continue; fi
+                 while [ ! -f "$bg/$inner.tgz" ] && bg_running "$bg" && [ "$waited" -lt "${WAIT_S:-570}" ]; do
+                   sleep 2; waited=$((waited + 2)); done
                  tail -40 "$bg.log"
                  if [ -f "$bg/$inner.tgz" ]; then cp "$bg/$inner.tgz" "$OUT/"; echo "packed $OUT/$inner.tgz"
-                 elif kill -0 "$(cat "$bg.pid")" 2>/dev/null; then echo "$inner still running after ${waited} s: call wait:$inner again"
+                 elif bg_running "$bg"; then echo "$inner still running after ${waited} s: call wait:$inner again"
                  else echo "$inner ended without packing: its log is above"; fi ;;
     entries-gpu) mkdir -p /tmp/gdn-check-$step
                  timeout -s INT 540 python -m pytest -q -p no:cacheprovider tests/judge/test_contest_entries.py \
