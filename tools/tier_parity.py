@@ -29,7 +29,8 @@ process, on one GPU in one session (issue #29).
    plain runs minutes apart (results/proof/20261126-H100-events-ab, -H200-timers).
 3. ``DIR/tier_parity.json`` and ``DIR/tier_parity.md``: every figure, the harness / plain ratio,
    whether it is within its target (:data:`TARGETS`), the repeats' range and whether the harness's
-   figure lies inside it widened by the target. Needs a CUDA GPU, flashinfer-python,
+   figure lies inside it widened by the target; beside them, with no target, each side's host time
+   of one call as the sync tier measures it (:data:`HOST`). Needs a CUDA GPU, flashinfer-python,
    cupti-python and flashinfer-bench 0.1.2 (``pip install --no-deps flashinfer-bench==0.1.2``).
 """
 
@@ -62,6 +63,12 @@ PLAIN_TIMERS = {
     Tier.SYNC: f"flashinfer_bench 0.1.2 bench.timing.time_runnable(fn, args, 10, 50), {SYNC_TRIALS} trials, each on an "
                "argument set of its own that the loop clones before every call, mean of the trial means",
 }
+#: The key of a point's host-time diagnostic beside its tiers: the host time of one call (µs), as the
+#: sync tier measures it after each trial's timed loop (``harness.judge.timing.sync.bench_sync``'s
+#: ``host_call_us``: the untimed call on the trial's own arguments, timed with ``time.perf_counter``,
+#: the median over the trials). No target: it says whether a sync-tier gap is the host's path to the
+#: launch (docs/timing.md: the sync tier leans high for Python launches).
+HOST = "host"
 COPY = "copy"
 #: The floor's copy the plain process times too (harness/judge/floor.py).
 COPY_METHOD = "torch copy_"
@@ -71,7 +78,7 @@ COPY_METHOD = "torch copy_"
 
 def harness_figures(run_dir: Path, batches: set[int]) -> dict[tuple[str, int], dict[str, float]]:
     """``{(subject, B): {tier: µs}}`` of a harness run: each solution's PASSED traces, and the
-    torch ``copy_`` floor as :data:`COPY`."""
+    torch ``copy_`` floor as :data:`COPY`; a solution's sync tier's ``host_call_us`` as :data:`HOST`."""
     run = load_run(run_dir)
     found: dict[tuple[str, int], dict[str, float]] = {}
     for floor in run.floors:
@@ -80,8 +87,11 @@ def harness_figures(run_dir: Path, batches: set[int]) -> dict[tuple[str, int], d
     for trace in run.traces:
         performance = trace.evaluation.performance
         if performance and trace.workload.axes.get("batch_size") in batches:
-            found[(trace.solution, trace.workload.axes["batch_size"])] = {
-                t: f.value_us for t, f in performance.tiers.items() if f.available}
+            figures = {t: f.value_us for t, f in performance.tiers.items() if f.available}
+            sync = performance.tiers.get(Tier.SYNC)
+            if sync is not None and sync.available and sync.host_call_us is not None:
+                figures[HOST] = sync.host_call_us
+            found[(trace.solution, trace.workload.axes["batch_size"])] = figures
     return found
 
 
@@ -181,7 +191,9 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     turn: where buffers lie moves a B <= 8 figure by 2-8% (docs/timing.md), so both sides' medians
     are over as many placements. The contest timer gets one argument set a trial, the first the
     original and the others its copies (:func:`harness.judge.core.placement_copies`), the same arguments every call of a trial, as
-    flashinfer-bench main's evaluator calls its runnable (and the harness's contest tier does)."""
+    flashinfer-bench main's evaluator calls its runnable (and the harness's contest tier does).
+    With the sync timer, also :data:`HOST`: the median host time of one untimed call after each of
+    its trials (:func:`host_time`)."""
     import warnings
 
     from flashinfer.testing import bench_gpu_time, bench_gpu_time_with_cuda_event, bench_gpu_time_with_cupti
@@ -205,19 +217,39 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
             bench_gpu_time(fn, input_args=args, enable_cupti=False, use_cuda_graph=False, cold_l2_cache=True)
             if not flush else bench_gpu_time_with_cuda_event(fn, input_args=args, **flush))
 
+    host_s: list[float] = []  # the sync trials' untimed calls, as the harness's sync tier times them
+
     def sync(fn, args) -> float:
         # Each trial's arguments are handed to the loop, which clones them before every call (outside
         # its event pair), as 0.1.2's evaluator and the harness's sync tier have it do: a rotating
         # callable of no arguments would clone nothing, and the launch would run on another host path.
-        return mean_over_trials(args, SYNC_TRIALS, lambda trial_args: warm(fn, trial_args, warm_s),
-                                lambda trial_args: time_runnable(fn, list(trial_args), SYNC_WARMUP, SYNC_ITERS, "cuda:0"))
+        def trial(trial_args) -> float:
+            mean_ms = time_runnable(fn, list(trial_args), SYNC_WARMUP, SYNC_ITERS, "cuda:0")
+            host_s.append(host_time(fn, trial_args))
+            return mean_ms
+        return mean_over_trials(args, SYNC_TRIALS, lambda trial_args: warm(fn, trial_args, warm_s), trial)
 
     timers = {Tier.CUPTI: cupti, Tier.CONTEST: contest, Tier.EVENTS: events, Tier.SYNC: sync}
     with tempfile.TemporaryDirectory() as workdir:
         fn, args = subject_call(subject, batch, Path(workdir))
         placed = placement_copies(args, sets)  # None: as many as the core takes
         turns = (rotating(fn, placed), ()) if len(placed) > 1 else (fn, args)
-        return {tier: timers[tier](*((fn, args) if tier in ONE_SET_A_TRIAL else turns)) * 1e3 for tier in tiers}
+        found = {tier: timers[tier](*((fn, args) if tier in ONE_SET_A_TRIAL else turns)) * 1e3 for tier in tiers}
+        return {**found, HOST: statistics.median(host_s) * 1e6} if host_s else found
+
+
+def host_time(fn, args: tuple) -> float:
+    """Seconds of host time of one call ``fn(*args)``, then a synchronize: what the harness's sync
+    tier records after each trial as ``host_call_us`` (:data:`HOST`), measured the same way."""
+    import time
+
+    import torch
+
+    began = time.perf_counter()
+    fn(*args)
+    host = time.perf_counter() - began
+    torch.cuda.synchronize()
+    return host
 
 
 def warm(fn, args: tuple, seconds: float) -> None:
@@ -256,6 +288,20 @@ def compare(harness: dict, plain: dict) -> list[dict]:
                          "harness_repeats": len(ours), "harness_min_us": min(ours), "harness_max_us": max(ours),
                          "plain_repeats": len(repeats), "plain_min_us": low, "plain_max_us": high,
                          "within_spread": min(ours) <= high * (1 + target) and max(ours) >= low * (1 - target)})
+    return rows
+
+
+def compare_host(harness: dict, plain: dict) -> list[dict]:
+    """One row per (subject, B) where both sides have :data:`HOST`: each side's median host time of
+    one call (µs) and their ratio. A diagnostic beside the sync rows, with no target: where the
+    host ratio follows the sync ratio, the sync gap is the host's path to the launch."""
+    rows = []
+    for key in sorted(set(harness) & set(plain)):
+        ours, theirs = harness[key].get(HOST, []), plain[key].get(HOST, [])
+        if ours and theirs and statistics.median(theirs) > 0:
+            mine, other = statistics.median(ours), statistics.median(theirs)
+            rows.append({"subject": key[0], "batch_size": key[1], "harness_host_us": mine, "plain_host_us": other,
+                         "ratio": mine / other, "harness_repeats": len(ours), "plain_repeats": len(theirs)})
     return rows
 
 
@@ -326,6 +372,14 @@ def write_report(out: Path, report: dict) -> None:
               f"{r['plain_min_us']:.3f}–{r['plain_max_us']:.3f} | "
               f"{r['ratio']:.3f} | ±{r['target']:.0%} | {'yes' if r['within'] else '**no**'} | "
               f"{'yes' if r['within_spread'] else '**no**'} |" for r in report["rows"]]
+    if report.get("host_rows"):
+        lines += ["", "Host time of one call (µs): the untimed call after each sync trial, timed with "
+                      "`time.perf_counter` on both sides (the worker's `host_call_us`), median over the trials, "
+                      "then over the repeats. A diagnostic, no target: where it follows the sync ratio, the sync gap "
+                      "is the host's path to the launch.",
+                  "", "| subject | B | harness host µs | plain host µs | harness / plain |", "|---|---|---|---|---|"]
+        lines += [f"| {r['subject']} | {r['batch_size']} | {r['harness_host_us']:.1f} | {r['plain_host_us']:.1f} | "
+                  f"{r['ratio']:.3f} |" for r in report["host_rows"]]
     with writing_into([out]):  # never while a run's vault watches results/ (harness/run_lock.py)
         out.mkdir(parents=True, exist_ok=True)
         (out / "tier_parity.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -383,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
               "plain_repeats": max(1, args.repeats), "harness_repeats": max(1, args.harness_repeats),
               "plain_flush_mb": args.plain_flush_mb, "plain_sets": "the core's" if plain_sets is None else plain_sets,
               "stopped": stopped, "figures": {"harness": figures_by_point(harness), "plain": figures_by_point(plain)},
-              "rows": rows}
+              "rows": rows, "host_rows": compare_host(harness, plain)}
     write_report(args.out, report)
     print((args.out / "tier_parity.md").read_text())
     print(f"{sum(r['within'] for r in rows)} of {len(rows)} within their targets; "

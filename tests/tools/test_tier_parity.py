@@ -5,8 +5,8 @@ from support.records import make_floor, make_trace, write_run
 
 import torch
 
-from tools.tier_parity import (COPY, COPY_METHOD, TARGETS, compare, extend, flashinfer_flush, harness_figures,
-                               solution_inputs)
+from tools.tier_parity import (COPY, COPY_METHOD, HOST, TARGETS, compare, compare_host, extend, flashinfer_flush,
+                               harness_figures, solution_inputs, write_report)
 
 
 def test_the_harness_side_is_each_solutions_figures_and_the_torch_copy_of_the_floor(tmp_path):
@@ -18,6 +18,54 @@ def test_the_harness_side_is_each_solutions_figures_and_the_torch_copy_of_the_fl
     assert copy.method == COPY_METHOD
     assert harness_figures(run, {8}) == {(COPY, 8): {"cupti": 4.0, "events": 6.0},
                                          ("cuda-v4", 8): {"cupti": 4.5, "sync": 20.0}}
+
+
+def test_the_harness_side_carries_the_sync_tiers_host_time_of_a_call(tmp_path):
+    trace = make_trace("fla-recurrent", "w8", {"cupti": 3.8, "sync": 80.0}, batch=8)
+    trace.evaluation.performance.tiers["sync"].host_call_us = 61.5
+    no_host = make_trace("cuda-v4", "w8", {"cupti": 3.6, "sync": 25.0}, batch=8)  # an older trace: none recorded
+    run = write_run(tmp_path, "run", [trace, no_host])
+    found = harness_figures(run, {8})
+    assert found[("fla-recurrent", 8)] == {"cupti": 3.8, "sync": 80.0, HOST: 61.5}
+    assert HOST not in found[("cuda-v4", 8)]
+
+
+def test_the_host_times_are_compared_beside_the_tiers_with_no_target(tmp_path):
+    harness = {("fla-recurrent", 8): {"sync": [80.0], HOST: [60.0, 64.0, 62.0]}, ("cuda-v4", 8): {"sync": [25.0]}}
+    plain = {("fla-recurrent", 8): {"sync": [45.0], HOST: [40.0]}, ("cuda-v4", 8): {"sync": [24.0], HOST: [15.0]}}
+    assert {r["tier"] for r in compare(harness, plain)} == {"sync"}  # the host time is no tier
+    rows = compare_host(harness, plain)
+    assert rows == [{"subject": "fla-recurrent", "batch_size": 8, "harness_host_us": 62.0, "plain_host_us": 40.0,
+                     "ratio": 1.55, "harness_repeats": 3, "plain_repeats": 1}]  # cuda-v4: the harness has none
+    report = {"hardware": "a GPU", "date": "today", "git_commit": "abc", "command": "c", "plain_repeats": 1,
+              "rows": compare(harness, plain), "host_rows": rows}
+    write_report(tmp_path, report)
+    assert "| fla-recurrent | 8 | 62.0 | 40.0 | 1.550 |" in (tmp_path / "tier_parity.md").read_text()
+
+
+def test_the_plain_sync_timer_times_one_untimed_call_after_each_trial_on_its_arguments(monkeypatch):
+    import sys
+    import types
+
+    import tools.tier_parity as parity
+
+    order = []
+    timing = types.ModuleType("flashinfer_bench.bench.timing")
+    timing.time_runnable = lambda fn, args, *rest: order.append(("loop", tuple(args))) or 0.015
+    testing = types.ModuleType("flashinfer.testing")  # imported, not called: only the sync timer is asked
+    testing.bench_gpu_time = testing.bench_gpu_time_with_cuda_event = testing.bench_gpu_time_with_cupti = None
+    monkeypatch.setitem(sys.modules, "flashinfer.testing", testing)
+    monkeypatch.setitem(sys.modules, "flashinfer_bench.bench.timing", timing)
+    monkeypatch.setattr(parity, "subject_call", lambda subject, batch, workdir: (lambda x: x, ("set 0",)))
+    made = iter(["trial 1", "trial 2"])
+    monkeypatch.setattr(parity, "placement_copies", lambda args, count: [args, *((next(made),) for _ in range((count or 3) - 1))])
+    host = iter([30e-6, 10e-6, 20e-6])
+    monkeypatch.setattr(parity, "host_time", lambda fn, args: order.append(("host", args)) or next(host))
+
+    found = parity.plain_figures("cuda-v4", 8, 0.0, None, ("sync",), sets=1)
+    assert found == {"sync": 15.0, HOST: 20.0}  # µs: the median of the three trials' calls
+    assert order == [("loop", ("set 0",)), ("host", ("set 0",)), ("loop", ("trial 1",)), ("host", ("trial 1",)),
+                     ("loop", ("trial 2",)), ("host", ("trial 2",))]
 
 
 def test_each_ratio_is_judged_against_its_tiers_target():
@@ -104,6 +152,7 @@ def test_plain_figures_times_only_the_tiers_asked_and_a_flush_size_reaches_the_e
     monkeypatch.setitem(sys.modules, "flashinfer.testing", testing)
     monkeypatch.setitem(sys.modules, "flashinfer_bench.bench.timing", timing)
     monkeypatch.setattr(parity, "subject_call", lambda subject, batch, workdir: (lambda *a: None, ()))
+    monkeypatch.setattr(parity, "host_time", lambda fn, args: 20e-6)  # no GPU to synchronize here
 
     found = parity.plain_figures("copy", 1, 0.0, 256, ("cupti", "events"))
     assert found == {"cupti": 2.0, "events": 4.0}
@@ -146,6 +195,7 @@ def test_with_several_sets_cupti_and_events_take_them_in_turn_and_contest_and_sy
     monkeypatch.setitem(sys.modules, "flashinfer.testing", testing)
     monkeypatch.setitem(sys.modules, "flashinfer_bench.bench.timing", timing)
     monkeypatch.setattr(parity, "subject_call", lambda subject, batch, workdir: (lambda x: x, ("set 0",)))
+    monkeypatch.setattr(parity, "host_time", lambda fn, args: 20e-6)  # no GPU to synchronize here
     made = iter(["set 1", "set 2", "trial 1", "trial 2", "sync 1", "sync 2"])
     monkeypatch.setattr(parity, "placement_copies",
                         lambda args, count: [args, *((next(made),) for _ in range((count or 3) - 1))])
