@@ -48,6 +48,7 @@ from pathlib import Path
 from harness.facts import Tier
 from harness.judge.core import placement_copies
 from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, SYNC_TRIALS, SYNC_WARMUP, TimingConfig
+from harness.judge.timing.sync import host_call_s
 from harness.records.store import load_run
 from harness.run_lock import writing_into
 from tools.timing_proof import in_fresh_process, run_local
@@ -193,7 +194,7 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     original and the others its copies (:func:`harness.judge.core.placement_copies`), the same arguments every call of a trial, as
     flashinfer-bench main's evaluator calls its runnable (and the harness's contest tier does).
     With the sync timer, also :data:`HOST`: the median host time of one untimed call after each of
-    its trials (:func:`host_time`)."""
+    its trials (:func:`harness.judge.timing.sync.host_call_s`, the sync tier's own)."""
     import warnings
 
     from flashinfer.testing import bench_gpu_time, bench_gpu_time_with_cuda_event, bench_gpu_time_with_cupti
@@ -225,7 +226,7 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
         # callable of no arguments would clone nothing, and the launch would run on another host path.
         def trial(trial_args) -> float:
             mean_ms = time_runnable(fn, list(trial_args), SYNC_WARMUP, SYNC_ITERS, "cuda:0")
-            host_s.append(host_time(fn, trial_args))
+            host_s.append(host_call_s(fn, trial_args))
             return mean_ms
         return mean_over_trials(args, SYNC_TRIALS, lambda trial_args: warm(fn, trial_args, warm_s), trial)
 
@@ -236,20 +237,6 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
         turns = (rotating(fn, placed), ()) if len(placed) > 1 else (fn, args)
         found = {tier: timers[tier](*((fn, args) if tier in ONE_SET_A_TRIAL else turns)) * 1e3 for tier in tiers}
         return {**found, HOST: statistics.median(host_s) * 1e6} if host_s else found
-
-
-def host_time(fn, args: tuple) -> float:
-    """Seconds of host time of one call ``fn(*args)``, then a synchronize: what the harness's sync
-    tier records after each trial as ``host_call_us`` (:data:`HOST`), measured the same way."""
-    import time
-
-    import torch
-
-    began = time.perf_counter()
-    fn(*args)
-    host = time.perf_counter() - began
-    torch.cuda.synchronize()
-    return host
 
 
 def warm(fn, args: tuple, seconds: float) -> None:

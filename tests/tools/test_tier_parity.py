@@ -60,7 +60,7 @@ def test_the_plain_sync_timer_times_one_untimed_call_after_each_trial_on_its_arg
     made = iter(["trial 1", "trial 2"])
     monkeypatch.setattr(parity, "placement_copies", lambda args, count: [args, *((next(made),) for _ in range((count or 3) - 1))])
     host = iter([30e-6, 10e-6, 20e-6])
-    monkeypatch.setattr(parity, "host_time", lambda fn, args: order.append(("host", args)) or next(host))
+    monkeypatch.setattr(parity, "host_call_s", lambda fn, args: order.append(("host", args)) or next(host))
 
     found = parity.plain_figures("cuda-v4", 8, 0.0, None, ("sync",), sets=1)
     assert found == {"sync": 15.0, HOST: 20.0}  # µs: the median of the three trials' calls
@@ -152,7 +152,7 @@ def test_plain_figures_times_only_the_tiers_asked_and_a_flush_size_reaches_the_e
     monkeypatch.setitem(sys.modules, "flashinfer.testing", testing)
     monkeypatch.setitem(sys.modules, "flashinfer_bench.bench.timing", timing)
     monkeypatch.setattr(parity, "subject_call", lambda subject, batch, workdir: (lambda *a: None, ()))
-    monkeypatch.setattr(parity, "host_time", lambda fn, args: 20e-6)  # no GPU to synchronize here
+    monkeypatch.setattr(parity, "host_call_s", lambda fn, args: 20e-6)  # no GPU to synchronize here
 
     found = parity.plain_figures("copy", 1, 0.0, 256, ("cupti", "events"))
     assert found == {"cupti": 2.0, "events": 4.0}
@@ -195,7 +195,7 @@ def test_with_several_sets_cupti_and_events_take_them_in_turn_and_contest_and_sy
     monkeypatch.setitem(sys.modules, "flashinfer.testing", testing)
     monkeypatch.setitem(sys.modules, "flashinfer_bench.bench.timing", timing)
     monkeypatch.setattr(parity, "subject_call", lambda subject, batch, workdir: (lambda x: x, ("set 0",)))
-    monkeypatch.setattr(parity, "host_time", lambda fn, args: 20e-6)  # no GPU to synchronize here
+    monkeypatch.setattr(parity, "host_call_s", lambda fn, args: 20e-6)  # no GPU to synchronize here
     made = iter(["set 1", "set 2", "trial 1", "trial 2", "sync 1", "sync 2"])
     monkeypatch.setattr(parity, "placement_copies",
                         lambda args, count: [args, *((next(made),) for _ in range((count or 3) - 1))])

@@ -72,6 +72,17 @@ def time_runnable_samples(fib, call: Callable, values: list, warmup: int, iters:
                             setup=lambda: fib._clone_args(values), device=device, return_mode="all")
 
 
+def host_call_s(call: Callable, values) -> float:
+    """Seconds of host time of one untimed call ``call(*values)`` (``time.perf_counter`` around it),
+    then a synchronize: the sync tier's ``host_call_us`` diagnostic, one trial's worth
+    (tools/tier_parity.py measures the plain process with it too)."""
+    began = time.perf_counter()
+    call(*values)
+    host = time.perf_counter() - began
+    torch.cuda.synchronize()
+    return host
+
+
 def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingConfig,
                after: Callable = nothing_after, entry: Callable | None = None) -> TimingStats | TierUnavailable:
     """The contest's original figure: flashinfer-bench 0.1.2's ``time_runnable`` loop, per trial.
@@ -100,10 +111,7 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
         times = [ms * 1e3 for ms in time_runnable_samples(fib, call, list(values), warmup, iters, device)]
         if len(times) != iters:  # not the loop flashinfer-bench 0.1.2 ships: no figure of it
             raise RuntimeError(f"flashinfer-bench's do_bench returned {len(times)} times for {iters} calls")
-        began = time.perf_counter()
-        call(*values)  # untimed, on the trial's own arguments: what the judge verifies
-        host.append(time.perf_counter() - began)
-        torch.cuda.synchronize()
+        host.append(host_call_s(call, values))  # untimed, on the trial's own arguments: what the judge verifies
         after(trial)
         trial_means.append(statistics.mean(times))
         samples.extend(times)
