@@ -48,6 +48,7 @@ from pathlib import Path
 from harness.facts import Tier
 from harness.judge.core import placement_copies
 from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, SYNC_TRIALS, SYNC_WARMUP, TimingConfig
+from harness.judge.timing.host_speed import host_probe_s
 from harness.judge.timing.sync import host_call_s
 from harness.records.store import load_run
 from harness.run_lock import writing_into
@@ -70,6 +71,11 @@ PLAIN_TIMERS = {
 #: the median over the trials). No target: it says whether a sync-tier gap is the host's path to the
 #: launch (docs/timing.md: the sync tier leans high for Python launches).
 HOST = "host"
+#: The key of a point's host-speed diagnostic: the sync tier's ``host_probe_us`` (µs of a fixed
+#: pure-Python stand-in beside each trial, ``harness.judge.timing.host_speed``), the same reading on
+#: both sides. No target: where the two sides' readings differ, their hosts ran at different speeds,
+#: and a sync gap of a Python launch follows (results/proof/20261127-H100-host-path-6470d35).
+PROBE = "host_probe"
 COPY = "copy"
 #: The floor's copy the plain process times too (harness/judge/floor.py).
 COPY_METHOD = "torch copy_"
@@ -79,21 +85,31 @@ COPY_METHOD = "torch copy_"
 
 def harness_figures(run_dir: Path, batches: set[int]) -> dict[tuple[str, int], dict[str, float]]:
     """``{(subject, B): {tier: µs}}`` of a harness run: each solution's PASSED traces, and the
-    torch ``copy_`` floor as :data:`COPY`; a solution's sync tier's ``host_call_us`` as :data:`HOST`."""
+    torch ``copy_`` floor as :data:`COPY`; a solution's sync tier's ``host_call_us`` as :data:`HOST`
+    and its ``host_probe_us`` as :data:`PROBE` (the copy's too)."""
     run = load_run(run_dir)
     found: dict[tuple[str, int], dict[str, float]] = {}
     for floor in run.floors:
         if floor.method == COPY_METHOD and floor.batch_size in batches:
             found[(COPY, floor.batch_size)] = {t: f.value_us for t, f in floor.tiers.items() if f.available}
+            found[(COPY, floor.batch_size)].update(diagnostics(floor.tiers.get(Tier.SYNC), host=False))
     for trace in run.traces:
         performance = trace.evaluation.performance
         if performance and trace.workload.axes.get("batch_size") in batches:
             figures = {t: f.value_us for t, f in performance.tiers.items() if f.available}
-            sync = performance.tiers.get(Tier.SYNC)
-            if sync is not None and sync.available and sync.host_call_us is not None:
-                figures[HOST] = sync.host_call_us
+            figures.update(diagnostics(performance.tiers.get(Tier.SYNC)))
             found[(trace.solution, trace.workload.axes["batch_size"])] = figures
     return found
+
+
+def diagnostics(sync, host: bool = True) -> dict[str, float]:
+    """A sync tier's figure's host diagnostics that were recorded, as :data:`HOST` (only with
+    ``host``: the copy floor's host time is a copy's, the plain side has none to set beside it)
+    and :data:`PROBE`; none of an unavailable tier or an older trace."""
+    if sync is None or not sync.available:
+        return {}
+    found = {HOST: sync.host_call_us if host else None, PROBE: sync.host_probe_us}
+    return {key: value for key, value in found.items() if value is not None}
 
 
 def run_harness(solutions: list[str], scratch: Path) -> Path:
@@ -194,7 +210,9 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     original and the others its copies (:func:`harness.judge.core.placement_copies`), the same arguments every call of a trial, as
     flashinfer-bench main's evaluator calls its runnable (and the harness's contest tier does).
     With the sync timer, also :data:`HOST`: the median host time of one untimed call after each of
-    its trials (:func:`harness.judge.timing.sync.host_call_s`, the sync tier's own)."""
+    its trials (:func:`harness.judge.timing.sync.host_call_s`, the sync tier's own), and
+    :data:`PROBE`: the median over its trials of the host's speed read just before and after each
+    trial's loop (:func:`harness.judge.timing.host_speed.host_probe_s`, as the sync tier reads it)."""
     import warnings
 
     from flashinfer.testing import bench_gpu_time, bench_gpu_time_with_cuda_event, bench_gpu_time_with_cupti
@@ -219,13 +237,16 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
             if not flush else bench_gpu_time_with_cuda_event(fn, input_args=args, **flush))
 
     host_s: list[float] = []  # the sync trials' untimed calls, as the harness's sync tier times them
+    probe_s: list[float] = []  # the host's speed beside each sync trial, as the harness's sync tier reads it
 
     def sync(fn, args) -> float:
         # Each trial's arguments are handed to the loop, which clones them before every call (outside
         # its event pair), as 0.1.2's evaluator and the harness's sync tier have it do: a rotating
         # callable of no arguments would clone nothing, and the launch would run on another host path.
         def trial(trial_args) -> float:
+            before = host_probe_s()
             mean_ms = time_runnable(fn, list(trial_args), SYNC_WARMUP, SYNC_ITERS, "cuda:0")
+            probe_s.append(statistics.mean((before, host_probe_s())))
             host_s.append(host_call_s(fn, trial_args))
             return mean_ms
         return mean_over_trials(args, SYNC_TRIALS, lambda trial_args: warm(fn, trial_args, warm_s), trial)
@@ -236,7 +257,9 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
         placed = placement_copies(args, sets)  # None: as many as the core takes
         turns = (rotating(fn, placed), ()) if len(placed) > 1 else (fn, args)
         found = {tier: timers[tier](*((fn, args) if tier in ONE_SET_A_TRIAL else turns)) * 1e3 for tier in tiers}
-        return {**found, HOST: statistics.median(host_s) * 1e6} if host_s else found
+        if host_s:
+            found |= {HOST: statistics.median(host_s) * 1e6, PROBE: statistics.median(probe_s) * 1e6}
+        return found
 
 
 def warm(fn, args: tuple, seconds: float) -> None:
@@ -279,16 +302,23 @@ def compare(harness: dict, plain: dict) -> list[dict]:
 
 
 def compare_host(harness: dict, plain: dict) -> list[dict]:
-    """One row per (subject, B) where both sides have :data:`HOST`: each side's median host time of
-    one call (µs) and their ratio. A diagnostic beside the sync rows, with no target: where the
-    host ratio follows the sync ratio, the sync gap is the host's path to the launch."""
+    """One row per (subject, B) where both sides have :data:`HOST` or :data:`PROBE`: each side's
+    median host time of one call (µs) and their ratio, and each side's median host-speed reading
+    (µs of the stand-in) and theirs; None where a side lacks one. A diagnostic beside the sync
+    rows, with no target: where the host ratio follows the sync ratio, the sync gap is the host's
+    path to the launch; where the probe ratio does too, the host ran at another speed."""
     rows = []
     for key in sorted(set(harness) & set(plain)):
-        ours, theirs = harness[key].get(HOST, []), plain[key].get(HOST, [])
-        if ours and theirs and statistics.median(theirs) > 0:
-            mine, other = statistics.median(ours), statistics.median(theirs)
-            rows.append({"subject": key[0], "batch_size": key[1], "harness_host_us": mine, "plain_host_us": other,
-                         "ratio": mine / other, "harness_repeats": len(ours), "plain_repeats": len(theirs)})
+        row = {"subject": key[0], "batch_size": key[1]}
+        for name, field in (("host", HOST), ("probe", PROBE)):
+            ours, theirs = harness[key].get(field, []), plain[key].get(field, [])
+            both = bool(ours and theirs) and statistics.median(theirs) > 0
+            mine, other = (statistics.median(ours), statistics.median(theirs)) if both else (None, None)
+            row |= {f"harness_{name}_us": mine, f"plain_{name}_us": other,
+                    f"{name}_ratio": mine / other if both else None}
+        if row["host_ratio"] is not None or row["probe_ratio"] is not None:
+            rows.append(row | {"harness_repeats": len(harness[key].get(HOST, [])),
+                               "plain_repeats": len(plain[key].get(HOST, []))})
     return rows
 
 
@@ -330,6 +360,10 @@ def figures_by_point(found: dict) -> dict[str, dict[str, list[float]]]:
     return {f"{subject} B={batch}": figures for (subject, batch), figures in sorted(found.items())}
 
 
+def _cell(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
 def write_report(out: Path, report: dict) -> None:
     """``tier_parity.json`` and ``tier_parity.md``."""
     lines = [f"# Tier parity — {report['hardware']}, {report['date']}, commit {report['git_commit']}", "",
@@ -360,13 +394,20 @@ def write_report(out: Path, report: dict) -> None:
               f"{r['ratio']:.3f} | ±{r['target']:.0%} | {'yes' if r['within'] else '**no**'} | "
               f"{'yes' if r['within_spread'] else '**no**'} |" for r in report["rows"]]
     if report.get("host_rows"):
-        lines += ["", "Host time of one call (µs): the untimed call after each sync trial, timed with "
-                      "`time.perf_counter` on both sides (the worker's `host_call_us`), median over the trials, "
-                      "then over the repeats. A diagnostic, no target: where it follows the sync ratio, the sync gap "
-                      "is the host's path to the launch.",
-                  "", "| subject | B | harness host µs | plain host µs | harness / plain |", "|---|---|---|---|---|"]
-        lines += [f"| {r['subject']} | {r['batch_size']} | {r['harness_host_us']:.1f} | {r['plain_host_us']:.1f} | "
-                  f"{r['ratio']:.3f} |" for r in report["host_rows"]]
+        lines += ["", "The host beside the sync tier, both sides measured alike (µs; median over the trials, then "
+                      "over the repeats). Host time of one call: the untimed call after each trial, timed with "
+                      "`time.perf_counter` (the worker's `host_call_us`). Host speed: a fixed pure-Python stand-in "
+                      "just before and after each trial's loop (`host_probe_us`, harness/judge/timing/host_speed.py; "
+                      "larger is slower). Diagnostics, no target: where the host ratio follows the sync ratio, the "
+                      "sync gap is the host's path to the launch; where the speed ratio does too, the two sides' "
+                      "hosts ran at different speeds.",
+                  "", "| subject | B | harness host µs | plain host µs | host ratio | harness speed µs | plain speed µs | "
+                      "speed ratio | sync ratio |", "|---|---|---|---|---|---|---|---|---|"]
+        sync = {(r["subject"], r["batch_size"]): r["ratio"] for r in report["rows"] if r["tier"] == Tier.SYNC}
+        lines += [f"| {r['subject']} | {r['batch_size']} | {_cell(r['harness_host_us'], 1)} | "
+                  f"{_cell(r['plain_host_us'], 1)} | {_cell(r['host_ratio'], 3)} | {_cell(r['harness_probe_us'], 2)} | "
+                  f"{_cell(r['plain_probe_us'], 2)} | {_cell(r['probe_ratio'], 3)} | "
+                  f"{_cell(sync.get((r['subject'], r['batch_size'])), 3)} |" for r in report["host_rows"]]
     with writing_into([out]):  # never while a run's vault watches results/ (harness/run_lock.py)
         out.mkdir(parents=True, exist_ok=True)
         (out / "tier_parity.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -306,6 +306,19 @@ def _disable_all(cu) -> list[str]:
     return errors
 
 
+def _detach(cu) -> list[str]:
+    """CUPTI detached from the process (``cupti.finalize``), as FlashInfer's CUPTI timer leaves it;
+    never raises. Returns the error, if any. Why: with its kinds only disabled, libcupti stays
+    attached and a call's host path after it ran 8-12% longer (results/proof/20261127-H100-host-path-6470d35),
+    which the sync tier and the events tier of a Python launch would read. The next recording
+    attaches again."""
+    try:
+        cu.finalize()
+    except Exception as exc:  # an older cupti-python without it: recording still worked
+        return [f"finalize: {exc}"]
+    return []
+
+
 def cupti_status() -> tuple[bool, str]:
     """(True, "cupti-python <version>") if cupti-python imports and CUPTI can
     enable activity recording here; else (False, reason), e.g.
@@ -333,6 +346,7 @@ def cupti_status() -> tuple[bool, str]:
                 return False, f"CUPTI cannot enable activity recording: {type(exc).__name__}: {exc}"
             finally:
                 _disable_all(cu)
+                _detach(cu)
                 _SESSION.release()
         return True, f"cupti-python {ver}"
     except Exception as exc:  # the contract: never raise
@@ -504,12 +518,14 @@ class Recording:
             raise RuntimeError(f"CUPTI activity could not be disabled: {errors}")
 
     def _close(self) -> list[str]:
-        """Everything off, late records delivered and dropped, the session free; the disable errors."""
+        """Everything off, late records delivered and dropped, CUPTI detached (:func:`_detach`), the
+        session free; the disable errors."""
         errors = _disable_all(self.cu)
         try:
             self.cu.activity_flush_all(FLUSH_FORCED)  # anything that completed late
         except Exception:
             pass
+        _detach(self.cu)
         with self.sink._lock:
             self.sink.active = False
         _SESSION.release()

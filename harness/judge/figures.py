@@ -150,6 +150,13 @@ def tier_value(tier: str, samples: list[float], trials: int) -> float | None:
     return None
 
 
+def host_diagnostic(value_us: float | None) -> float | None:
+    """A diagnostic the worker reported beside a figure (``host_call_us``, ``host_probe_us``: µs
+    of the solution's own process, never a figure), kept only where it could be true: finite and
+    not negative; else None."""
+    return value_us if value_us is not None and math.isfinite(value_us) and value_us >= 0 else None
+
+
 def check_floor(tier: str, value_us: float, floors: list[FloorMeasurement]) -> None:
     """A figure (µs) against the physical limit of its workload: the margin × the fastest copy of
     the state bytes the judge measured (:func:`~harness.judge.floor.physical_limit_us`,

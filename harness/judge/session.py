@@ -12,7 +12,6 @@ does — crash, hang, lie, send garbage — ends as a status in the traces of th
 
 from __future__ import annotations
 
-import math
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -496,10 +495,10 @@ class VariantJudge:
         figures.check_samples(tier, samples, calls, wall_s, timing)
         stats = summarize(tier, samples, value_us=figures.tier_value(tier, samples, timing.trials))
         figures.check_floor(tier, stats.value_us, self.ctx.floors.get((workload.uuid, self.variant.state_dtype), []))
-        host = end.host_call_us  # the worker's own diagnostic: kept only where it could be true
-        host = host if host is not None and math.isfinite(host) and host >= 0 else None
         extra = dict(wall_s=wall_s, verified_calls=verified, span_median_us=end.span_median_us,
-                     kernels_per_call=end.kernels_per_call, kernel_names=end.kernel_names[:8], host_call_us=host,
+                     kernels_per_call=end.kernels_per_call, kernel_names=end.kernel_names[:8],
+                     host_call_us=figures.host_diagnostic(end.host_call_us),
+                     host_probe_us=figures.host_diagnostic(end.host_probe_us),
                      after_return_us=end.after_return_us, retimed_calls=end.retimed_calls)
         if tier in STOP_RULE_TIERS:  # the judge's own account of why the tier stopped where it did
             extra.update(stop=stop_reason(samples, timing), noise=median_noise(samples))

@@ -274,6 +274,12 @@ class TierFigure(Record):
     """``events``/``sync``: median host time of one ``run`` call, µs, as the solution's process
     reported it (a diagnostic, never a figure: where it nears the L2 flush's time, the events
     figure holds the host's launch; results/judge-check/20261123-H100-session3)."""
+    host_probe_us: float | None = None
+    """``sync``: the host CPU's speed beside the tier, µs of a fixed pure-Python stand-in (median
+    over the trials of a reading before and after each; ``harness.judge.timing.host_speed``), as
+    the solution's process reported it (a diagnostic, never a figure). About 6.5 µs on the GPU
+    machines here at full speed, twice that while a vCPU runs slow; a Python launch's sync figure
+    moves with it (results/proof/20261127-H100-host-path-6470d35)."""
     copy_floor_us: float | None = None
     """``value_us`` of the copy floor of the same workload, state dtype and
     tier (filled by :func:`harness.records.annotate.annotate` only)."""

@@ -156,6 +156,7 @@ class FakeCupti:
         self.corr = itertools.count(1)
         self.flushes = 0
         self.api_records = 0
+        self.finalizes = 0
 
     def activity_register_callbacks(self, requested, completed):
         size, max_records = requested()
@@ -175,6 +176,10 @@ class FakeCupti:
 
     def activity_disable(self, kind):
         self.enabled.discard(kind)
+
+    def finalize(self):  # CUPTI detached: its callbacks forgotten, pending records dropped
+        self.finalizes += 1
+        self.callbacks, self.pending = None, []
 
     def activity_push_external_correlation_id(self, kind, id):
         self.stack.append((kind, id))
@@ -336,6 +341,20 @@ def test_loop_fn_error_still_disables_and_pops():
     assert len(_loop(fake)) == 3  # the session lock was released
 
 
+def test_a_recording_detaches_cupti_when_it_ends_and_the_next_one_attaches_again():
+    fake = FakeCupti()
+    first = _loop(fake)
+    assert fake.finalizes == 1 and fake.enabled == set() and fake.callbacks is None
+    assert [r.kernel_sum_us for r in _loop(fake)] == [r.kernel_sum_us for r in first]  # recorded again
+    assert fake.finalizes == 2
+
+
+def test_a_cupti_without_finalize_still_records():
+    fake = FakeCupti()
+    fake.finalize = None  # not callable: an older cupti-python
+    assert len(_loop(fake)) == 3 and hc._detach(fake) and fake.enabled == set()
+
+
 def test_enable_failure_is_unavailable_and_leaves_cupti_off():
     fake = FakeCupti(fail_enable=FakeCupti.ActivityKind.CONCURRENT_KERNEL)
     with pytest.raises(CuptiUnavailable, match="could not enable"):
@@ -410,6 +429,7 @@ def test_status_probe_enables_and_disables(monkeypatch):
     ok, version = cupti_status()
     assert ok is True and version.startswith("cupti-python")
     assert fake.enable_calls == [int(FakeCupti.ActivityKind.CONCURRENT_KERNEL)] and fake.enabled == set()
+    assert fake.finalizes == 1  # the probe leaves CUPTI detached, as FlashInfer's timer does
 
 
 def test_status_probe_failure_is_reported(monkeypatch):

@@ -69,6 +69,14 @@ def test_an_honest_figure_is_kept_with_its_wall_clock_and_verified_calls():
     assert events.host_call_us == 31.5  # the worker's diagnostic is kept beside the figure, never as it
 
 
+@pytest.mark.parametrize("reported, kept", [(6.5, 6.5), (0.0, 0.0), (-1.0, None), (float("nan"), None),
+                                            (float("inf"), None), (None, None)])
+def test_the_workers_host_diagnostics_are_kept_only_where_they_could_be_true(reported, kept):
+    message = end([2.5, 2.4, 2.6], "events").model_copy(update={"host_call_us": reported, "host_probe_us": reported})
+    figure = make_judge(floor_us=2.0).tier_result(WORKLOAD, "events", message, 3, 1, wall_s=0.01)
+    assert (figure.host_call_us, figure.host_probe_us) == (kept, kept) and figure.value_us == pytest.approx(2.5)
+
+
 @pytest.mark.parametrize("samples, calls, wall_s, words", [
     ([1.0, 1.1, 1.2], 3, 0.01, "physical limit"),           # below 0.75 x the 2 µs floor
     ([1.75, 1.75, 1.75], 3, 0.01, "physical limit"),        # below 0.90 x the 2 µs CUPTI floor

@@ -124,7 +124,30 @@ def test_each_trial_gets_one_input_set_and_its_outputs_come_from_an_untimed_call
         assert all(v[0] is not made[trial]["x"] and torch.equal(v[0], made[trial]["x"]) for _, v in timed)
     assert stats.iters == trials * SYNC_ITERS and stats.extra["trials"] == trials
     assert stats.value_us == pytest.approx(statistics.mean(per_trial_ms) * 1e3)
-    assert stats.extra["host_call_us"] >= 0
+    assert stats.extra["host_call_us"] >= 0 and stats.extra["host_probe_us"] > 0
+
+
+def test_the_hosts_speed_is_read_just_before_and_after_each_trials_loop(monkeypatch, no_gpu_needed):
+    order, readings = [], iter([4e-6, 6e-6, 7e-6, 9e-6, 12e-6, 20e-6])  # seconds, two a trial
+
+    def probe():
+        order.append("probe")
+        return next(readings)
+
+    fake = FakeDoBench()
+    monkeypatch.setattr(fib, "do_bench", lambda *args, **kwargs: (order.append("loop"), fake(*args, **kwargs))[1])
+    monkeypatch.setattr(sync, "host_probe_s", probe)
+    stats = bench_sync(lambda args: None, lambda index=None: {"x": torch.zeros(1)}, lambda: None, TimingConfig(trials=3))
+    assert order == ["probe", "loop", "probe"] * 3
+    assert stats.extra["host_probe_us"] == pytest.approx(8.0)  # the trials' 5, 8 and 16: their median
+
+
+def test_the_host_speed_reading_is_a_median_of_stand_ins_and_refuses_none():
+    from harness.judge.timing import host_speed
+
+    assert 0 < host_speed.host_probe_s(5) < 0.01
+    with pytest.raises(ValueError, match="at least one reading"):
+        host_speed.host_probe_s(0)
 
 
 def test_a_slow_sync_tier_makes_min_iters_timed_calls_over_its_trials_and_no_warm_up(monkeypatch, no_gpu_needed):

@@ -5,7 +5,7 @@ from support.records import make_floor, make_trace, write_run
 
 import torch
 
-from tools.tier_parity import (COPY, COPY_METHOD, HOST, TARGETS, compare, compare_host, extend, flashinfer_flush,
+from tools.tier_parity import (COPY, COPY_METHOD, HOST, PROBE, TARGETS, compare, compare_host, extend, flashinfer_flush,
                                harness_figures, solution_inputs, write_report)
 
 
@@ -20,27 +20,39 @@ def test_the_harness_side_is_each_solutions_figures_and_the_torch_copy_of_the_fl
                                          ("cuda-v4", 8): {"cupti": 4.5, "sync": 20.0}}
 
 
-def test_the_harness_side_carries_the_sync_tiers_host_time_of_a_call(tmp_path):
+def test_the_harness_side_carries_the_sync_tiers_host_time_of_a_call_and_the_hosts_speed(tmp_path):
     trace = make_trace("fla-recurrent", "w8", {"cupti": 3.8, "sync": 80.0}, batch=8)
     trace.evaluation.performance.tiers["sync"].host_call_us = 61.5
+    trace.evaluation.performance.tiers["sync"].host_probe_us = 6.6
     no_host = make_trace("cuda-v4", "w8", {"cupti": 3.6, "sync": 25.0}, batch=8)  # an older trace: none recorded
-    run = write_run(tmp_path, "run", [trace, no_host])
+    copy = make_floor("w8", {"cupti": 4.0, "sync": 20.0}, batch=8)
+    copy.tiers["sync"].host_call_us, copy.tiers["sync"].host_probe_us = 9.0, 12.5
+    run = write_run(tmp_path, "run", [trace, no_host, copy])
     found = harness_figures(run, {8})
-    assert found[("fla-recurrent", 8)] == {"cupti": 3.8, "sync": 80.0, HOST: 61.5}
-    assert HOST not in found[("cuda-v4", 8)]
+    assert found[("fla-recurrent", 8)] == {"cupti": 3.8, "sync": 80.0, HOST: 61.5, PROBE: 6.6}
+    assert found[("cuda-v4", 8)] == {"cupti": 3.6, "sync": 25.0}
+    assert found[(COPY, 8)] == {"cupti": 4.0, "sync": 20.0, PROBE: 12.5}  # the floor's host time is not set beside
 
 
 def test_the_host_times_are_compared_beside_the_tiers_with_no_target(tmp_path):
-    harness = {("fla-recurrent", 8): {"sync": [80.0], HOST: [60.0, 64.0, 62.0]}, ("cuda-v4", 8): {"sync": [25.0]}}
-    plain = {("fla-recurrent", 8): {"sync": [45.0], HOST: [40.0]}, ("cuda-v4", 8): {"sync": [24.0], HOST: [15.0]}}
-    assert {r["tier"] for r in compare(harness, plain)} == {"sync"}  # the host time is no tier
+    harness = {("fla-recurrent", 8): {"sync": [80.0], HOST: [60.0, 64.0, 62.0], PROBE: [13.0, 13.0, 12.0]},
+               ("cuda-v4", 8): {"sync": [25.0]}, (COPY, 8): {"sync": [20.0], PROBE: [7.0]}}
+    plain = {("fla-recurrent", 8): {"sync": [45.0], HOST: [40.0], PROBE: [6.5]},
+             ("cuda-v4", 8): {"sync": [24.0], HOST: [15.0], PROBE: [6.5]}, (COPY, 8): {"sync": [20.0], PROBE: [7.0]}}
+    assert {r["tier"] for r in compare(harness, plain)} == {"sync"}  # the host figures are no tier
     rows = compare_host(harness, plain)
-    assert rows == [{"subject": "fla-recurrent", "batch_size": 8, "harness_host_us": 62.0, "plain_host_us": 40.0,
-                     "ratio": 1.55, "harness_repeats": 3, "plain_repeats": 1}]  # cuda-v4: the harness has none
+    assert rows == [  # cuda-v4: the harness has neither
+        {"subject": COPY, "batch_size": 8, "harness_host_us": None, "plain_host_us": None, "host_ratio": None,
+         "harness_probe_us": 7.0, "plain_probe_us": 7.0, "probe_ratio": 1.0, "harness_repeats": 0, "plain_repeats": 0},
+        {"subject": "fla-recurrent", "batch_size": 8, "harness_host_us": 62.0, "plain_host_us": 40.0,
+         "host_ratio": 1.55, "harness_probe_us": 13.0, "plain_probe_us": 6.5, "probe_ratio": 2.0,
+         "harness_repeats": 3, "plain_repeats": 1}]
     report = {"hardware": "a GPU", "date": "today", "git_commit": "abc", "command": "c", "plain_repeats": 1,
               "rows": compare(harness, plain), "host_rows": rows}
     write_report(tmp_path, report)
-    assert "| fla-recurrent | 8 | 62.0 | 40.0 | 1.550 |" in (tmp_path / "tier_parity.md").read_text()
+    text = (tmp_path / "tier_parity.md").read_text()
+    assert "| fla-recurrent | 8 | 62.0 | 40.0 | 1.550 | 13.00 | 6.50 | 2.000 | 1.778 |" in text
+    assert f"| {COPY} | 8 | – | – | – | 7.00 | 7.00 | 1.000 | 1.000 |" in text
 
 
 def test_the_plain_sync_timer_times_one_untimed_call_after_each_trial_on_its_arguments(monkeypatch):
@@ -61,11 +73,13 @@ def test_the_plain_sync_timer_times_one_untimed_call_after_each_trial_on_its_arg
     monkeypatch.setattr(parity, "placement_copies", lambda args, count: [args, *((next(made),) for _ in range((count or 3) - 1))])
     host = iter([30e-6, 10e-6, 20e-6])
     monkeypatch.setattr(parity, "host_call_s", lambda fn, args: order.append(("host", args)) or next(host))
+    speed = iter([6e-6, 8e-6, 7e-6, 7e-6, 12e-6, 14e-6])  # two readings a trial: 7, 7 and 13 µs
+    monkeypatch.setattr(parity, "host_probe_s", lambda: order.append(("probe",)) or next(speed))
 
     found = parity.plain_figures("cuda-v4", 8, 0.0, None, ("sync",), sets=1)
-    assert found == {"sync": 15.0, HOST: 20.0}  # µs: the median of the three trials' calls
-    assert order == [("loop", ("set 0",)), ("host", ("set 0",)), ("loop", ("trial 1",)), ("host", ("trial 1",)),
-                     ("loop", ("trial 2",)), ("host", ("trial 2",))]
+    assert found == {"sync": 15.0, HOST: 20.0, PROBE: 7.0}  # µs: the medians over the three trials
+    assert order == [entry for args in (("set 0",), ("trial 1",), ("trial 2",))
+                     for entry in (("probe",), ("loop", args), ("probe",), ("host", args))]
 
 
 def test_each_ratio_is_judged_against_its_tiers_target():

@@ -349,7 +349,7 @@ typedef struct { uint64_t start, end; uint32_t stream, kind; const char *name; }
 
 static struct {
     int (*registerCallbacks)(void (*)(uint8_t **, size_t *, size_t *), void (*)(CUcontext, uint32_t, uint8_t *, size_t, size_t));
-    int (*enable)(int), (*disable)(int), (*flushAll)(uint32_t);
+    int (*enable)(int), (*disable)(int), (*flushAll)(uint32_t), (*finalize)(void);
     int (*nextRecord)(uint8_t *, size_t, void **);
     int (*timestamp)(uint64_t *);
     int (*streamId)(CUcontext, CUstream, uint8_t, uint32_t *);
@@ -410,7 +410,7 @@ static void load_cupti(const char *path) {
 #define CSYM(field, name) do { *(void **)&C.field = dlsym(lib, name); \
         if (!C.field) { snprintf(C.missing, sizeof C.missing, "libcupti lacks %s", name); return; } } while (0)
     CSYM(registerCallbacks, "cuptiActivityRegisterCallbacks"); CSYM(enable, "cuptiActivityEnable");
-    CSYM(disable, "cuptiActivityDisable"); CSYM(flushAll, "cuptiActivityFlushAll");
+    CSYM(disable, "cuptiActivityDisable"); CSYM(flushAll, "cuptiActivityFlushAll"); CSYM(finalize, "cuptiFinalize");
     CSYM(nextRecord, "cuptiActivityGetNextRecord"); CSYM(timestamp, "cuptiGetTimestamp");
     CSYM(streamId, "cuptiGetStreamIdEx"); CSYM(dropped, "cuptiActivityGetNumDroppedRecords");
 #undef CSYM
@@ -438,10 +438,16 @@ static int cupti_on(void) {
     return 0;
 }
 
+/* Recording off, and CUPTI detached from the process: with its kinds only disabled, libcupti stays
+ * attached, and one call's host time after it (the sync tier's launches) ran a median 8-12% longer
+ * (results/proof/20261127-H100-host-path-6470d35, 15-16 of 17 points). FlashInfer's timer detaches
+ * too, so the tiers that hold the host run as they would in a plain process. The next cupti_on
+ * attaches again (any CUPTI call does). */
 static void cupti_off(void) {
     if (!C.on) return;
     for (size_t i = 0; i < sizeof RECORDED_KINDS / sizeof *RECORDED_KINDS; i++) C.disable(RECORDED_KINDS[i]);
     C.flushAll(CUPTI_FLUSH_FORCED);
+    C.finalize();
     C.on = 0;
 }
 

@@ -20,8 +20,9 @@ core's tiers. Open :mod:`~harness.judge.timing.tiers` first: the one interface (
 
 and what they share: :mod:`.settings` (:class:`TimingConfig`, the reproduced timers' counts),
 :mod:`.stats` (:class:`TimingStats` in µs, or :class:`TierUnavailable` with the reason),
-:mod:`.stop_rule` (how many calls; when the median is known well enough to stop) and
-:mod:`.gpu_state` (a cold L2, a warm clock). docs/timing.md says what each tier measures.
+:mod:`.stop_rule` (how many calls; when the median is known well enough to stop),
+:mod:`.gpu_state` (a cold L2, a warm clock) and :mod:`.host_speed` (how fast the host runs Python
+beside a tier that times the host's launch). docs/timing.md says what each tier measures.
 """
 
 from harness.judge.timing.contest import bench_contest, contest_samples, contest_settings, contest_value

@@ -23,6 +23,7 @@ import torch
 
 from harness.facts import Tier
 from harness.judge.timing import gpu_state, stop_rule
+from harness.judge.timing.host_speed import host_probe_s
 from harness.judge.timing.settings import SYNC_ITERS, SYNC_WARMUP, TimingConfig
 from harness.judge.timing.stats import TierUnavailable, TimingStats, nothing_after, positional_call, summarize
 
@@ -98,17 +99,21 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
 
     Returns:
         TimingStats in µs (``value_us``: the mean of the trial means; ``trials``; ``host_call_us``:
-        the median host time of the untimed calls, the timed ones being flashinfer-bench's own), or
-        TierUnavailable when flashinfer-bench cannot be imported.
+        the median host time of the untimed calls, the timed ones being flashinfer-bench's own;
+        ``host_probe_us``: the host's speed beside the trials, the median over them of a
+        :func:`~harness.judge.timing.host_speed.host_probe_s` reading just before and one just
+        after each trial's loop), or TierUnavailable when flashinfer-bench cannot be imported.
     """
     fib, reason = fib_timing()
     if fib is None:
         return TierUnavailable(Tier.SYNC, reason)
     iters, warmup = sync_plan(gpu_state.warm_then_estimate(fn, setup, flush, config, 0), config)
-    device, trial_means, samples, host = device_name(), [], [], []
+    device, trial_means, samples, host, probes = device_name(), [], [], [], []
     for trial in range(config.trials):
         call, values = positional_call(fn, entry, setup(trial))
+        before = host_probe_s()  # the host's speed as the loop starts and as it ends (host_speed.py: why)
         times = [ms * 1e3 for ms in time_runnable_samples(fib, call, list(values), warmup, iters, device)]
+        probes.append(statistics.mean((before, host_probe_s())))
         if len(times) != iters:  # not the loop flashinfer-bench 0.1.2 ships: no figure of it
             raise RuntimeError(f"flashinfer-bench's do_bench returned {len(times)} times for {iters} calls")
         host.append(host_call_s(call, values))  # untimed, on the trial's own arguments: what the judge verifies
@@ -117,4 +122,4 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
         samples.extend(times)
     gpu_state.CLOCKS.busy()
     return summarize(Tier.SYNC, samples, value_us=statistics.mean(trial_means), trials=config.trials,
-                     host_call_us=statistics.median(host) * 1e6)
+                     host_call_us=statistics.median(host) * 1e6, host_probe_us=statistics.median(probes) * 1e6)
