@@ -3,6 +3,7 @@ it judges each ratio; the plain-process timers themselves need a GPU (results/ju
 
 from support.records import make_floor, make_trace, write_run
 
+import pytest
 import torch
 
 from tools.tier_parity import (COPY, COPY_METHOD, HOST, PROBE, TARGETS, compare, compare_host, extend, flashinfer_flush,
@@ -293,3 +294,64 @@ def test_a_bf16_state_call_gets_the_workloads_state_rounded_to_bf16_and_bf16_des
     assert bf16["state"].dtype == bf16["new_state"].dtype == torch.bfloat16
     assert torch.equal(bf16["state"], fp32["state"].to(torch.bfloat16))
     assert bf16["new_state"].isnan().all() and bf16["output"].dtype == fp32["output"].dtype
+
+
+def test_the_sync_tier_at_full_speed_compares_only_the_repeats_of_a_fast_host():
+    from tools.tier_parity import FULL_SPEED_FACTOR, compare_at_full_speed
+
+    harness = {("fla-recurrent", 1): {"sync": [42.0, 80.0], PROBE: [6.0, 12.5]},  # one fast repeat, one slow
+               ("fla-recurrent", 8): {"sync": [90.0, 85.0], PROBE: [12.0, 13.0]},  # none fast
+               ("copy", 1): {"sync": [16.0], PROBE: []},                         # unpaired: an older run
+               ("cuda-v4", 1): {"cupti": [2.0]}}                                 # no sync: no row
+    plain = {("fla-recurrent", 1): {"sync": [44.0, 46.0, 79.0], PROBE: [6.2, 7.7, 12.0]},
+             ("fla-recurrent", 8): {"sync": [46.0], PROBE: [6.5]},
+             ("copy", 1): {"sync": [17.0], PROBE: [6.4]}, ("cuda-v4", 1): {"cupti": [2.0]}}
+    rows = {(r["subject"], r["batch_size"]): r for r in compare_at_full_speed(harness, plain)}
+    assert set(rows) == {("fla-recurrent", 1), ("fla-recurrent", 8), ("copy", 1)}
+    fast = rows[("fla-recurrent", 1)]
+    assert fast["limit_us"] == pytest.approx(6.0 * FULL_SPEED_FACTOR)  # 7.8: the 7.7 reading counts, 12.0 does not
+    assert (fast["harness_us"], fast["plain_us"], fast["harness_repeats"], fast["plain_repeats"]) == (42.0, 45.0, 1, 2)
+    assert fast["ratio"] == pytest.approx(42.0 / 45.0) and fast["within"] is True
+    for unjudged in (rows[("fla-recurrent", 8)], rows[("copy", 1)]):  # a side with no repeat at full speed
+        assert unjudged["ratio"] is None and unjudged["within"] is None and unjudged["harness_repeats"] == 0
+    assert compare_at_full_speed({("copy", 1): {"sync": [16.0]}}, {("copy", 1): {"sync": [17.0]}}) == []  # no readings
+
+
+def test_a_full_speed_miss_is_a_miss():
+    from tools.tier_parity import compare_at_full_speed
+
+    [row] = compare_at_full_speed({("copy", 8): {"sync": [24.0], PROBE: [6.5]}}, {("copy", 8): {"sync": [16.0], PROBE: [6.6]}})
+    assert row["ratio"] == pytest.approx(1.5) and row["within"] is False
+
+
+def test_a_recorded_cross_check_is_judged_again_from_its_figures_alone(tmp_path):
+    import json
+
+    from tools.tier_parity import main
+
+    figures = {"harness": {"fla-recurrent B=1": {"cupti": [2.1], "sync": [42.0, 80.0], HOST: [30.0, 60.0],
+                                                 PROBE: [6.0, 12.5]}},
+               "plain": {"fla-recurrent B=1": {"cupti": [2.1], "sync": [44.0, 79.0], HOST: [31.0, 58.0],
+                                               PROBE: [6.2, 12.0]}}}
+    stored = tmp_path / "old" / "tier_parity.json"
+    stored.parent.mkdir()
+    stored.write_text(json.dumps({"hardware": "a GPU", "date": "then", "git_commit": "abc", "command": "c",
+                                  "plain_repeats": 2, "figures": figures, "rows": []}))
+    assert main(["--rejudge", str(stored), "--out", str(tmp_path / "new")]) == 0
+    report = json.loads((tmp_path / "new" / "tier_parity.json").read_text())
+    assert report["rejudged_from"] == str(stored) and report["figures"] == figures
+    assert {r["tier"]: r["within"] for r in report["rows"]} == {"cupti": True, "sync": True}
+    assert report["full_speed_rows"][0]["ratio"] == pytest.approx(42.0 / 44.0)
+    assert "The sync tier at the host's full speed" in (tmp_path / "new" / "tier_parity.md").read_text()
+    assert json.loads(stored.read_text())["rows"] == []  # the recorded file is left as it was
+
+
+def test_a_file_that_is_no_cross_check_is_a_clear_error(tmp_path, capsys):
+    from tools.tier_parity import main
+
+    for name, text in (("broken.json", "{not json"), ("other.json", '{"rows": []}')):
+        (tmp_path / name).write_text(text)
+        assert main(["--rejudge", str(tmp_path / name), "--out", str(tmp_path / "out")]) == 2
+        assert str(tmp_path / name) in capsys.readouterr().err
+    assert main(["--rejudge", str(tmp_path / "missing.json"), "--out", str(tmp_path / "out")]) == 2
+    assert "missing.json" in capsys.readouterr().err
