@@ -435,8 +435,11 @@ def rejudge(stored: Path, out: Path) -> dict:
     figures = figures if isinstance(figures, dict) else {}
     if not isinstance(figures.get("harness"), dict) or not isinstance(figures.get("plain"), dict):
         raise ValueError(f"{stored}: no figures of both sides (field 'figures')")
-    report = judged({**report, "rejudged_from": str(stored), "rejudged_at": datetime.now(timezone.utc).isoformat(
-        timespec="seconds")}, points_from_figures(figures["harness"]), points_from_figures(figures["plain"]))
+    from harness.records.environment import git_commit
+
+    report = judged({**report, "rejudged_from": str(stored), "rejudged_by_commit": git_commit(),
+                     "rejudged_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+                    points_from_figures(figures["harness"]), points_from_figures(figures["plain"]))
     write_report(out, report)
     return report
 

@@ -339,7 +339,7 @@ def test_a_recorded_cross_check_is_judged_again_from_its_figures_alone(tmp_path)
                                   "plain_repeats": 2, "figures": figures, "rows": []}))
     assert main(["--rejudge", str(stored), "--out", str(tmp_path / "new")]) == 0
     report = json.loads((tmp_path / "new" / "tier_parity.json").read_text())
-    assert report["rejudged_from"] == str(stored) and report["figures"] == figures
+    assert report["rejudged_from"] == str(stored) and report["figures"] == figures and report["rejudged_by_commit"]
     assert {r["tier"]: r["within"] for r in report["rows"]} == {"cupti": True, "sync": True}
     assert report["full_speed_rows"][0]["ratio"] == pytest.approx(42.0 / 44.0)
     assert "The sync tier at the host's full speed" in (tmp_path / "new" / "tier_parity.md").read_text()
