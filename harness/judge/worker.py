@@ -224,7 +224,10 @@ class Worker:
         return msg.CoreChunkDone(result=result.hex(), error=error and error[-4000:], **extra)
 
     def time_tier(self, tier: str, tier_index: int, workload, stored: dict, warm_inputs: dict, base: int) -> None:
-        """One tier: every timed call gets fresh inputs of its own trial and re-poisoned destinations."""
+        """One tier: every timed call gets fresh inputs of its own trial and re-poisoned destinations.
+        The core's CUPTI recording, on since its cupti tier's chunks, ends first: this tier's timer
+        runs as it would in a plain process (gdn_core.c ``recording_off``)."""
+        self.core.recording_off()
         ring = DestinationRing(self, workload.axes)
 
         def setup(index: int | None) -> dict[str, Any]:

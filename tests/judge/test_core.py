@@ -35,7 +35,7 @@ sys.path.insert(0, sys.argv[1])
 import _gdn_core
 key_fd, area_fd, commands = int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
 _gdn_core.arm(key_fd, area_fd, os.fstat(area_fd).st_size, -1, 0, "")
-print(json.dumps({"cupti_missing": _gdn_core.cupti_missing()}))
+print(json.dumps({"cupti_missing": _gdn_core.cupti_missing(), "recording_off": _gdn_core.recording_off()}))
 seen = []
 NAMES = ["q", "state", "A_log", "missing", "scale", "output", "new_state"]  # the positional DPS order
 def run(*values):
@@ -90,6 +90,7 @@ def test_the_core_makes_the_inputs_the_judge_expects_and_signs_what_it_captured(
     warm_result = link.open_result(bytes.fromhex(report["results"][0]), warm_seq, "wallclock", MODE_WARM, 0, 0, per_call)
     assert warm_result.calls == 1 and not warm_result.samples_us  # warm_s 0: one call
     assert report["cupti_missing"] == "a CPU run"  # the CUPTI tier says why it cannot record, never times
+    assert report["recording_off"] is None  # nothing recording: nothing to stop, no error
     result = link.open_result(bytes.fromhex(report["results"][1]), timed_seq, "wallclock", MODE_TIMED, 5, 3, per_call)
     assert len(result.samples_us) == 3 and all(s > 0 for s in result.samples_us) and not result.stopped
     qs = core.random_inputs(link, nonce, "wallclock", [5, 6, 7], 0, INPUTS[0]).bfloat16().float()

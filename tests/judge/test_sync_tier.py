@@ -181,22 +181,28 @@ def test_a_do_bench_that_returns_the_wrong_count_gives_no_figure(monkeypatch, no
 def test_the_worker_gives_the_sync_timer_the_entry_as_flashinfer_bench_calls_it(monkeypatch):
     from harness.judge import worker as worker_module
 
-    seen = {}
+    seen, order = {}, []
 
     def measure(tier, fn, setup, flush, device, config, after, positional):
         seen[tier] = (fn, positional)
+        order.append(("measure", tier))
         return TierUnavailable(tier, "not here")
 
     monkeypatch.setattr(worker_module, "measure", measure)
     monkeypatch.setattr(worker_module, "DestinationRing", lambda worker, axes: SimpleNamespace(drain=lambda: None))
     entry = worker_module.Entry(run=lambda *args: None, contest_call=lambda *args: None)
     sent = []
+    core = SimpleNamespace(recording_off=lambda: order.append(("recording off", None)))
     worker = SimpleNamespace(entry=entry, channel=SimpleNamespace(send=sent.append), flush=None, device="cpu",
-                             timing=TimingConfig())
+                             timing=TimingConfig(), core=core)
     for tier in ("sync", "contest", "events"):
         worker_module.Worker.time_tier(worker, tier, 0, SimpleNamespace(axes={}), {}, {}, 0)
     assert seen == {"sync": (entry.contest_call, True), "contest": (entry.contest_call, True),
                     "events": (entry.run, True)}
+    # the core's CUPTI recording ends before each of the worker's own tiers (it stays on through the cupti
+    # tier's chunks only, and `--tiers sync` brings cupti right before sync)
+    assert order == [("recording off", None), ("measure", "sync"), ("recording off", None), ("measure", "contest"),
+                     ("recording off", None), ("measure", "events")]
 
 
 # ------------------------------------------------------------------ the judge's side

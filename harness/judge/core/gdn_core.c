@@ -1124,6 +1124,15 @@ static PyObject *load(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* recording_off(): the CUPTI tier's recording ended and CUPTI detached (cupti_off; nothing if it is
+ * not on). The worker calls it before a tier it runs itself (sync, contest): the recording otherwise
+ * stays on until the core's next chunk, so `--tiers sync` (which brings cupti before it) would time
+ * flashinfer-bench's loop with CUPTI recording every launch. */
+static PyObject *recording_off(PyObject *self, PyObject *unused) {
+    cupti_off();
+    Py_RETURN_NONE;
+}
+
 /* cupti_missing() -> None, or why the CUPTI tier cannot record here. */
 static PyObject *cupti_missing(PyObject *self, PyObject *unused) {
     if (!C.missing[0]) Py_RETURN_NONE;
@@ -1147,6 +1156,7 @@ static PyMethodDef methods[] = {
     {"set_workload", set_workload, METH_VARARGS, "set_workload(command, stored)"},
     {"run_chunk", run_chunk, METH_VARARGS, "run_chunk(command) -> signed result"},
     {"cupti_missing", cupti_missing, METH_NOARGS, "cupti_missing() -> None or why CUPTI cannot record here"},
+    {"recording_off", recording_off, METH_NOARGS, "recording_off(): the CUPTI tier's recording ended, CUPTI detached"},
     {"kernel_names", kernel_names, METH_NOARGS, "kernel_names() -> the kernels the last CUPTI chunk counted"},
     {NULL, NULL, 0, NULL}};
 

@@ -4,11 +4,12 @@ Why: a timer whose figure holds the host's launch path (the sync tier, and the e
 kernel launched from Python) reads the CPU's speed as much as the kernel. On the GPU machines
 here one vCPU at a time runs single-threaded Python about 2x slower for 20 ms to seconds, with
 no steal time reported, and the vCPUs do so independently of each other
-(results/proof/20261127-H100-host-path-6470d35: the stand-in 6.2-7.0 µs, 11.5-14 µs in those
-episodes; a Triton solution's host time of one call moves with it, correlation 0.87). So the
-tiers that hold the host record this beside their figure: a reader can tell a slow host from a
-slow launch, and tools/tier_parity.py can tell a host that ran at another speed from a timer
-that differs.
+(results/proof/20261127-H100-host-path-6470d35: the stand-in about 6-7.8 µs at full speed,
+10-14 µs in those episodes; a Triton solution's host time of one call moves with it, correlation
+0.87). So the sync tier records this beside its figure (``host_probe_us``): a reader can tell a
+slow host from a slow launch, and tools/tier_parity.py compares the sync tier on the repeats that
+ran at full speed (results/proof/20261127-H100-parity-speed-7bf32b9: a repeat read slow went with
+the higher sync figure in 10 of 10 pairs).
 """
 
 from __future__ import annotations
