@@ -30,15 +30,17 @@ process, on one GPU in one session (issue #29).
 3. ``DIR/tier_parity.json`` and ``DIR/tier_parity.md``: every figure, the harness / plain ratio,
    whether it is within its target (:data:`TARGETS`), the repeats' range and whether the harness's
    figure lies inside it widened by the target; beside them, with no target, each side's host time
-   of one call as the sync tier measures it (:data:`HOST`). Needs a CUDA GPU, flashinfer-python,
-   cupti-python and flashinfer-bench 0.1.2 (``pip install --no-deps flashinfer-bench==0.1.2``).
+   of one call and host speed as the sync tier measures them, and the sync tier compared at the
+   host's full speed: :mod:`tools.parity_compare` judges and writes the report. Needs a CUDA GPU,
+   flashinfer-python, cupti-python and flashinfer-bench 0.1.2 (``pip install --no-deps
+   flashinfer-bench==0.1.2``). ``--rejudge TIER_PARITY_JSON`` judges a recorded run again instead,
+   measuring nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import statistics
 import sys
 import tempfile
@@ -51,11 +53,9 @@ from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, S
 from harness.judge.timing.host_speed import host_probe_s
 from harness.judge.timing.sync import host_call_s
 from harness.records.store import load_run
-from harness.run_lock import writing_into
+from tools.parity_compare import HOST, PROBE, TARGETS, judged, rejudge, summary, write_report
 from tools.timing_proof import in_fresh_process, run_local
 
-#: The largest |harness / plain - 1| each tier may show (issue #29).
-TARGETS = {Tier.CUPTI: 0.02, Tier.CONTEST: 0.02, Tier.EVENTS: 0.10, Tier.SYNC: 0.15}
 #: What each plain-process timer is, as the report names it.
 PLAIN_TIMERS = {
     Tier.CUPTI: "flashinfer.testing.bench_gpu_time_with_cupti(fn, cold_l2_cache=True), median",
@@ -65,22 +65,6 @@ PLAIN_TIMERS = {
     Tier.SYNC: f"flashinfer_bench 0.1.2 bench.timing.time_runnable(fn, args, 10, 50), {SYNC_TRIALS} trials, each on an "
                "argument set of its own that the loop clones before every call, mean of the trial means",
 }
-#: The key of a point's host-time diagnostic beside its tiers: the host time of one call (µs), as the
-#: sync tier measures it after each trial's timed loop (``harness.judge.timing.sync.bench_sync``'s
-#: ``host_call_us``: the untimed call on the trial's own arguments, timed with ``time.perf_counter``,
-#: the median over the trials). No target: it says whether a sync-tier gap is the host's path to the
-#: launch (docs/timing.md: the sync tier leans high for Python launches).
-HOST = "host"
-#: The key of a point's host-speed diagnostic: the sync tier's ``host_probe_us`` (µs of a fixed
-#: pure-Python stand-in beside each trial, ``harness.judge.timing.host_speed``), the same reading on
-#: both sides. No target: where the two sides' readings differ, their hosts ran at different speeds,
-#: and a sync gap of a Python launch follows (results/proof/20261127-H100-host-path-6470d35).
-PROBE = "host_probe"
-#: A repeat ran at the host's full speed when its :data:`PROBE` reading is at most this factor times the
-#: fastest reading of the whole cross-check (both sides). On these machines the stand-in reads 6-7.6 µs at
-#: full speed and 10-14 µs while a vCPU runs slow, with little between (results/proof/20261127-H100-host-path-6470d35,
-#: whose cpu_speed.py calls a block slow above 1.3x the fastest; results/proof/20261127-H100-parity-speed-7bf32b9).
-FULL_SPEED_FACTOR = 1.3
 COPY = "copy"
 #: The floor's copy the plain process times too (harness/judge/floor.py).
 COPY_METHOD = "torch copy_"
@@ -280,88 +264,7 @@ def warm(fn, args: tuple, seconds: float) -> None:
         warm_gpu_clocks(lambda given: fn(*given), lambda index: args, L2Flusher("cuda"), seconds)
 
 
-# ------------------------------------------------------------------ the comparison
-
-def compare(harness: dict, plain: dict) -> list[dict]:
-    """One row per (subject, B, tier) both sides measured. Each side is ``{(subject, B): {tier: [µs per
-    repeat]}}`` and its figure is the median of its repeats. Each row holds: both figures (µs), their
-    ratio, whether it is within the tier's target, each side's min and max, and whether the two ranges
-    meet once the plain one is widened by the target (``within_spread``). The named timers' own
-    run-to-run spread exceeds some targets (results/proof/20261126-H200-timers), and so does the
-    harness's sync tier's, so a ratio outside its target is read beside it."""
-    rows = []
-    for key in sorted(set(harness) & set(plain)):
-        for tier, target in TARGETS.items():
-            ours, repeats = harness[key].get(tier, []), plain[key].get(tier, [])
-            if not ours or not repeats or min(repeats) <= 0:
-                continue
-            mine, theirs = statistics.median(ours), statistics.median(repeats)
-            ratio = mine / theirs
-            low, high = min(repeats), max(repeats)
-            rows.append({"subject": key[0], "batch_size": key[1], "tier": str(tier), "harness_us": mine,
-                         "plain_us": theirs, "ratio": ratio, "target": target, "within": abs(ratio - 1) <= target,
-                         "harness_repeats": len(ours), "harness_min_us": min(ours), "harness_max_us": max(ours),
-                         "plain_repeats": len(repeats), "plain_min_us": low, "plain_max_us": high,
-                         "within_spread": min(ours) <= high * (1 + target) and max(ours) >= low * (1 - target)})
-    return rows
-
-
-def compare_host(harness: dict, plain: dict) -> list[dict]:
-    """One row per (subject, B) where both sides have :data:`HOST` or :data:`PROBE`: each side's
-    median host time of one call (µs) and their ratio, and each side's median host-speed reading
-    (µs of the stand-in) and theirs; None where a side lacks one. A diagnostic beside the sync
-    rows, with no target: where the host ratio follows the sync ratio, the sync gap is the host's
-    path to the launch; where the probe ratio does too, the host ran at another speed."""
-    rows = []
-    for key in sorted(set(harness) & set(plain)):
-        row = {"subject": key[0], "batch_size": key[1]}
-        for name, field in (("host", HOST), ("probe", PROBE)):
-            ours, theirs = harness[key].get(field, []), plain[key].get(field, [])
-            both = bool(ours and theirs) and statistics.median(theirs) > 0
-            mine, other = (statistics.median(ours), statistics.median(theirs)) if both else (None, None)
-            row |= {f"harness_{name}_us": mine, f"plain_{name}_us": other,
-                    f"{name}_ratio": mine / other if both else None}
-        if row["host_ratio"] is not None or row["probe_ratio"] is not None:
-            rows.append(row | {"harness_repeats": len(harness[key].get(HOST, [])),
-                               "plain_repeats": len(plain[key].get(HOST, []))})
-    return rows
-
-
-def compare_at_full_speed(harness: dict, plain: dict) -> list[dict]:
-    """The sync tier compared on the repeats that ran at the host's full speed: one row per (subject,
-    B) both sides timed, with each side's repeats whose :data:`PROBE` reading is within
-    :data:`FULL_SPEED_FACTOR` of the fastest reading of the cross-check, the median of their sync
-    figures (µs; None where a side has none such), the ratio and whether it is within the sync target
-    (None where it cannot be judged). Why: for a Python launch at small B the sync tier times the
-    host's launch path, and a vCPU's slow episode doubles it on either side, whichever timer runs
-    (results/proof/20261127-H100-parity-speed-7bf32b9: in all 10 pairs of repeats whose readings
-    differed in mode, the slow one read the higher sync figure). Beside :func:`compare`'s sync rows,
-    never instead of them. A side's repeats count only where each has its reading (older runs: none)."""
-    readings = [value for side in (harness, plain) for figures in side.values() for value in figures.get(PROBE, [])]
-    if not readings:
-        return []
-    limit = min(readings) * FULL_SPEED_FACTOR
-    rows = []
-    for key in sorted(set(harness) & set(plain)):
-        mine, theirs = full_speed_sync(harness[key], limit), full_speed_sync(plain[key], limit)
-        if not harness[key].get(Tier.SYNC) or not plain[key].get(Tier.SYNC):
-            continue
-        ours, other = (statistics.median(mine) if mine else None), (statistics.median(theirs) if theirs else None)
-        ratio = ours / other if ours is not None and other else None
-        rows.append({"subject": key[0], "batch_size": key[1], "limit_us": limit, "harness_us": ours, "plain_us": other,
-                     "harness_repeats": len(mine), "plain_repeats": len(theirs), "ratio": ratio,
-                     "within": None if ratio is None else abs(ratio - 1) <= TARGETS[Tier.SYNC]})
-    return rows
-
-
-def full_speed_sync(figures: dict, limit_us: float) -> list[float]:
-    """The sync figures (µs) of a point's repeats whose :data:`PROBE` reading is at most ``limit_us``;
-    none where the two lists do not pair up one to one."""
-    sync, probe = figures.get(Tier.SYNC, []), figures.get(PROBE, [])
-    if len(sync) != len(probe):
-        return []
-    return [value for value, reading in zip(sync, probe) if reading <= limit_us]
-
+# ------------------------------------------------------------------ the rounds of both sides
 
 def harness_run(solutions: list[str], batches: set[int], scratch: Path) -> dict:
     """One more harness run (:func:`run_harness`) as ``{(subject, B): {tier: [µs]}}``, to extend
@@ -393,120 +296,6 @@ def plain_repeats(subjects: list[str], batches: list[int], repeats: int, warm_s:
                 figures = in_fresh_process(plain_figures, subject, batch, warm_s, flush_mb, tuple(TARGETS), sets)
                 extend(found, {(subject, batch): {tier: [value] for tier, value in figures.items()}})
     return found
-
-
-def figures_by_point(found: dict) -> dict[str, dict[str, list[float]]]:
-    """``{(subject, B): {tier: [µs]}}`` keyed ``"<subject> B=<B>"`` for JSON: every figure measured,
-    also those of points the other side did not reach."""
-    return {f"{subject} B={batch}": figures for (subject, batch), figures in sorted(found.items())}
-
-
-def points_from_figures(stored: dict[str, dict[str, list[float]]]) -> dict:
-    """:func:`figures_by_point` undone: ``{(subject, B): {tier: [µs]}}``."""
-    found = {}
-    for point, figures in stored.items():
-        subject, _, batch = point.rpartition(" B=")
-        found[(subject, int(batch))] = figures
-    return found
-
-
-def judged(report: dict, harness: dict, plain: dict) -> dict:
-    """``report`` with its comparisons made from the two sides' figures: ``rows`` (:func:`compare`),
-    ``host_rows`` (:func:`compare_host`) and ``full_speed_rows`` (:func:`compare_at_full_speed`)."""
-    return {**report, "figures": {"harness": figures_by_point(harness), "plain": figures_by_point(plain)},
-            "rows": compare(harness, plain), "host_rows": compare_host(harness, plain),
-            "full_speed_rows": compare_at_full_speed(harness, plain)}
-
-
-def rejudge(stored: Path, out: Path) -> dict:
-    """A recorded cross-check (its ``tier_parity.json``) judged again by this version's comparisons,
-    its report written into ``out`` (never over ``stored``'s folder's files unless ``out`` is it); the
-    figures are the recorded ones, nothing is measured.
-
-    Raises:
-        OSError: ``stored`` cannot be read.
-        ValueError: it is not JSON, or holds no ``figures`` of both sides.
-    """
-    try:
-        report = json.loads(stored.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{stored}: not JSON ({exc})") from exc
-    figures = report.get("figures") if isinstance(report, dict) else None
-    figures = figures if isinstance(figures, dict) else {}
-    if not isinstance(figures.get("harness"), dict) or not isinstance(figures.get("plain"), dict):
-        raise ValueError(f"{stored}: no figures of both sides (field 'figures')")
-    from harness.records.environment import git_commit
-
-    report = judged({**report, "rejudged_from": str(stored), "rejudged_by_commit": git_commit(),
-                     "rejudged_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
-                    points_from_figures(figures["harness"]), points_from_figures(figures["plain"]))
-    write_report(out, report)
-    return report
-
-
-def _cell(value: float | None, digits: int) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-def write_report(out: Path, report: dict) -> None:
-    """``tier_parity.json`` and ``tier_parity.md``."""
-    lines = [f"# Tier parity — {report['hardware']}, {report['date']}, commit {report['git_commit']}", "",
-             f"Command: `{report['command']}`", ""]
-    if report.get("stopped"):
-        lines += [f"**Incomplete:** {report['stopped']}; the table compares the points both sides reached, and "
-                  "tier_parity.json's `figures` holds every figure measured.", ""]
-    lines += ["Plain-process timers:", ""]
-    lines += [f"* `{tier}`: {timer}" for tier, timer in PLAIN_TIMERS.items()]
-    lines += ["", f"Each plain timer (each trial) after {report.get('plain_warm_s', 0)} s of back-to-back flush + call "
-                  "(the clock warm-up every harness tier gets)."]
-    sets = report.get("plain_sets", 1)
-    if sets != 1:
-        lines += ["", f"The plain cupti and events timers took {sets} argument sets (each of its own allocations) "
-                      "in turn, as the timing core takes its buffer sets (up to 8 within 2 GiB); the contest and sync "
-                      "timers one a trial, as flashinfer-bench's evaluators."]
-    if report.get("plain_flush_mb"):
-        lines += ["", f"A probe: FlashInfer's timers in the plain process flushed {report['plain_flush_mb']} MB "
-                      "(as the harness does), not their own 2 x L2."]
-    lines += ["", f"Harness µs: the median of {report.get('harness_repeats', 1)} run(s); plain µs: the median of "
-                  f"{report['plain_repeats']} repeat(s), each in a fresh process, in rounds with the harness's runs; "
-                  "\"in plain's range\": the harness's min-max meets the plain min-max widened by the target.",
-              "", "| subject | B | tier | harness µs | harness min–max | plain µs | plain min–max | harness / plain | "
-                  "target | within | in plain's range |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['subject']} | {r['batch_size']} | {r['tier']} | {r['harness_us']:.3f} | "
-              f"{r['harness_min_us']:.3f}–{r['harness_max_us']:.3f} | {r['plain_us']:.3f} | "
-              f"{r['plain_min_us']:.3f}–{r['plain_max_us']:.3f} | "
-              f"{r['ratio']:.3f} | ±{r['target']:.0%} | {'yes' if r['within'] else '**no**'} | "
-              f"{'yes' if r['within_spread'] else '**no**'} |" for r in report["rows"]]
-    if report.get("host_rows"):
-        lines += ["", "The host beside the sync tier, both sides measured alike (µs; median over the trials, then "
-                      "over the repeats). Host time of one call: the untimed call after each trial, timed with "
-                      "`time.perf_counter` (the worker's `host_call_us`). Host speed: a fixed pure-Python stand-in "
-                      "just before and after each trial's loop (`host_probe_us`, harness/judge/timing/host_speed.py; "
-                      "larger is slower). Diagnostics, no target: where the host ratio follows the sync ratio, the "
-                      "sync gap is the host's path to the launch; where the speed ratio does too, the two sides' "
-                      "hosts ran at different speeds.",
-                  "", "| subject | B | harness host µs | plain host µs | host ratio | harness speed µs | plain speed µs | "
-                      "speed ratio | sync ratio |", "|---|---|---|---|---|---|---|---|---|"]
-        sync = {(r["subject"], r["batch_size"]): r["ratio"] for r in report["rows"] if r["tier"] == Tier.SYNC}
-        lines += [f"| {r['subject']} | {r['batch_size']} | {_cell(r['harness_host_us'], 1)} | "
-                  f"{_cell(r['plain_host_us'], 1)} | {_cell(r['host_ratio'], 3)} | {_cell(r['harness_probe_us'], 2)} | "
-                  f"{_cell(r['plain_probe_us'], 2)} | {_cell(r['probe_ratio'], 3)} | "
-                  f"{_cell(sync.get((r['subject'], r['batch_size'])), 3)} |" for r in report["host_rows"]]
-    if report.get("full_speed_rows"):
-        rows = report["full_speed_rows"]
-        lines += ["", f"The sync tier at the host's full speed: each side's repeats whose speed reading was at most "
-                      f"{FULL_SPEED_FACTOR} x the cross-check's fastest ({rows[0]['limit_us']:.2f} µs), the median of "
-                      "their sync figures. Beside the sync rows above, not instead of them: a host-bound figure read in "
-                      "a vCPU's slow episode is the host's (docs/timing.md). \"–\": a side had no such repeat.",
-                  "", "| subject | B | harness µs | repeats | plain µs | repeats | harness / plain | within ±15% |",
-                  "|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {r['subject']} | {r['batch_size']} | {_cell(r['harness_us'], 3)} | {r['harness_repeats']} | "
-                  f"{_cell(r['plain_us'], 3)} | {r['plain_repeats']} | {_cell(r['ratio'], 3)} | "
-                  f"{'–' if r['within'] is None else ('yes' if r['within'] else '**no**')} |" for r in rows]
-    with writing_into([out]):  # never while a run's vault watches results/ (harness/run_lock.py)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "tier_parity.json").write_text(json.dumps(report, indent=2) + "\n")
-        (out / "tier_parity.md").write_text("\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -575,15 +364,6 @@ def main(argv: list[str] | None = None) -> int:
     print((args.out / "tier_parity.md").read_text())
     print(summary(report))
     return 130 if stopped else 0
-
-
-def summary(report: dict) -> str:
-    """The report's counts in one line: within target, within the widened range, and the sync tier at
-    full speed (where any point could be judged so)."""
-    rows, fast = report["rows"], [r for r in report.get("full_speed_rows", []) if r["within"] is not None]
-    line = (f"{sum(r['within'] for r in rows)} of {len(rows)} within their targets; "
-            f"{sum(r['within_spread'] for r in rows)} within the plain timer's range widened by the target")
-    return line + (f"; sync at full speed: {sum(r['within'] for r in fast)} of {len(fast)} judged" if fast else "")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
-"""The tier parity check (tools/tier_parity.py) on the CPU: what it reads of a harness run and how
-it judges each ratio; the plain-process timers themselves need a GPU (results/judge-check)."""
+"""The tier parity check (tools/tier_parity.py, tools/parity_compare.py) on the CPU: what it reads of
+a harness run and how it judges each ratio; the plain-process timers themselves need a GPU (results/judge-check)."""
 
 from support.records import make_floor, make_trace, write_run
 
 import pytest
 import torch
 
-from tools.tier_parity import (COPY, COPY_METHOD, HOST, PROBE, TARGETS, compare, compare_host, extend, flashinfer_flush,
-                               harness_figures, solution_inputs, write_report)
+from tools.parity_compare import (FULL_SPEED_FACTOR, HOST, PROBE, TARGETS, compare, compare_at_full_speed, compare_host,
+                                  write_report)
+from tools.tier_parity import COPY, COPY_METHOD, extend, flashinfer_flush, harness_figures, solution_inputs
 
 
 def test_the_harness_side_is_each_solutions_figures_and_the_torch_copy_of_the_floor(tmp_path):
@@ -297,8 +298,6 @@ def test_a_bf16_state_call_gets_the_workloads_state_rounded_to_bf16_and_bf16_des
 
 
 def test_the_sync_tier_at_full_speed_compares_only_the_repeats_of_a_fast_host():
-    from tools.tier_parity import FULL_SPEED_FACTOR, compare_at_full_speed
-
     harness = {("fla-recurrent", 1): {"sync": [42.0, 80.0], PROBE: [6.0, 12.5]},  # one fast repeat, one slow
                ("fla-recurrent", 8): {"sync": [90.0, 85.0], PROBE: [12.0, 13.0]},  # none fast
                ("copy", 1): {"sync": [16.0], PROBE: []},                         # unpaired: an older run
@@ -318,8 +317,6 @@ def test_the_sync_tier_at_full_speed_compares_only_the_repeats_of_a_fast_host():
 
 
 def test_a_full_speed_miss_is_a_miss():
-    from tools.tier_parity import compare_at_full_speed
-
     [row] = compare_at_full_speed({("copy", 8): {"sync": [24.0], PROBE: [6.5]}}, {("copy", 8): {"sync": [16.0], PROBE: [6.6]}})
     assert row["ratio"] == pytest.approx(1.5) and row["within"] is False
 
