@@ -40,6 +40,11 @@ PROBE = "host_probe"
 #: full speed and 10-14 µs while a vCPU runs slow, with little between (results/proof/20261127-H100-host-path-6470d35,
 #: whose cpu_speed.py calls a block slow above 1.3x the fastest; results/proof/20261127-H100-parity-speed-7bf32b9).
 FULL_SPEED_FACTOR = 1.3
+#: The keys of a point's sync trials, each apart (µs, in order, over the repeats): each trial's mean
+#: (the trace's ``trial_means_us``; the plain loop's ``time_runnable``) and the host's speed reading
+#: beside it (``host_probe_trials_us``). A repeat holds three trials, so a trial is the finer unit to
+#: tell a slow host by (:func:`compare_at_full_speed`).
+TRIAL_MEANS, TRIAL_PROBES = "sync_trials", "host_probe_trials"
 
 
 def compare(harness: dict, plain: dict) -> list[dict]:
@@ -88,39 +93,48 @@ def compare_host(harness: dict, plain: dict) -> list[dict]:
 
 
 def compare_at_full_speed(harness: dict, plain: dict) -> list[dict]:
-    """The sync tier compared on the repeats that ran at the host's full speed: one row per (subject,
-    B) both sides timed, with each side's repeats whose :data:`PROBE` reading is within
+    """The sync tier compared where the host ran at full speed: one row per (subject, B) both sides
+    timed, with each side's trials (where both sides recorded each trial: :data:`TRIAL_MEANS`,
+    :data:`TRIAL_PROBES`) or else repeats (:data:`PROBE`) whose speed reading is within
     :data:`FULL_SPEED_FACTOR` of the fastest reading of the cross-check, the median of their sync
-    figures (µs; None where a side has none such), the ratio and whether it is within the sync target
-    (None where it cannot be judged). Why: for a Python launch at small B the sync tier times the
-    host's launch path, and a vCPU's slow episode doubles it on either side, whichever timer runs
-    (results/proof/20261127-H100-parity-speed-7bf32b9: in all 10 pairs of repeats whose readings
-    differed in mode, the slow one read the higher sync figure). Beside :func:`compare`'s sync rows,
-    never instead of them. A side's repeats count only where each has its reading (older runs: none)."""
-    readings = [value for side in (harness, plain) for figures in side.values() for value in figures.get(PROBE, [])]
+    figures (µs; None where a side has none such), the ratio and whether it is within the sync
+    target (None where it cannot be judged). Why: for a Python launch at small B the sync tier times
+    the host's launch path, and a vCPU's slow episode doubles it on either side, whichever timer
+    runs (results/proof/20261127-H100-parity-speed-7bf32b9: in all 10 pairs of repeats whose
+    readings differed in mode, the slow one read the higher sync figure). Beside :func:`compare`'s
+    sync rows, never instead of them. A figure counts only where it has its own reading."""
+    readings = [value for side in (harness, plain) for figures in side.values()
+                for key in (PROBE, TRIAL_PROBES) for value in figures.get(key, [])]
     if not readings:
         return []
     limit = min(readings) * FULL_SPEED_FACTOR
     rows = []
     for key in sorted(set(harness) & set(plain)):
-        mine, theirs = full_speed_sync(harness[key], limit), full_speed_sync(plain[key], limit)
         if not harness[key].get(Tier.SYNC) or not plain[key].get(Tier.SYNC):
             continue
+        unit = "trials" if all(paired(side[key], TRIAL_MEANS, TRIAL_PROBES) for side in (harness, plain)) else "repeats"
+        mine, theirs = (at_full_speed(side[key], limit, unit) for side in (harness, plain))
         ours, other = (statistics.median(mine) if mine else None), (statistics.median(theirs) if theirs else None)
         ratio = ours / other if ours is not None and other else None
-        rows.append({"subject": key[0], "batch_size": key[1], "limit_us": limit, "harness_us": ours, "plain_us": other,
-                     "harness_repeats": len(mine), "plain_repeats": len(theirs), "ratio": ratio,
+        rows.append({"subject": key[0], "batch_size": key[1], "limit_us": limit, "unit": unit, "harness_us": ours,
+                     "plain_us": other, "harness_count": len(mine), "plain_count": len(theirs), "ratio": ratio,
                      "within": None if ratio is None else abs(ratio - 1) <= TARGETS[Tier.SYNC]})
     return rows
 
 
-def full_speed_sync(figures: dict, limit_us: float) -> list[float]:
-    """The sync figures (µs) of a point's repeats whose :data:`PROBE` reading is at most ``limit_us``;
-    none where the two lists do not pair up one to one."""
-    sync, probe = figures.get(Tier.SYNC, []), figures.get(PROBE, [])
-    if len(sync) != len(probe):
+def paired(figures: dict, values: str, readings: str) -> bool:
+    """Whether a point's figures hold ``values`` with one ``readings`` entry each."""
+    return bool(figures.get(values)) and len(figures[values]) == len(figures.get(readings, []))
+
+
+def at_full_speed(figures: dict, limit_us: float, unit: str) -> list[float]:
+    """The sync figures (µs) of a point's trials (``unit`` "trials": :data:`TRIAL_MEANS` by
+    :data:`TRIAL_PROBES`) or repeats ("repeats": the sync tier's by :data:`PROBE`) whose speed
+    reading is at most ``limit_us``; none where the two lists do not pair up one to one."""
+    values, readings = (TRIAL_MEANS, TRIAL_PROBES) if unit == "trials" else (Tier.SYNC, PROBE)
+    if not paired(figures, values, readings):
         return []
-    return [value for value, reading in zip(sync, probe) if reading <= limit_us]
+    return [value for value, reading in zip(figures[values], figures[readings]) if reading <= limit_us]
 
 
 def figures_by_point(found: dict) -> dict[str, dict[str, list[float]]]:
@@ -222,14 +236,15 @@ def write_report(out: Path, report: dict) -> None:
                   f"{_cell(sync.get((r['subject'], r['batch_size'])), 3)} |" for r in report["host_rows"]]
     if report.get("full_speed_rows"):
         rows = report["full_speed_rows"]
-        lines += ["", f"The sync tier at the host's full speed: each side's repeats whose speed reading was at most "
-                      f"{FULL_SPEED_FACTOR} x the cross-check's fastest ({rows[0]['limit_us']:.2f} µs), the median of "
-                      "their sync figures. Beside the sync rows above, not instead of them: a host-bound figure read in "
-                      "a vCPU's slow episode is the host's (docs/timing.md). \"–\": a side had no such repeat.",
-                  "", "| subject | B | harness µs | repeats | plain µs | repeats | harness / plain | within ±15% |",
-                  "|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {r['subject']} | {r['batch_size']} | {_cell(r['harness_us'], 3)} | {r['harness_repeats']} | "
-                  f"{_cell(r['plain_us'], 3)} | {r['plain_repeats']} | {_cell(r['ratio'], 3)} | "
+        lines += ["", f"The sync tier at the host's full speed: each side's trials (where both sides recorded each "
+                      "trial's mean and speed reading; else its repeats: the unit column) whose speed reading was at "
+                      f"most {FULL_SPEED_FACTOR} x the cross-check's fastest ({rows[0]['limit_us']:.2f} µs), the median "
+                      "of their sync figures; n: how many. Beside the sync rows above, not instead of them: a host-bound "
+                      "figure read in a vCPU's slow episode is the host's (docs/timing.md). \"–\": a side had none.",
+                  "", "| subject | B | unit | harness µs | harness n | plain µs | plain n | harness / plain | within ±15% |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['subject']} | {r['batch_size']} | {r['unit']} | {_cell(r['harness_us'], 3)} | "
+                  f"{r['harness_count']} | {_cell(r['plain_us'], 3)} | {r['plain_count']} | {_cell(r['ratio'], 3)} | "
                   f"{'–' if r['within'] is None else ('yes' if r['within'] else '**no**')} |" for r in rows]
     with writing_into([out]):  # never while a run's vault watches results/ (harness/run_lock.py)
         out.mkdir(parents=True, exist_ok=True)

@@ -53,7 +53,8 @@ from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, S
 from harness.judge.timing.host_speed import host_probe_s
 from harness.judge.timing.sync import host_call_s
 from harness.records.store import load_run
-from tools.parity_compare import HOST, PROBE, TARGETS, judged, rejudge, summary, write_report
+from tools.parity_compare import (HOST, PROBE, TARGETS, TRIAL_MEANS, TRIAL_PROBES, judged, rejudge, summary,
+                                  write_report)
 from tools.timing_proof import in_fresh_process, run_local
 
 #: What each plain-process timer is, as the report names it.
@@ -72,10 +73,10 @@ COPY_METHOD = "torch copy_"
 
 # ------------------------------------------------------------------ the harness's figures
 
-def harness_figures(run_dir: Path, batches: set[int]) -> dict[tuple[str, int], dict[str, float]]:
+def harness_figures(run_dir: Path, batches: set[int]) -> dict[tuple[str, int], dict[str, float | list[float]]]:
     """``{(subject, B): {tier: µs}}`` of a harness run: each solution's PASSED traces, and the
-    torch ``copy_`` floor as :data:`COPY`; a solution's sync tier's ``host_call_us`` as :data:`HOST`
-    and its ``host_probe_us`` as :data:`PROBE` (the copy's too)."""
+    torch ``copy_`` floor as :data:`COPY`; beside them the sync tier's host diagnostics
+    (:func:`diagnostics`)."""
     run = load_run(run_dir)
     found: dict[tuple[str, int], dict[str, float]] = {}
     for floor in run.floors:
@@ -91,14 +92,24 @@ def harness_figures(run_dir: Path, batches: set[int]) -> dict[tuple[str, int], d
     return found
 
 
-def diagnostics(sync, host: bool = True) -> dict[str, float]:
-    """A sync tier's figure's host diagnostics that were recorded, as :data:`HOST` (only with
-    ``host``: the copy floor's host time is a copy's, the plain side has none to set beside it)
-    and :data:`PROBE`; none of an unavailable tier or an older trace."""
+def diagnostics(sync, host: bool = True) -> dict[str, float | list[float]]:
+    """A sync tier's figure's host diagnostics that were recorded: ``host_call_us`` as :data:`HOST`
+    (only with ``host``: the copy floor's host time is a copy's, the plain side has none to set
+    beside it), ``host_probe_us`` as :data:`PROBE`, and each trial's mean and speed reading as the
+    lists :data:`TRIAL_MEANS` and :data:`TRIAL_PROBES` (both or neither); none of an unavailable tier
+    or an older trace."""
     if sync is None or not sync.available:
         return {}
     found = {HOST: sync.host_call_us if host else None, PROBE: sync.host_probe_us}
+    if sync.trial_means_us and sync.host_probe_trials_us:
+        found |= {TRIAL_MEANS: list(sync.trial_means_us), TRIAL_PROBES: list(sync.host_probe_trials_us)}
     return {key: value for key, value in found.items() if value is not None}
+
+
+def as_repeats(figures: dict[str, float | list[float]]) -> dict[str, list[float]]:
+    """One measurement's figures as one repeat each (``{tier: [µs]}``); a per-trial list is already
+    its trials, and extends by them."""
+    return {key: list(value) if isinstance(value, list) else [value] for key, value in figures.items()}
 
 
 def run_harness(solutions: list[str], scratch: Path) -> Path:
@@ -188,7 +199,7 @@ def flashinfer_flush(flush_mb: int | None) -> dict:
 
 
 def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int | None = None,
-                  tiers: tuple[str, ...] = tuple(TARGETS), sets: int | None = None) -> dict[str, float]:
+                  tiers: tuple[str, ...] = tuple(TARGETS), sets: int | None = None) -> dict[str, float | list[float]]:
     """The plain-process timers (:data:`PLAIN_TIMERS`) of ``tiers`` for one subject at one batch size
     (µs), each after ``warm_s`` seconds of back-to-back flush + call (:func:`warm`; 0: none);
     FlashInfer's timers flush as :func:`flashinfer_flush` says. The cupti and events timers
@@ -201,7 +212,8 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     With the sync timer, also :data:`HOST`: the median host time of one untimed call after each of
     its trials (:func:`harness.judge.timing.sync.host_call_s`, the sync tier's own), and
     :data:`PROBE`: the median over its trials of the host's speed read just before and after each
-    trial's loop (:func:`harness.judge.timing.host_speed.host_probe_s`, as the sync tier reads it)."""
+    trial's loop (:func:`harness.judge.timing.host_speed.host_probe_s`, as the sync tier reads it),
+    and each trial's mean and reading apart (:data:`TRIAL_MEANS`, :data:`TRIAL_PROBES`)."""
     import warnings
 
     from flashinfer.testing import bench_gpu_time, bench_gpu_time_with_cuda_event, bench_gpu_time_with_cupti
@@ -227,6 +239,7 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
 
     host_s: list[float] = []  # the sync trials' untimed calls, as the harness's sync tier times them
     probe_s: list[float] = []  # the host's speed beside each sync trial, as the harness's sync tier reads it
+    trial_ms: list[float] = []  # each sync trial's mean
 
     def sync(fn, args) -> float:
         # Each trial's arguments are handed to the loop, which clones them before every call (outside
@@ -237,6 +250,7 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
             mean_ms = time_runnable(fn, list(trial_args), SYNC_WARMUP, SYNC_ITERS, "cuda:0")
             probe_s.append(statistics.mean((before, host_probe_s())))
             host_s.append(host_call_s(fn, trial_args))
+            trial_ms.append(mean_ms)
             return mean_ms
         return mean_over_trials(args, SYNC_TRIALS, lambda trial_args: warm(fn, trial_args, warm_s), trial)
 
@@ -247,7 +261,8 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
         turns = (rotating(fn, placed), ()) if len(placed) > 1 else (fn, args)
         found = {tier: timers[tier](*((fn, args) if tier in ONE_SET_A_TRIAL else turns)) * 1e3 for tier in tiers}
         if host_s:
-            found |= {HOST: statistics.median(host_s) * 1e6, PROBE: statistics.median(probe_s) * 1e6}
+            found |= {HOST: statistics.median(host_s) * 1e6, PROBE: statistics.median(probe_s) * 1e6,
+                      TRIAL_MEANS: [ms * 1e3 for ms in trial_ms], TRIAL_PROBES: [s * 1e6 for s in probe_s]}
         return found
 
 
@@ -270,8 +285,7 @@ def harness_run(solutions: list[str], batches: set[int], scratch: Path) -> dict:
     """One more harness run (:func:`run_harness`) as ``{(subject, B): {tier: [µs]}}``, to extend
     the runs before it with (:func:`extend`)."""
     run = run_harness(solutions, scratch)
-    return {key: {tier: [value] for tier, value in figures.items()}
-            for key, figures in harness_figures(run, batches).items()}
+    return {key: as_repeats(figures) for key, figures in harness_figures(run, batches).items()}
 
 
 def extend(found: dict, more: dict) -> dict:
@@ -294,7 +308,7 @@ def plain_repeats(subjects: list[str], batches: list[int], repeats: int, warm_s:
         for subject in subjects:
             for batch in batches:
                 figures = in_fresh_process(plain_figures, subject, batch, warm_s, flush_mb, tuple(TARGETS), sets)
-                extend(found, {(subject, batch): {tier: [value] for tier, value in figures.items()}})
+                extend(found, {(subject, batch): as_repeats(figures)})
     return found
 
 

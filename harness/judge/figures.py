@@ -23,6 +23,7 @@ from harness.judge.check import CheckResult, Status
 from harness.judge.floor import floor_margin, physical_limit_us
 from harness.judge.timing import (CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, TimingConfig, contest_samples,
                                   contest_value)
+from harness.judge.timing.stats import trial_means
 from harness.records.trace import FloorMeasurement, TierFigure
 
 #: An event pair brackets the kernels of a call, so the events and sync figures cannot be shorter
@@ -140,11 +141,10 @@ def tier_value(tier: str, samples: list[float], trials: int) -> float | None:
         Rejected: sync samples that do not split into ``trials`` equal trials.
     """
     if tier == Tier.SYNC:
-        trials = max(1, trials)
-        per_trial = len(samples) // trials
-        if per_trial * trials != len(samples):
-            raise _reject(f"{len(samples)} sync samples do not split into {trials} trials")
-        return statistics.mean(statistics.mean(samples[i * per_trial:(i + 1) * per_trial]) for i in range(trials))
+        try:
+            return statistics.mean(trial_means(samples, trials))
+        except ValueError as exc:
+            raise _reject(str(exc)) from exc
     if tier == CONTEST_TIER:
         return contest_value(samples)  # the sample count was checked against contest_samples
     return None
@@ -155,6 +155,13 @@ def host_diagnostic(value_us: float | None) -> float | None:
     of the solution's own process, never a figure), kept only where it could be true: finite and
     not negative; else None."""
     return value_us if value_us is not None and math.isfinite(value_us) and value_us >= 0 else None
+
+
+def host_diagnostics(values_us: list[float], count: int) -> list[float] | None:
+    """A list of diagnostics the worker reported, one per trial (``host_probe_trials_us``), kept only
+    where it could be true: ``count`` of them, each as :func:`host_diagnostic` keeps it; else None."""
+    kept = [host_diagnostic(value) for value in values_us]
+    return kept if len(kept) == count and None not in kept else None
 
 
 def check_floor(tier: str, value_us: float, floors: list[FloorMeasurement]) -> None:

@@ -216,6 +216,7 @@ class TierEnd(_Message):
     kernel_names: list[str] = Field(default_factory=list)
     host_call_us: float | None = None  # events/sync: median host time of run() per call (a diagnostic)
     host_probe_us: float | None = None  # sync: the host's speed beside the tier (timing/host_speed.py; a diagnostic)
+    host_probe_trials_us: list[float] = Field(default_factory=list)  # sync: that reading of each trial, in order
     after_return_us: float | None = None  # cupti: median µs the GPU went on after run() returned (core_tier.py)
     retimed_calls: int = 0  # cupti: calls of chunks CUPTI could not time, timed again (core_tier.CUPTI_RETIMES)
 

@@ -37,6 +37,7 @@ from harness.judge.references import References
 from harness.judge.solutions import SolutionMeta, materialize
 from harness.judge.timing import (CONTEST_TRIALS, STOP_RULE_TIERS, ClockWarmth, gpu_tier_unavailable_reason,
                                   median_noise, stop_reason, summarize)
+from harness.judge.timing.stats import trial_means
 from harness.judge.timing.tiers import describe_timer
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation,
                                    FloorMeasurement, Performance, TensorErrors, TierFigure, Trace, WorkloadRecord,
@@ -505,6 +506,9 @@ class VariantJudge:
         elif tier == CONTEST_TIER:  # all the contest's calls, or fewer by the slow-solution rule
             extra.update(stop="iters" if len(samples) == figures.expected_samples(tier, calls) else "budget")
         stats.extra["trials"] = {Tier.SYNC: timing.trials, CONTEST_TIER: CONTEST_TRIALS}.get(tier)
+        if tier == Tier.SYNC:  # each trial apart, the judge's split of its samples beside the worker's reading
+            extra.update(trial_means_us=trial_means(samples, timing.trials),
+                         host_probe_trials_us=figures.host_diagnostics(end.host_probe_trials_us, timing.trials))
         return tier_figure(tier, stats, self.bytes_moved(workload), timer=describe_timer(tier, timing, tier in CORE_TIERS),
                            **extra)
 

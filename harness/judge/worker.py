@@ -259,7 +259,8 @@ class Worker:
             tier=tier, available=True, samples_us=result.samples_us, value_us=result.value_us,
             trials=extra.get("trials"), span_median_us=extra.get("span_median_us"),
             kernels_per_call=extra.get("kernels_per_call"), kernel_names=extra.get("kernel_names", []),
-            host_call_us=extra.get("host_call_us"), host_probe_us=extra.get("host_probe_us")))
+            host_call_us=extra.get("host_call_us"), host_probe_us=extra.get("host_probe_us"),
+            host_probe_trials_us=extra.get("host_probe_trials_us", [])))
 
 
 class DestinationRing:

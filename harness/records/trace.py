@@ -280,6 +280,13 @@ class TierFigure(Record):
     the solution's process reported it (a diagnostic, never a figure). About 6.5 µs on the GPU
     machines here at full speed, twice that while a vCPU runs slow; a Python launch's sync figure
     moves with it (results/proof/20261127-H100-host-path-6470d35)."""
+    trial_means_us: list[float] | None = None
+    """``sync``: each trial's mean (µs), in order: the judge's split of the tier's samples
+    (``value_us`` is their mean)."""
+    host_probe_trials_us: list[float] | None = None
+    """``sync``: ``host_probe_us``'s reading of each trial, in order, as the solution's process
+    reported it (a diagnostic): beside ``trial_means_us``, it tells which trials ran while the
+    host was slow (tools/parity_compare.py compares the sync tier on the others)."""
     copy_floor_us: float | None = None
     """``value_us`` of the copy floor of the same workload, state dtype and
     tier (filled by :func:`harness.records.annotate.annotate` only)."""

@@ -140,6 +140,8 @@ def test_the_hosts_speed_is_read_just_before_and_after_each_trials_loop(monkeypa
     stats = bench_sync(lambda args: None, lambda index=None: {"x": torch.zeros(1)}, lambda: None, TimingConfig(trials=3))
     assert order == ["probe", "loop", "probe"] * 3
     assert stats.extra["host_probe_us"] == pytest.approx(8.0)  # the trials' 5, 8 and 16: their median
+    assert stats.extra["host_probe_trials_us"] == pytest.approx([5.0, 8.0, 16.0])  # each trial's, in order
+    assert stats.extra["trial_means_us"] == pytest.approx([1.0, 1.0, 1.0])  # FakeDoBench's 0.001 ms a call
 
 
 def test_the_host_speed_reading_is_a_median_of_stand_ins_and_refuses_none():
@@ -263,6 +265,21 @@ def test_the_judge_verifies_every_trials_outputs_even_where_the_entry_modifies_i
     assert worker.sent.count(msg.Go(proceed=True)) == trials and judge.verified == trials
     assert figure.available and figure.trials == trials and figure.value_us == pytest.approx(0.001)
     assert "time_runnable" in figure.timer
+
+
+@pytest.mark.parametrize("reported, kept", [
+    ([6.5, 13.0, 6.6], [6.5, 13.0, 6.6]),  # one reading a trial: kept
+    ([6.5, 13.0], None),                   # a trial short
+    ([6.5, float("nan"), 6.6], None),      # one that cannot be true
+    ([], None),                            # an older worker: none
+])
+def test_the_judge_keeps_each_sync_trials_mean_and_the_hosts_speed_beside_it(reported, kept):
+    judge = make_judge(min_iters=5)
+    samples = [10.0] * SYNC_ITERS + [20.0] * SYNC_ITERS + [12.0] * SYNC_ITERS  # the middle trial slow
+    end = msg.TierEnd(tier="sync", available=True, samples_us=samples, host_probe_trials_us=reported)
+    figure = judge.tier_result(WORKLOAD, "sync", end, 3, 3, wall_s=1.0)
+    assert figure.trial_means_us == pytest.approx([10.0, 20.0, 12.0])  # the judge's split, whatever the worker says
+    assert figure.value_us == pytest.approx(14.0) and figure.host_probe_trials_us == kept
 
 
 def test_asking_for_the_sync_tier_brings_cupti():

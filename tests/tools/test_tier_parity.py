@@ -6,8 +6,8 @@ from support.records import make_floor, make_trace, write_run
 import pytest
 import torch
 
-from tools.parity_compare import (FULL_SPEED_FACTOR, HOST, PROBE, TARGETS, compare, compare_at_full_speed, compare_host,
-                                  write_report)
+from tools.parity_compare import (FULL_SPEED_FACTOR, HOST, PROBE, TARGETS, TRIAL_MEANS, TRIAL_PROBES, compare,
+                                  compare_at_full_speed, compare_host, write_report)
 from tools.tier_parity import COPY, COPY_METHOD, extend, flashinfer_flush, harness_figures, solution_inputs
 
 
@@ -26,12 +26,21 @@ def test_the_harness_side_carries_the_sync_tiers_host_time_of_a_call_and_the_hos
     trace = make_trace("fla-recurrent", "w8", {"cupti": 3.8, "sync": 80.0}, batch=8)
     trace.evaluation.performance.tiers["sync"].host_call_us = 61.5
     trace.evaluation.performance.tiers["sync"].host_probe_us = 6.6
+    trace.evaluation.performance.tiers["sync"].trial_means_us = [60.0, 110.0, 70.0]
+    trace.evaluation.performance.tiers["sync"].host_probe_trials_us = [6.6, 12.9, 6.5]
     no_host = make_trace("cuda-v4", "w8", {"cupti": 3.6, "sync": 25.0}, batch=8)  # an older trace: none recorded
     copy = make_floor("w8", {"cupti": 4.0, "sync": 20.0}, batch=8)
     copy.tiers["sync"].host_call_us, copy.tiers["sync"].host_probe_us = 9.0, 12.5
     run = write_run(tmp_path, "run", [trace, no_host, copy])
     found = harness_figures(run, {8})
-    assert found[("fla-recurrent", 8)] == {"cupti": 3.8, "sync": 80.0, HOST: 61.5, PROBE: 6.6}
+    assert found[("fla-recurrent", 8)] == {"cupti": 3.8, "sync": 80.0, HOST: 61.5, PROBE: 6.6,
+                                           TRIAL_MEANS: [60.0, 110.0, 70.0], TRIAL_PROBES: [6.6, 12.9, 6.5]}
+    # a run's figures as one repeat each, a list of trials as its trials: two runs extend alike
+    from tools.tier_parity import as_repeats
+
+    twice = extend(extend({}, {("fla-recurrent", 8): as_repeats(found[("fla-recurrent", 8)])}),
+                   {("fla-recurrent", 8): as_repeats(found[("fla-recurrent", 8)])})[("fla-recurrent", 8)]
+    assert twice["sync"] == [80.0, 80.0] and twice[TRIAL_MEANS] == [60.0, 110.0, 70.0] * 2
     assert found[("cuda-v4", 8)] == {"cupti": 3.6, "sync": 25.0}
     assert found[(COPY, 8)] == {"cupti": 4.0, "sync": 20.0, PROBE: 12.5}  # the floor's host time is not set beside
 
@@ -79,7 +88,8 @@ def test_the_plain_sync_timer_times_one_untimed_call_after_each_trial_on_its_arg
     monkeypatch.setattr(parity, "host_probe_s", lambda: order.append(("probe",)) or next(speed))
 
     found = parity.plain_figures("cuda-v4", 8, 0.0, None, ("sync",), sets=1)
-    assert found == {"sync": 15.0, HOST: 20.0, PROBE: 7.0}  # µs: the medians over the three trials
+    trials = {TRIAL_MEANS: [15.0] * 3, TRIAL_PROBES: pytest.approx([7.0, 7.0, 13.0])}  # each trial apart
+    assert found == {"sync": 15.0, HOST: 20.0, PROBE: 7.0, **trials}  # µs: the medians over the three trials
     assert order == [entry for args in (("set 0",), ("trial 1",), ("trial 2",))
                      for entry in (("probe",), ("loop", args), ("probe",), ("host", args))]
 
@@ -309,10 +319,23 @@ def test_the_sync_tier_at_full_speed_compares_only_the_repeats_of_a_fast_host():
     assert set(rows) == {("fla-recurrent", 1), ("fla-recurrent", 8), ("copy", 1)}
     fast = rows[("fla-recurrent", 1)]
     assert fast["limit_us"] == pytest.approx(6.0 * FULL_SPEED_FACTOR)  # 7.8: the 7.7 reading counts, 12.0 does not
-    assert (fast["harness_us"], fast["plain_us"], fast["harness_repeats"], fast["plain_repeats"]) == (42.0, 45.0, 1, 2)
-    assert fast["ratio"] == pytest.approx(42.0 / 45.0) and fast["within"] is True
+    assert (fast["harness_us"], fast["plain_us"], fast["harness_count"], fast["plain_count"]) == (42.0, 45.0, 1, 2)
+    assert fast["ratio"] == pytest.approx(42.0 / 45.0) and fast["within"] is True and fast["unit"] == "repeats"
     for unjudged in (rows[("fla-recurrent", 8)], rows[("copy", 1)]):  # a side with no repeat at full speed
-        assert unjudged["ratio"] is None and unjudged["within"] is None and unjudged["harness_repeats"] == 0
+        assert unjudged["ratio"] is None and unjudged["within"] is None and unjudged["harness_count"] == 0
+
+
+def test_where_both_sides_recorded_each_trial_the_full_speed_comparison_takes_trials():
+    # one repeat a side, three trials each: the harness's middle trial and the plain side's last ran slow
+    harness = {("fla-recurrent", 1): {"sync": [55.0], PROBE: [6.6], TRIAL_MEANS: [43.0, 80.0, 42.0],
+                                      TRIAL_PROBES: [6.5, 12.8, 6.6]}}
+    plain = {("fla-recurrent", 1): {"sync": [57.0], PROBE: [6.5], TRIAL_MEANS: [44.0, 46.0, 81.0],
+                                    TRIAL_PROBES: [6.4, 6.6, 12.4]}}
+    [row] = compare_at_full_speed(harness, plain)
+    assert row["unit"] == "trials" and (row["harness_count"], row["plain_count"]) == (2, 2)
+    assert (row["harness_us"], row["plain_us"]) == (42.5, 45.0) and row["within"] is True
+    plain[("fla-recurrent", 1)].pop(TRIAL_PROBES)  # one side without its trials' readings: repeats again
+    assert compare_at_full_speed(harness, plain)[0]["unit"] == "repeats"
     assert compare_at_full_speed({("copy", 1): {"sync": [16.0]}}, {("copy", 1): {"sync": [17.0]}}) == []  # no readings
 
 

@@ -47,6 +47,21 @@ def positional_call(fn: Callable, entry: Callable | None, args: Any) -> tuple[Ca
     return entry or (lambda *given: fn(dict(zip(names, given)))), tuple(args.values())
 
 
+def trial_means(samples_us: list[float], trials: int) -> list[float]:
+    """Each trial's mean (µs), in order: ``samples_us`` split into ``trials`` equal parts, as the
+    sync tier's trials follow one another (flashinfer-bench 0.1.2's ``time_runnable`` returns each
+    one's mean).
+
+    Raises:
+        ValueError: the samples do not split into ``trials`` equal, non-empty parts.
+    """
+    trials = max(1, trials)
+    per_trial = len(samples_us) // trials
+    if per_trial == 0 or per_trial * trials != len(samples_us):
+        raise ValueError(f"{len(samples_us)} sync samples do not split into {trials} trials")
+    return [statistics.mean(samples_us[i * per_trial:(i + 1) * per_trial]) for i in range(trials)]
+
+
 def percentile(sorted_values: list[float], q: float) -> float:
     """Linear-interpolated percentile ``q`` in [0, 100] of sorted values."""
     if len(sorted_values) == 1:

@@ -102,7 +102,9 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
         the median host time of the untimed calls, the timed ones being flashinfer-bench's own;
         ``host_probe_us``: the host's speed beside the trials, the median over them of a
         :func:`~harness.judge.timing.host_speed.host_probe_s` reading just before and one just
-        after each trial's loop), or TierUnavailable when flashinfer-bench cannot be imported.
+        after each trial's loop; ``host_probe_trials_us`` each trial's reading and
+        ``trial_means_us`` each trial's mean, in order), or TierUnavailable when flashinfer-bench
+        cannot be imported.
     """
     fib, reason = fib_timing()
     if fib is None:
@@ -122,4 +124,5 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
         samples.extend(times)
     gpu_state.CLOCKS.busy()
     return summarize(Tier.SYNC, samples, value_us=statistics.mean(trial_means), trials=config.trials,
-                     host_call_us=statistics.median(host) * 1e6, host_probe_us=statistics.median(probes) * 1e6)
+                     host_call_us=statistics.median(host) * 1e6, host_probe_us=statistics.median(probes) * 1e6,
+                     host_probe_trials_us=[probe * 1e6 for probe in probes], trial_means_us=trial_means)
