@@ -65,8 +65,9 @@ def contest_value(samples_us: list[float]) -> float:
     :data:`CONTEST_TRIALS` trials (equal parts of the samples, in order).
 
     How flashinfer-bench combines its trials is not asserted here: the mean of the trial
-    medians is what the sync tier does with the original contest's trials, and the trace
-    keeps every sample, so another combination can be computed from it.
+    medians is what the sync tier does with the original contest's trials. The trace keeps the
+    samples' median, p10, p90, min and max, not every sample, so another combination needs the
+    run again.
 
     Raises:
         ValueError: the samples do not split into :data:`CONTEST_TRIALS` equal, non-empty trials.
