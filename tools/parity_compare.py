@@ -9,7 +9,8 @@ tools.tier_parity --rejudge``) without measuring anything:
 * :func:`compare`: each tier's ratio against its target (:data:`TARGETS`), and whether the two
   sides' ranges meet;
 * :func:`compare_host`: the host beside the sync tier, with no target (:data:`HOST`, :data:`PROBE`);
-* :func:`compare_at_full_speed`: the sync tier on the repeats that ran at the host's full speed.
+* :func:`compare_at_full_speed`: the sync tier on the trials (or repeats) that ran at the host's
+  full speed.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ TARGETS = {Tier.CUPTI: 0.02, Tier.CONTEST: 0.02, Tier.EVENTS: 0.10, Tier.SYNC: 0
 #: sync tier measures it after each trial's timed loop (``harness.judge.timing.sync.bench_sync``'s
 #: ``host_call_us``: the untimed call on the trial's own arguments, timed with ``time.perf_counter``,
 #: the median over the trials). No target: it says whether a sync-tier gap is the host's path to the
-#: launch (docs/timing.md: the sync tier leans high for Python launches).
+#: launch (docs/timing.md, "What a Python launch's host time holds").
 HOST = "host"
 #: The key of a point's host-speed diagnostic: the sync tier's ``host_probe_us`` (µs of a fixed
 #: pure-Python stand-in beside each trial, ``harness.judge.timing.host_speed``), the same reading on
