@@ -50,7 +50,7 @@ from pathlib import Path
 from harness.facts import Tier
 from harness.judge.core import placement_copies
 from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, SYNC_TRIALS, SYNC_WARMUP, TimingConfig
-from harness.judge.timing.host_speed import host_probe_s
+from harness.judge.timing.host_speed import speed_beside
 from harness.judge.timing.sync import host_call_s
 from harness.records.store import load_run
 from tools.parity_compare import (HOST, PROBE, TARGETS, TRIAL_MEANS, TRIAL_PROBES, judged, rejudge, summary,
@@ -212,7 +212,7 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     With the sync timer, also :data:`HOST`: the median host time of one untimed call after each of
     its trials (:func:`harness.judge.timing.sync.host_call_s`, the sync tier's own), and
     :data:`PROBE`: the median over its trials of the host's speed read just before and after each
-    trial's loop (:func:`harness.judge.timing.host_speed.host_probe_s`, as the sync tier reads it),
+    trial's loop (:func:`harness.judge.timing.host_speed.speed_beside`, as the sync tier reads it),
     and each trial's mean and reading apart (:data:`TRIAL_MEANS`, :data:`TRIAL_PROBES`)."""
     import warnings
 
@@ -246,9 +246,8 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
         # its event pair), as 0.1.2's evaluator and the harness's sync tier have it do: a rotating
         # callable of no arguments would clone nothing, and the launch would run on another host path.
         def trial(trial_args) -> float:
-            before = host_probe_s()
-            mean_ms = time_runnable(fn, list(trial_args), SYNC_WARMUP, SYNC_ITERS, "cuda:0")
-            probe_s.append(statistics.mean((before, host_probe_s())))
+            mean_ms, probe = speed_beside(lambda: time_runnable(fn, list(trial_args), SYNC_WARMUP, SYNC_ITERS, "cuda:0"))
+            probe_s.append(probe)
             host_s.append(host_call_s(fn, trial_args))
             trial_ms.append(mean_ms)
             return mean_ms

@@ -128,6 +128,8 @@ def test_each_trial_gets_one_input_set_and_its_outputs_come_from_an_untimed_call
 
 
 def test_the_hosts_speed_is_read_just_before_and_after_each_trials_loop(monkeypatch, no_gpu_needed):
+    from harness.judge.timing import host_speed
+
     order, readings = [], iter([4e-6, 6e-6, 7e-6, 9e-6, 12e-6, 20e-6])  # seconds, two a trial
 
     def probe():
@@ -136,7 +138,7 @@ def test_the_hosts_speed_is_read_just_before_and_after_each_trials_loop(monkeypa
 
     fake = FakeDoBench()
     monkeypatch.setattr(fib, "do_bench", lambda *args, **kwargs: (order.append("loop"), fake(*args, **kwargs))[1])
-    monkeypatch.setattr(sync, "host_probe_s", probe)
+    monkeypatch.setattr(host_speed, "host_probe_s", probe)
     stats = bench_sync(lambda args: None, lambda index=None: {"x": torch.zeros(1)}, lambda: None, TimingConfig(trials=3))
     assert order == ["probe", "loop", "probe"] * 3
     assert stats.extra["host_probe_us"] == pytest.approx(8.0)  # the trials' 5, 8 and 16: their median

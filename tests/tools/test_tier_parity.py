@@ -85,7 +85,9 @@ def test_the_plain_sync_timer_times_one_untimed_call_after_each_trial_on_its_arg
     host = iter([30e-6, 10e-6, 20e-6])
     monkeypatch.setattr(parity, "host_call_s", lambda fn, args: order.append(("host", args)) or next(host))
     speed = iter([6e-6, 8e-6, 7e-6, 7e-6, 12e-6, 14e-6])  # two readings a trial: 7, 7 and 13 µs
-    monkeypatch.setattr(parity, "host_probe_s", lambda: order.append(("probe",)) or next(speed))
+    from harness.judge.timing import host_speed
+
+    monkeypatch.setattr(host_speed, "host_probe_s", lambda: order.append(("probe",)) or next(speed))
 
     found = parity.plain_figures("cuda-v4", 8, 0.0, None, ("sync",), sets=1)
     trials = {TRIAL_MEANS: [15.0] * 3, TRIAL_PROBES: pytest.approx([7.0, 7.0, 13.0])}  # each trial apart

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
 
 #: Multiply-adds of one stand-in: about 6.5 µs on the GPU machines' CPUs at full speed.
 STAND_IN_STEPS = 200
@@ -44,3 +47,12 @@ def host_probe_s(readings: int = READINGS) -> float:
     if readings < 1:
         raise ValueError(f"host_probe_s needs at least one reading, got {readings}")
     return statistics.median(stand_in_s() for _ in range(readings))
+
+
+def speed_beside(work: Callable[[], T]) -> tuple[T, float]:
+    """``(work(), seconds)``: ``work`` run between two :func:`host_probe_s` readings, and their mean,
+    the host's speed beside it. The sync tier reads each trial's loop so, and tools/tier_parity.py
+    the plain loop it sets beside it: one function, so the two sides read the host alike."""
+    before = host_probe_s()
+    result = work()
+    return result, statistics.mean((before, host_probe_s()))

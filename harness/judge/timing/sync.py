@@ -23,7 +23,7 @@ import torch
 
 from harness.facts import Tier
 from harness.judge.timing import gpu_state, stop_rule
-from harness.judge.timing.host_speed import host_probe_s
+from harness.judge.timing.host_speed import speed_beside
 from harness.judge.timing.settings import SYNC_ITERS, SYNC_WARMUP, TimingConfig
 from harness.judge.timing.stats import TierUnavailable, TimingStats, nothing_after, positional_call, summarize
 
@@ -102,7 +102,7 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
         the median host time of the untimed calls, the timed ones being flashinfer-bench's own;
         ``host_probe_us``: the host's speed beside the trials, the median over them of a
         :func:`~harness.judge.timing.host_speed.host_probe_s` reading just before and one just
-        after each trial's loop; ``host_probe_trials_us`` each trial's reading and
+        after each trial's loop (:func:`~harness.judge.timing.host_speed.speed_beside`); ``host_probe_trials_us`` each trial's reading and
         ``trial_means_us`` each trial's mean, in order), or TierUnavailable when flashinfer-bench
         cannot be imported.
     """
@@ -113,9 +113,10 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
     device, trial_means, samples, host, probes = device_name(), [], [], [], []
     for trial in range(config.trials):
         call, values = positional_call(fn, entry, setup(trial))
-        before = host_probe_s()  # the host's speed as the loop starts and as it ends (host_speed.py: why)
-        times = [ms * 1e3 for ms in time_runnable_samples(fib, call, list(values), warmup, iters, device)]
-        probes.append(statistics.mean((before, host_probe_s())))
+        # the host's speed as the loop starts and as it ends (host_speed.py: why)
+        times_ms, probe = speed_beside(lambda: time_runnable_samples(fib, call, list(values), warmup, iters, device))
+        times = [ms * 1e3 for ms in times_ms]
+        probes.append(probe)
         if len(times) != iters:  # not the loop flashinfer-bench 0.1.2 ships: no figure of it
             raise RuntimeError(f"flashinfer-bench's do_bench returned {len(times)} times for {iters} calls")
         host.append(host_call_s(call, values))  # untimed, on the trial's own arguments: what the judge verifies
