@@ -246,7 +246,8 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
         # its event pair), as 0.1.2's evaluator and the harness's sync tier have it do: a rotating
         # callable of no arguments would clone nothing, and the launch would run on another host path.
         def trial(trial_args) -> float:
-            mean_ms, probe = speed_beside(lambda: time_runnable(fn, list(trial_args), SYNC_WARMUP, SYNC_ITERS, "cuda:0"))
+            mean_ms, probe = speed_beside(
+                lambda: time_runnable(fn, list(trial_args), SYNC_WARMUP, SYNC_ITERS, "cuda:0"))
             probe_s.append(probe)
             host_s.append(host_call_s(fn, trial_args))
             trial_ms.append(mean_ms)

@@ -102,9 +102,9 @@ def bench_sync(fn: Callable, setup: Callable, flush: Callable, config: TimingCon
         the median host time of the untimed calls, the timed ones being flashinfer-bench's own;
         ``host_probe_us``: the host's speed beside the trials, the median over them of a
         :func:`~harness.judge.timing.host_speed.host_probe_s` reading just before and one just
-        after each trial's loop (:func:`~harness.judge.timing.host_speed.speed_beside`); ``host_probe_trials_us`` each trial's reading and
-        ``trial_means_us`` each trial's mean, in order), or TierUnavailable when flashinfer-bench
-        cannot be imported.
+        after each trial's loop (:func:`~harness.judge.timing.host_speed.speed_beside`);
+        ``host_probe_trials_us`` each trial's reading and ``trial_means_us`` each trial's mean, in
+        order), or TierUnavailable when flashinfer-bench cannot be imported.
     """
     fib, reason = fib_timing()
     if fib is None:
