@@ -10,7 +10,8 @@ tools.tier_parity --rejudge``) without measuring anything:
   sides' ranges meet;
 * :func:`compare_host`: the host beside the sync tier, with no target (:data:`HOST`, :data:`PROBE`);
 * :func:`compare_at_full_speed`: the sync tier on the trials (or repeats) that ran at the host's
-  full speed.
+  full speed;
+* :func:`slow_trials`: how often each side's host read slow, over the points both sides measured.
 """
 
 from __future__ import annotations
@@ -104,11 +105,9 @@ def compare_at_full_speed(harness: dict, plain: dict) -> list[dict]:
     runs (results/proof/20261127-H100-parity-speed-7bf32b9: in all 10 pairs of repeats whose
     readings differed in mode, the slow one read the higher sync figure). Beside :func:`compare`'s
     sync rows, never instead of them. A figure counts only where it has its own reading."""
-    readings = [value for side in (harness, plain) for figures in side.values()
-                for key in (PROBE, TRIAL_PROBES) for value in figures.get(key, [])]
-    if not readings:
+    limit = full_speed_limit(harness, plain)
+    if limit is None:
         return []
-    limit = min(readings) * FULL_SPEED_FACTOR
     rows = []
     for key in sorted(set(harness) & set(plain)):
         if not harness[key].get(Tier.SYNC) or not plain[key].get(Tier.SYNC):
@@ -121,6 +120,30 @@ def compare_at_full_speed(harness: dict, plain: dict) -> list[dict]:
                      "plain_us": other, "harness_count": len(mine), "plain_count": len(theirs), "ratio": ratio,
                      "within": None if ratio is None else abs(ratio - 1) <= TARGETS[Tier.SYNC]})
     return rows
+
+
+def full_speed_limit(harness: dict, plain: dict) -> float | None:
+    """The slowest speed reading (µs of the stand-in) that still counts as the host's full speed:
+    :data:`FULL_SPEED_FACTOR` x the fastest reading of the cross-check, both sides and every point;
+    None where no reading was recorded."""
+    readings = [value for side in (harness, plain) for figures in side.values()
+                for key in (PROBE, TRIAL_PROBES) for value in figures.get(key, [])]
+    return min(readings) * FULL_SPEED_FACTOR if readings else None
+
+
+def slow_trials(harness: dict, plain: dict) -> dict[str, dict[str, int]] | None:
+    """Per side, ``{"slow": n, "trials": n}``: how many of its sync trials' speed readings
+    (:data:`TRIAL_PROBES`) were above :func:`full_speed_limit`, over the points both sides measured
+    (a bf16-state variant the plain side does not time is left out). None where a side recorded no
+    trial's reading. Why: the worker's trials read slow more often than the plain process's in every
+    cross-check so far (results/proof/20261127-H100-parity-trials-df1fce0: 52-80% against 38-65%),
+    which decides how many points the full-speed comparison can judge; a diagnostic, no target."""
+    limit, shared = full_speed_limit(harness, plain), set(harness) & set(plain)
+    counts = {}
+    for name, side in (("harness", harness), ("plain", plain)):
+        readings = [value for key in shared for value in side[key].get(TRIAL_PROBES, [])]
+        counts[name] = {"slow": sum(value > limit for value in readings), "trials": len(readings)} if readings else None
+    return counts if limit is not None and None not in counts.values() else None
 
 
 def paired(figures: dict, values: str, readings: str) -> bool:
@@ -155,10 +178,11 @@ def points_from_figures(stored: dict[str, dict[str, list[float]]]) -> dict:
 
 def judged(report: dict, harness: dict, plain: dict) -> dict:
     """``report`` with its comparisons made from the two sides' figures: ``rows`` (:func:`compare`),
-    ``host_rows`` (:func:`compare_host`) and ``full_speed_rows`` (:func:`compare_at_full_speed`)."""
+    ``host_rows`` (:func:`compare_host`), ``full_speed_rows`` (:func:`compare_at_full_speed`) and
+    ``slow_trials`` (:func:`slow_trials`)."""
     return {**report, "figures": {"harness": figures_by_point(harness), "plain": figures_by_point(plain)},
             "rows": compare(harness, plain), "host_rows": compare_host(harness, plain),
-            "full_speed_rows": compare_at_full_speed(harness, plain)}
+            "full_speed_rows": compare_at_full_speed(harness, plain), "slow_trials": slow_trials(harness, plain)}
 
 
 def rejudge(stored: Path, out: Path) -> dict:
@@ -247,6 +271,10 @@ def write_report(out: Path, report: dict) -> None:
         lines += [f"| {r['subject']} | {r['batch_size']} | {r['unit']} | {_cell(r['harness_us'], 3)} | "
                   f"{r['harness_count']} | {_cell(r['plain_us'], 3)} | {r['plain_count']} | {_cell(r['ratio'], 3)} | "
                   f"{'–' if r['within'] is None else ('yes' if r['within'] else '**no**')} |" for r in rows]
+    if report.get("slow_trials"):
+        lines += ["", f"Sync trials read slow (speed reading above {FULL_SPEED_FACTOR} x the fastest), over the points "
+                      f"both sides measured: {slow_share(report['slow_trials'])}. A diagnostic, no target: it decides "
+                      "how many points the comparison above can judge."]
     with writing_into([out]):  # never while a run's vault watches results/ (harness/run_lock.py)
         out.mkdir(parents=True, exist_ok=True)
         (out / "tier_parity.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -259,4 +287,10 @@ def summary(report: dict) -> str:
     rows, fast = report["rows"], [r for r in report.get("full_speed_rows", []) if r["within"] is not None]
     line = (f"{sum(r['within'] for r in rows)} of {len(rows)} within their targets; "
             f"{sum(r['within_spread'] for r in rows)} within the plain timer's range widened by the target")
-    return line + (f"; sync at full speed: {sum(r['within'] for r in fast)} of {len(fast)} judged" if fast else "")
+    line += f"; sync at full speed: {sum(r['within'] for r in fast)} of {len(fast)} judged" if fast else ""
+    return line + (f"; slow trials: {slow_share(report['slow_trials'])}" if report.get("slow_trials") else "")
+
+
+def slow_share(counts: dict[str, dict[str, int]]) -> str:
+    """:func:`slow_trials`'s counts in words: "harness 103 of 168, plain 46 of 120"."""
+    return ", ".join(f"{side} {count['slow']} of {count['trials']}" for side, count in counts.items())

@@ -30,8 +30,9 @@ process, on one GPU in one session (issue #29).
 3. ``DIR/tier_parity.json`` and ``DIR/tier_parity.md``: every figure, the harness / plain ratio,
    whether it is within its target (:data:`TARGETS`), the repeats' range and whether the harness's
    figure lies inside it widened by the target; beside them, with no target, each side's host time
-   of one call and host speed as the sync tier measures them, and the sync tier compared at the
-   host's full speed: :mod:`tools.parity_compare` judges and writes the report. Needs a CUDA GPU,
+   of one call and host speed as the sync tier measures them, the sync tier compared at the
+   host's full speed, and how often each side's trials read the host slow: :mod:`tools.parity_compare`
+   judges and writes the report. Needs a CUDA GPU,
    flashinfer-python, cupti-python and flashinfer-bench 0.1.2 (``pip install --no-deps
    flashinfer-bench==0.1.2``). ``--rejudge TIER_PARITY_JSON`` judges a recorded run again instead,
    measuring nothing.

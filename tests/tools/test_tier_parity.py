@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tools.parity_compare import (FULL_SPEED_FACTOR, HOST, PROBE, TARGETS, TRIAL_MEANS, TRIAL_PROBES, compare,
-                                  compare_at_full_speed, compare_host, write_report)
+                                  compare_at_full_speed, compare_host, judged, slow_trials, summary, write_report)
 from tools.tier_parity import COPY, COPY_METHOD, extend, flashinfer_flush, harness_figures, solution_inputs
 
 
@@ -339,6 +339,23 @@ def test_where_both_sides_recorded_each_trial_the_full_speed_comparison_takes_tr
     plain[("fla-recurrent", 1)].pop(TRIAL_PROBES)  # one side without its trials' readings: repeats again
     assert compare_at_full_speed(harness, plain)[0]["unit"] == "repeats"
     assert compare_at_full_speed({("copy", 1): {"sync": [16.0]}}, {("copy", 1): {"sync": [17.0]}}) == []  # no readings
+
+
+def test_slow_trials_counts_each_sides_slow_readings_over_the_points_both_measured(tmp_path):
+    harness = {("copy", 1): {"sync": [20.0], TRIAL_MEANS: [16.0, 30.0, 31.0], TRIAL_PROBES: [6.0, 12.0, 7.9]},
+               ("cuda-v4[bfloat16-state]", 1): {"sync": [20.0], TRIAL_MEANS: [1.0] * 3, TRIAL_PROBES: [13.0] * 3}}
+    plain = {("copy", 1): {"sync": [17.0], TRIAL_MEANS: [16.0, 17.0, 16.5], TRIAL_PROBES: [6.1, 7.8, 6.2]}}
+    counts = slow_trials(harness, plain)  # the limit is 1.3 x 6.0 = 7.8: 7.8 is full speed, 7.9 is not
+    assert counts == {"harness": {"slow": 2, "trials": 3}, "plain": {"slow": 0, "trials": 3}}  # no bf16 variant
+    report = judged({"hardware": "a GPU", "date": "now", "git_commit": "abc", "command": "c", "plain_repeats": 1},
+                    harness, plain)
+    assert report["slow_trials"] == counts
+    assert summary(report).endswith("slow trials: harness 2 of 3, plain 0 of 3")
+    write_report(tmp_path, report)
+    assert "Sync trials read slow" in (tmp_path / "tier_parity.md").read_text()
+    plain[("copy", 1)].pop(TRIAL_PROBES)  # a side without per-trial readings (an older run): nothing to count
+    assert slow_trials(harness, plain) is None
+    assert "slow trials" not in summary(judged({}, harness, plain))
 
 
 def test_a_full_speed_miss_is_a_miss():
