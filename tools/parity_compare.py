@@ -11,7 +11,9 @@ tools.tier_parity --rejudge``) without measuring anything:
 * :func:`compare_host`: the host beside the sync tier, with no target (:data:`HOST`, :data:`PROBE`);
 * :func:`compare_at_full_speed`: the sync tier on the trials (or repeats) that ran at the host's
   full speed;
-* :func:`slow_trials`: how often each side's host read slow, over the points both sides measured.
+* :func:`slow_trials`: how often each side's host read slow, over the points both sides measured;
+* :func:`machine_speed`: how often a stand-in pinned to one CPU read slow while each side ran
+  (measured by ``tools/tier_parity.py --speed-log``; recorded, not judged again).
 """
 
 from __future__ import annotations
@@ -146,6 +148,23 @@ def slow_trials(harness: dict, plain: dict) -> dict[str, dict[str, int]] | None:
     return counts if limit is not None and None not in counts.values() else None
 
 
+def machine_speed(blocks: list[tuple[float, float]], phases: list[dict]) -> dict[str, dict[str, int]] | None:
+    """Per side, ``{"slow": n, "blocks": n}``: the blocks of a pinned stand-in's log
+    (:func:`tools.host_speed_log.read_log`: ``(epoch s, µs)``) that started within that side's phases
+    (``{"side", "start", "end"}``, epoch s), and how many read above :data:`FULL_SPEED_FACTOR` x the
+    log's fastest block. None without blocks or phases. Why: beside :func:`slow_trials`, it says
+    whether a side's extra slow trials were the machine's moment (the pinned CPU slow then too) or
+    its own (results/proof/20261127-H100-parity-trials-df1fce0); a diagnostic, no target."""
+    if not blocks or not phases:
+        return None
+    limit, counts = min(value for _, value in blocks) * FULL_SPEED_FACTOR, {}
+    for side in sorted({phase["side"] for phase in phases}):
+        windows = [(phase["start"], phase["end"]) for phase in phases if phase["side"] == side]
+        inside = [value for began, value in blocks if any(start <= began < end for start, end in windows)]
+        counts[side] = {"slow": sum(value > limit for value in inside), "blocks": len(inside)}
+    return counts
+
+
 def paired(figures: dict, values: str, readings: str) -> bool:
     """Whether a point's figures hold ``values`` with one ``readings`` entry each."""
     return bool(figures.get(values)) and len(figures[values]) == len(figures.get(readings, []))
@@ -275,6 +294,11 @@ def write_report(out: Path, report: dict) -> None:
         lines += ["", f"Sync trials read slow (speed reading above {FULL_SPEED_FACTOR} x the fastest), over the points "
                       f"both sides measured: {slow_share(report['slow_trials'])}. A diagnostic, no target: it decides "
                       "how many points the comparison above can judge."]
+    if report.get("machine_speed"):
+        lines += ["", f"The machine beside the run: a stand-in pinned to CPU {report.get('speed_log_cpu')} "
+                      f"(tools/host_speed_log.py, speed_log.txt), its 20-ms blocks above {FULL_SPEED_FACTOR} x its "
+                      f"fastest while each side ran: {block_share(report['machine_speed'])}. Where a side's trials read "
+                      "slow more often than the pinned CPU did at the same moments, the slowness is that side's own."]
     with writing_into([out]):  # never while a run's vault watches results/ (harness/run_lock.py)
         out.mkdir(parents=True, exist_ok=True)
         (out / "tier_parity.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -289,6 +313,11 @@ def summary(report: dict) -> str:
             f"{sum(r['within_spread'] for r in rows)} within the plain timer's range widened by the target")
     line += f"; sync at full speed: {sum(r['within'] for r in fast)} of {len(fast)} judged" if fast else ""
     return line + (f"; slow trials: {slow_share(report['slow_trials'])}" if report.get("slow_trials") else "")
+
+
+def block_share(counts: dict[str, dict[str, int]]) -> str:
+    """:func:`machine_speed`'s counts in words: "harness 812 of 1,630 slow, plain ..."."""
+    return ", ".join(f"{side} {count['slow']:,} of {count['blocks']:,} slow" for side, count in counts.items())
 
 
 def slow_share(counts: dict[str, dict[str, int]]) -> str:

@@ -2,7 +2,7 @@
 process, on one GPU in one session (issue #29).
 
     python -m tools.tier_parity --out DIR [--solutions cuda-v4,fla-recurrent] [--batches 1,8,64,512] [--repeats 3]
-                                  [--harness-repeats 1] [--plain-sets N]
+                                  [--harness-repeats 1] [--plain-sets N] [--speed-log]
 
 1. The harness: ``run_local.py --algo SOLUTIONS --workloads sweep --tiers cupti,events,sync,contest``
    in a subprocess of its own, ``--harness-repeats`` times; per (solution, B) each tier's figure,
@@ -32,7 +32,9 @@ process, on one GPU in one session (issue #29).
    figure lies inside it widened by the target; beside them, with no target, each side's host time
    of one call and host speed as the sync tier measures them, the sync tier compared at the
    host's full speed, and how often each side's trials read the host slow: :mod:`tools.parity_compare`
-   judges and writes the report. Needs a CUDA GPU,
+   judges and writes the report. With ``--speed-log``, a stand-in pinned to one CPU logs the host's
+   speed beside both sides (:mod:`tools.host_speed_log`), and the report says how often it read slow
+   while each ran. Needs a CUDA GPU,
    flashinfer-python, cupti-python and flashinfer-bench 0.1.2 (``pip install --no-deps
    flashinfer-bench==0.1.2``). ``--rejudge TIER_PARITY_JSON`` judges a recorded run again instead,
    measuring nothing.
@@ -41,10 +43,15 @@ process, on one GPU in one session (issue #29).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
+import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -54,8 +61,10 @@ from harness.judge.timing import CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, S
 from harness.judge.timing.host_speed import speed_beside
 from harness.judge.timing.sync import host_call_s
 from harness.records.store import load_run
-from tools.parity_compare import (HOST, PROBE, TARGETS, TRIAL_MEANS, TRIAL_PROBES, judged, rejudge, summary,
-                                  write_report)
+from harness.run_lock import writing_into
+from tools.host_speed_log import read_log
+from tools.parity_compare import (HOST, PROBE, TARGETS, TRIAL_MEANS, TRIAL_PROBES, judged, machine_speed, rejudge,
+                                  summary, write_report)
 from tools.timing_proof import in_fresh_process, run_local
 
 #: What each plain-process timer is, as the report names it.
@@ -313,6 +322,67 @@ def plain_repeats(subjects: list[str], batches: list[int], repeats: int, warm_s:
     return found
 
 
+# ------------------------------------------------------------------ the machine beside the run
+
+#: The pinned stand-in's log in ``--out`` (:mod:`tools.host_speed_log`).
+SPEED_LOG = "speed_log.txt"
+
+
+@contextlib.contextmanager
+def phase(phases: list[dict], side: str):
+    """Append ``{"side", "start", "end"}`` (epoch s) for the work inside, also when it is interrupted:
+    when each side ran, to read the pinned stand-in's log by (:func:`tools.parity_compare.machine_speed`)."""
+    entry = {"side": side, "start": time.time(), "end": None}
+    phases.append(entry)
+    try:
+        yield
+    finally:
+        entry["end"] = time.time()
+
+
+def speed_log_cpu() -> int:
+    """The CPU the stand-in is pinned to: the last this process may run on. The measured processes
+    are not pinned; with one or two of them busy on a machine of 16 CPUs, the scheduler leaves the
+    logger's CPU to it (results/proof/20261127-H100-host-speed-df1fce0, part 4)."""
+    return max(os.sched_getaffinity(0))
+
+
+def start_speed_log(path: Path, wait_s: float = 30.0) -> subprocess.Popen:
+    """:mod:`tools.host_speed_log` into ``path``, pinned to :func:`speed_log_cpu`, until stopped;
+    returns once its first block is logged (its imports take about a second; at most ``wait_s``, or
+    sooner if it exits), so the first side's phase is covered from its start."""
+    logger = subprocess.Popen([sys.executable, "-m", "tools.host_speed_log", "--out", str(path),
+                               "--cpu", str(speed_log_cpu())], cwd=Path(__file__).resolve().parents[1])
+    deadline = time.monotonic() + wait_s
+    while not (path.exists() and path.stat().st_size) and logger.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return logger
+
+
+def stop_speed_log(logger: subprocess.Popen | None, path: Path | None, phases: list[dict]) -> dict:
+    """Stop the logger (None: there was none) and read its log at ``path``: the report's
+    ``speed_log_cpu`` and ``machine_speed`` (:func:`tools.parity_compare.machine_speed`), or nothing."""
+    if logger is None or path is None:
+        return {}
+    logger.terminate()
+    try:
+        logger.wait(10)
+    except subprocess.TimeoutExpired:
+        logger.kill()
+        logger.wait()
+    blocks = read_log(path) if path.exists() else []
+    return {"speed_log_cpu": speed_log_cpu(), "machine_speed": machine_speed(blocks, phases)}
+
+
+def keep_speed_log(scratch_log: Path, out: Path) -> None:
+    """Move the logger's file into ``out`` (under the checkout's lock where ``out`` lies in it) and
+    remove its scratch folder."""
+    if scratch_log.exists():
+        with writing_into([out]):
+            shutil.move(scratch_log, out / SPEED_LOG)
+    shutil.rmtree(scratch_log.parent, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -334,6 +404,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--harness-repeats", type=int, default=1,
                         help="harness runs, each a run_local.py of its own, one before each plain round; the "
                              "harness figure is their median (default: %(default)s)")
+    parser.add_argument("--speed-log", action="store_true",
+                        help="beside the run, a stand-in pinned to the last CPU logs the host's speed "
+                             f"(tools/host_speed_log.py; kept as --out's {SPEED_LOG}); the report says how often it "
+                             "read slow while each side ran")
     parser.add_argument("--rejudge", type=Path, default=None, metavar="TIER_PARITY_JSON",
                         help="judge a recorded cross-check again with this version's comparisons, its report into "
                              "--out; nothing is measured, no GPU needed")
@@ -356,26 +430,35 @@ def main(argv: list[str] | None = None) -> int:
     solutions = [s for s in args.solutions.split(",") if s]
     plain_sets = None if args.plain_sets is None else max(1, args.plain_sets)  # None: the core's count per point
     batches = sorted({int(b) for b in args.batches.split(",")})
-    harness, plain, stopped = {}, {}, None
+    harness, plain, stopped, phases = {}, {}, None, []
+    # the log is written outside the checkout while the harness runs (its vault puts back results/), and kept after
+    scratch_log = Path(tempfile.mkdtemp(prefix="gdn-speed-log-")) / SPEED_LOG if args.speed_log else None
+    logger = start_speed_log(scratch_log) if scratch_log else None
     try:
         for round_ in range(max(args.harness_repeats, args.repeats, 1)):  # harness and plain in rounds: drift spreads
             if round_ < max(1, args.harness_repeats):
-                with tempfile.TemporaryDirectory() as scratch:
+                with phase(phases, "harness"), tempfile.TemporaryDirectory() as scratch:
                     extend(harness, harness_run(solutions, set(batches), Path(scratch)))
             if round_ < max(1, args.repeats):
-                plain_repeats([COPY, *solutions], batches, 1, args.warm_seconds, args.plain_flush_mb, plain_sets,
-                              found=plain)
+                with phase(phases, "plain"):
+                    plain_repeats([COPY, *solutions], batches, 1, args.warm_seconds, args.plain_flush_mb, plain_sets,
+                                  found=plain)
     except KeyboardInterrupt:  # SIGINT, e.g. gpu_judge_check.sh's PARITY_LIMIT_S: keep what was measured
         stopped = (f"stopped by SIGINT after {len(harness)} harness points and "
                    f"{len(plain)} plain points of {len(batches) * (len(solutions) + 1)}")
+    finally:
+        machine = stop_speed_log(logger, scratch_log, phases)
     report = judged({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
                      "hardware": hardware_name("cuda"), "command": "python -m tools.tier_parity " + " ".join(argv or sys.argv[1:]),
                      "plain_timers": {str(t): v for t, v in PLAIN_TIMERS.items()}, "plain_warm_s": args.warm_seconds,
                      "plain_repeats": max(1, args.repeats), "harness_repeats": max(1, args.harness_repeats),
                      "plain_flush_mb": args.plain_flush_mb,
-                     "plain_sets": "the core's" if plain_sets is None else plain_sets, "stopped": stopped},
+                     "plain_sets": "the core's" if plain_sets is None else plain_sets, "stopped": stopped,
+                     "phases": phases, **machine},
                     harness, plain)
     write_report(args.out, report)
+    if scratch_log:
+        keep_speed_log(scratch_log, args.out)
     print((args.out / "tier_parity.md").read_text())
     print(summary(report))
     return 130 if stopped else 0

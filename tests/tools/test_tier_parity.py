@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from tools.parity_compare import (FULL_SPEED_FACTOR, HOST, PROBE, TARGETS, TRIAL_MEANS, TRIAL_PROBES, compare,
-                                  compare_at_full_speed, compare_host, judged, slow_trials, summary, write_report)
+                                  compare_at_full_speed, compare_host, judged, machine_speed, slow_trials, summary,
+                                  write_report)
 from tools.tier_parity import COPY, COPY_METHOD, extend, flashinfer_flush, harness_figures, solution_inputs
 
 
@@ -287,6 +288,40 @@ def test_a_check_stopped_part_way_writes_every_figure_it_measured_and_exits_130(
     assert report["figures"]["plain"] == {"copy B=1": {"cupti": [2.0]}, "copy B=8": {"cupti": [2.0]}}
     assert [(r["subject"], r["batch_size"]) for r in report["rows"]] == [("copy", 1), ("copy", 8)]
     assert "**Incomplete:**" in (tmp_path / "tier_parity.md").read_text()
+
+
+def test_with_speed_log_a_pinned_stand_in_runs_beside_both_sides_and_the_report_counts_its_slow_blocks(
+        monkeypatch, tmp_path):
+    import json
+    import time
+
+    import torch
+
+    import tools.tier_parity as parity
+
+    def slowly(result):  # each side takes long enough for the logger to write blocks within it
+        time.sleep(0.6)
+        return result
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr("harness.records.environment.hardware_name", lambda device: "a GPU")
+    monkeypatch.setattr(parity, "harness_run", lambda solutions, batches, scratch: slowly({("copy", 1): {"cupti": [2.0]}}))
+    monkeypatch.setattr(parity, "in_fresh_process", lambda fn, subject, batch, *rest: slowly({"cupti": 2.0}))
+    out = tmp_path / "out"
+    assert parity.main(["--out", str(out), "--solutions", "", "--batches", "1", "--repeats", "1", "--speed-log"]) == 0
+    report = json.loads((out / "tier_parity.json").read_text())
+    assert [p["side"] for p in report["phases"]] == ["harness", "plain"]
+    assert all(p["end"] > p["start"] for p in report["phases"])
+    assert set(report["machine_speed"]) == {"harness", "plain"} and report["speed_log_cpu"] == parity.speed_log_cpu()
+    assert all(count["blocks"] > 0 for count in report["machine_speed"].values())
+    assert (out / parity.SPEED_LOG).read_text().strip() and "The machine beside the run" in (out / "tier_parity.md").read_text()
+
+
+def test_machine_speed_counts_the_pinned_blocks_within_each_sides_phases():
+    blocks = [(10.0, 6.0), (10.5, 12.0), (11.0, 6.2), (20.0, 13.0), (30.0, 13.0)]  # (epoch s, µs)
+    phases = [{"side": "harness", "start": 10.0, "end": 11.0}, {"side": "plain", "start": 11.0, "end": 25.0}]
+    assert machine_speed(blocks, phases) == {"harness": {"slow": 1, "blocks": 2}, "plain": {"slow": 1, "blocks": 2}}
+    assert machine_speed([], phases) is None and machine_speed(blocks, []) is None
 
 
 def test_a_bf16_state_call_gets_the_workloads_state_rounded_to_bf16_and_bf16_destinations(monkeypatch):
