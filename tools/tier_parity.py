@@ -383,7 +383,7 @@ def keep_speed_log(scratch_log: Path, out: Path) -> None:
     shutil.rmtree(scratch_log.parent, ignore_errors=True)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--solutions", default="cuda-v4,fla-recurrent")
@@ -411,7 +411,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rejudge", type=Path, default=None, metavar="TIER_PARITY_JSON",
                         help="judge a recorded cross-check again with this version's comparisons, its report into "
                              "--out; nothing is measured, no GPU needed")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def measure(args, solutions: list[str], batches: list[int], plain_sets: int | None, speed_log: Path | None) -> dict:
+    """Both sides in rounds (a harness run, then a plain round; drift spreads over every point), and
+    the pinned stand-in beside them, logging into ``speed_log`` (None: no log). Returns ``harness``,
+    ``plain`` (figures by point), ``stopped`` (None, or what SIGINT left measured) and the report's
+    ``phases`` and :func:`stop_speed_log` fields."""
+    harness, plain, stopped, phases = {}, {}, None, []
+    logger = start_speed_log(speed_log) if speed_log else None
+    try:
+        for round_ in range(max(args.harness_repeats, args.repeats, 1)):
+            if round_ < max(1, args.harness_repeats):
+                with phase(phases, "harness"), tempfile.TemporaryDirectory() as scratch:
+                    extend(harness, harness_run(solutions, set(batches), Path(scratch)))
+            if round_ < max(1, args.repeats):
+                with phase(phases, "plain"):
+                    plain_repeats([COPY, *solutions], batches, 1, args.warm_seconds, args.plain_flush_mb, plain_sets,
+                                  found=plain)
+    except KeyboardInterrupt:  # SIGINT, e.g. gpu_judge_check.sh's PARITY_LIMIT_S: keep what was measured
+        stopped = (f"stopped by SIGINT after {len(harness)} harness points and "
+                   f"{len(plain)} plain points of {len(batches) * (len(solutions) + 1)}")
+    finally:
+        machine = stop_speed_log(logger, speed_log, phases)
+    return {"harness": harness, "plain": plain, "stopped": stopped, "phases": phases, **machine}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if args.rejudge is not None:
         try:
             report = rejudge(args.rejudge, args.out)
@@ -430,38 +458,23 @@ def main(argv: list[str] | None = None) -> int:
     solutions = [s for s in args.solutions.split(",") if s]
     plain_sets = None if args.plain_sets is None else max(1, args.plain_sets)  # None: the core's count per point
     batches = sorted({int(b) for b in args.batches.split(",")})
-    harness, plain, stopped, phases = {}, {}, None, []
     # the log is written outside the checkout while the harness runs (its vault puts back results/), and kept after
     scratch_log = Path(tempfile.mkdtemp(prefix="gdn-speed-log-")) / SPEED_LOG if args.speed_log else None
-    logger = start_speed_log(scratch_log) if scratch_log else None
-    try:
-        for round_ in range(max(args.harness_repeats, args.repeats, 1)):  # harness and plain in rounds: drift spreads
-            if round_ < max(1, args.harness_repeats):
-                with phase(phases, "harness"), tempfile.TemporaryDirectory() as scratch:
-                    extend(harness, harness_run(solutions, set(batches), Path(scratch)))
-            if round_ < max(1, args.repeats):
-                with phase(phases, "plain"):
-                    plain_repeats([COPY, *solutions], batches, 1, args.warm_seconds, args.plain_flush_mb, plain_sets,
-                                  found=plain)
-    except KeyboardInterrupt:  # SIGINT, e.g. gpu_judge_check.sh's PARITY_LIMIT_S: keep what was measured
-        stopped = (f"stopped by SIGINT after {len(harness)} harness points and "
-                   f"{len(plain)} plain points of {len(batches) * (len(solutions) + 1)}")
-    finally:
-        machine = stop_speed_log(logger, scratch_log, phases)
+    measured = measure(args, solutions, batches, plain_sets, scratch_log)
+    harness, plain = measured.pop("harness"), measured.pop("plain")
     report = judged({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
                      "hardware": hardware_name("cuda"), "command": "python -m tools.tier_parity " + " ".join(argv or sys.argv[1:]),
                      "plain_timers": {str(t): v for t, v in PLAIN_TIMERS.items()}, "plain_warm_s": args.warm_seconds,
                      "plain_repeats": max(1, args.repeats), "harness_repeats": max(1, args.harness_repeats),
                      "plain_flush_mb": args.plain_flush_mb,
-                     "plain_sets": "the core's" if plain_sets is None else plain_sets, "stopped": stopped,
-                     "phases": phases, **machine},
+                     "plain_sets": "the core's" if plain_sets is None else plain_sets, **measured},
                     harness, plain)
     write_report(args.out, report)
     if scratch_log:
         keep_speed_log(scratch_log, args.out)
     print((args.out / "tier_parity.md").read_text())
     print(summary(report))
-    return 130 if stopped else 0
+    return 130 if report["stopped"] else 0
 
 
 if __name__ == "__main__":
