@@ -297,8 +297,9 @@ def write_report(out: Path, report: dict) -> None:
     if report.get("machine_speed"):
         lines += ["", f"The machine beside the run: a stand-in pinned to CPU {report.get('speed_log_cpu')} "
                       f"(tools/host_speed_log.py, speed_log.txt), its 20-ms blocks above {FULL_SPEED_FACTOR} x its "
-                      f"fastest while each side ran: {block_share(report['machine_speed'])}. Where a side's trials read "
-                      "slow more often than the pinned CPU did at the same moments, the slowness is that side's own."]
+                      f"fastest while each side ran: {slow_share(report['machine_speed'], 'blocks', ' slow')}. "
+                      "Where a side's trials read slow more often than the pinned CPU did at the same moments, the "
+                      "slowness is that side's own."]
     with writing_into([out]):  # never while a run's vault watches results/ (harness/run_lock.py)
         out.mkdir(parents=True, exist_ok=True)
         (out / "tier_parity.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -315,11 +316,7 @@ def summary(report: dict) -> str:
     return line + (f"; slow trials: {slow_share(report['slow_trials'])}" if report.get("slow_trials") else "")
 
 
-def block_share(counts: dict[str, dict[str, int]]) -> str:
-    """:func:`machine_speed`'s counts in words: "harness 812 of 1,630 slow, plain ..."."""
-    return ", ".join(f"{side} {count['slow']:,} of {count['blocks']:,} slow" for side, count in counts.items())
-
-
-def slow_share(counts: dict[str, dict[str, int]]) -> str:
-    """:func:`slow_trials`'s counts in words: "harness 103 of 168, plain 46 of 120"."""
-    return ", ".join(f"{side} {count['slow']} of {count['trials']}" for side, count in counts.items())
+def slow_share(counts: dict[str, dict[str, int]], total: str = "trials", suffix: str = "") -> str:
+    """Per-side slow counts in words, of :func:`slow_trials` ("harness 103 of 168, plain 46 of 120")
+    or, with ``total="blocks"``, of :func:`machine_speed`."""
+    return ", ".join(f"{side} {count['slow']:,} of {count[total]:,}{suffix}" for side, count in counts.items())

@@ -28,7 +28,7 @@ READINGS = 50
 
 def stand_in_s() -> float:
     """Seconds (``time.perf_counter``) of :data:`STAND_IN_STEPS` pure-Python multiply-adds: no
-    CUDA, no allocation, the interpreter's own loop only."""
+    CUDA, no torch, the interpreter's own loop and small integers only."""
     began = time.perf_counter()
     total = 0
     for step in range(STAND_IN_STEPS):
