@@ -19,10 +19,10 @@ The conversation, per workload (``P`` parent, ``W`` worker)::
         W: Checked (+ payloads: output bytes copied from the destinations)
         P: Go(proceed=True|False)          # the parent compared them
     P: Go(proceed=True) to time, or nothing more for this workload
-    for each tier the timing core times (cupti, events, sync, wallclock: harness/judge/core.py):
+    for each tier the timing core times (cupti, events, wallclock: harness/judge/core.py):
         per chunk of calls:  P: CoreChunk(signed command)   W: CoreChunkDone(signed result)
         (the core put every call's outputs in the capture area; the parent checks them all)
-    for the contest tier (FlashInfer's own timer, in the worker):
+    for the library tiers (contest, sync: the contest's own timers, in the worker):
         P: TimeTier
         W: TierBegin
         per timed call i:  W: Called(i)   P: Go(proceed=verify?)
