@@ -43,6 +43,9 @@
 #                 workloads scripts run_local.py pyproject.toml | tar -x -C .before/ab`), twice each, alternating;
 #                 then tools.compare_runs per workload within and across the trees (about 7 min: start:/wait:)
 #   parity-ab     `parity` in AB_TREE, with the same PARITY_* settings (its pack is parity-ab.tgz)
+#   sync-ab       the sync tier of this tree against AB_TREE's, paired: `run_local.py --algo SYNC_AB_ALGO --tiers sync`
+#                 (default fla-recurrent, contest-v1) in each, SYNC_AB_PAIRS pairs (default 8, the order swapped every
+#                 pair; about 30 s a pair), then tools.sync_ab this over tree: the worker's host speed (issue #29)
 #   events-rerun  the events rerun command twice in this tree, compared per workload (about 3.5 min)
 #   flush-probe   tools/tier_parity.py at B = 1, 8 (the copy, cuda-v4, fla-recurrent; 2 repeats) with FlashInfer's
 #                 timers flushing the harness's 256 MB (--plain-flush-mb 256) instead of their own 2 x L2: is the
@@ -226,6 +229,17 @@ for step in "$@"; do
     parity|parity-ab) work=/tmp/gdn-check-$step
                  if [ "$step" = parity ]; then parity_run . "$COMMIT" "$work"; else parity_run "$AB_TREE" "$AB_COMMIT" "$work"; fi
                  tail -45 "$work/console.log"; pack "$step" "$work" ;;
+    sync-ab)     work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
+                 for pair in $(seq 1 "${SYNC_AB_PAIRS:-8}"); do
+                   order="this tree"; [ $((pair % 2)) = 0 ] && order="tree this"
+                   for side in $order; do root=.; commit=$COMMIT; [ "$side" = tree ] && root=$AB_TREE && commit=$AB_COMMIT
+                     (cd "$root" && GDN_BENCH_COMMIT=$commit timeout -s INT 120 python run_local.py --no-progress \
+                       --algo "${SYNC_AB_ALGO:-fla-recurrent}" --tiers sync --results "$work/$side-$pair" \
+                       > "$work/$side-$pair.log" 2>&1; echo "rc=$?" >> "$work/$side-$pair.log")
+                   done
+                 done
+                 echo "tree: $AB_TREE at $AB_COMMIT" > "$work/trees.txt"
+                 python -m tools.sync_ab "$work" | tail -3; pack "$step" "$work" ;;
     events-ab)   work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  for round in a b; do
                    events_run . "$COMMIT" "$work/this-$round"; events_run "$AB_TREE" "$AB_COMMIT" "$work/tree-$round"
