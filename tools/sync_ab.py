@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.records.store import read_stored
 from tools.parity_compare import FULL_SPEED_FACTOR
 
 
@@ -34,13 +35,20 @@ class SyncRun:
     probes_us: list[float]
     trial_probes_us: list[float]
 
+    @property
+    def readings_us(self) -> list[float]:
+        """The speed readings slow trials are counted over: each trial's, or each workload's where a
+        run kept none per trial."""
+        return self.trial_probes_us or self.probes_us
+
 
 def read_run(folder: Path) -> SyncRun | None:
-    """The sync figures of the one run under ``folder/runs/``; None where it has none (a run that
-    failed, or was judged without the sync tier)."""
+    """The sync figures of the one run under ``folder/runs/`` (``traces.jsonl`` or its ``.gz``); None
+    where it has none (a run that failed, or was judged without the sync tier)."""
     run = SyncRun([], [], [])
-    for traces in sorted(folder.glob("runs/*/traces.jsonl")):
-        for line in traces.read_text().splitlines():
+    for run_folder in sorted(folder.glob("runs/*/")):
+        data = read_stored(run_folder / "traces.jsonl")  # or its .gz, as stored evidence is kept
+        for line in (data or b"").decode().splitlines():
             performance = (json.loads(line)["evaluation"].get("performance") or {}) if line.strip() else {}
             sync = (performance.get("tiers") or {}).get("sync") or {}
             if sync.get("available") and sync.get("value_us") is not None and sync.get("host_probe_us") is not None:
@@ -65,12 +73,10 @@ def pairs_in(root: Path, sides: tuple[str, str]) -> dict[int, dict[str, SyncRun]
 def report(pairs: dict[int, dict[str, SyncRun]], sides: tuple[str, str]) -> str:
     """The markdown table of ``pairs`` (side a over side b) and its summary lines."""
     a, b = sides
-    limit = min(p for runs in pairs.values() for run in runs.values() for p in run.trial_probes_us or run.probes_us)
-    limit *= FULL_SPEED_FACTOR
+    limit = FULL_SPEED_FACTOR * min(p for runs in pairs.values() for run in runs.values() for p in run.readings_us)
 
     def slow(run: SyncRun) -> tuple[int, int]:
-        readings = run.trial_probes_us or run.probes_us
-        return sum(p > limit for p in readings), len(readings)
+        return sum(p > limit for p in run.readings_us), len(run.readings_us)
 
     lines = [f"| pair | {a} sync µs | {b} sync µs | {a} / {b} | {a} speed µs | {b} speed µs | {a} slow trials | {b} slow trials |",
              "|---|---|---|---|---|---|---|---|"]

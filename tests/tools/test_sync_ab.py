@@ -1,5 +1,6 @@
 """tools/sync_ab.py: the paired sync-tier A/B, from run folders written here (no GPU)."""
 
+import gzip
 import json
 
 from tools import sync_ab
@@ -42,6 +43,9 @@ def test_the_command_writes_its_report_and_refuses_what_it_cannot_compare(tmp_pa
     assert sync_ab.main([str(tmp_path)]) == 2  # no pair
     write_run(tmp_path, "a-1", [(50.0, 7.0, [6.0])])
     write_run(tmp_path, "b-1", [(60.0, 7.0, [6.0])])
+    b_traces = next((tmp_path / "b-1").glob("runs/*/traces.jsonl"))  # kept compressed, as old evidence is
+    b_traces.with_name("traces.jsonl.gz").write_bytes(gzip.compress(b_traces.read_bytes()))
+    b_traces.unlink()
     assert sync_ab.main([str(tmp_path), "--sides", "a"]) == 2
     assert sync_ab.main([str(tmp_path), "--sides", "a,b"]) == 0
     assert "| 1 | 50.0 | 60.0 | 0.833 |" in (tmp_path / "sync_ab.md").read_text()
