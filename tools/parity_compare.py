@@ -12,6 +12,8 @@ tools.tier_parity --rejudge``) without measuring anything:
 * :func:`compare_at_full_speed`: the sync tier on the trials (or repeats) that ran at the host's
   full speed;
 * :func:`slow_trials`: how often each side's host read slow, over the points both sides measured;
+* :func:`repeatability`: how often each side agrees with itself, its repeats split in two halves
+  and judged by the same targets: the yardstick a harness / plain ratio is read against;
 * :func:`machine_speed`: how often a stand-in pinned to one CPU read slow while each side ran
   (measured by ``tools/tier_parity.py --speed-log``; recorded, not judged again).
 """
@@ -24,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.facts import Tier
+from harness.records.store import read_stored
 from harness.run_lock import writing_into
 
 #: The largest |harness / plain - 1| each tier may show (issue #29).
@@ -148,6 +151,35 @@ def slow_trials(harness: dict, plain: dict) -> dict[str, dict[str, int]] | None:
     return counts if limit is not None and None not in counts.values() else None
 
 
+def split_half_ratio(repeats: list[float]) -> float | None:
+    """A side's figures at one point and tier against themselves: the median of its odd repeats (first,
+    third, ...) over the median of its even ones, in the order measured; None with fewer than two."""
+    if len(repeats) < 2 or statistics.median(repeats[1::2]) <= 0:
+        return None
+    return statistics.median(repeats[0::2]) / statistics.median(repeats[1::2])
+
+
+def repeatability(harness: dict, plain: dict) -> dict[str, dict[str, dict[str, int]]]:
+    """Per tier and side, ``{"within": n, "points": n}``: over the points both sides measured, at how
+    many the side's split-half ratio (:func:`split_half_ratio`) is within the tier's target
+    (:data:`TARGETS`); a side with fewer than two repeats at a point is not counted there. Why: a
+    harness / plain ratio judged by a target both timers miss against themselves says nothing of
+    the harness. flashinfer-bench 0.1.2's loop in two fresh plain processes minutes apart agreed with
+    itself within ±15% at 11-16 of 20 points in the nine full cross-checks of 2026-11-27, FlashInfer's
+    events timer within ±10% at 12-18 (results/proof/20261127-CPU-repeatability); a diagnostic beside
+    the rows, no target of its own."""
+    shared = set(harness) & set(plain)
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    for tier, target in TARGETS.items():
+        for name, side in (("harness", harness), ("plain", plain)):
+            ratios = [split_half_ratio(side[key].get(tier, [])) for key in shared]
+            ratios = [ratio for ratio in ratios if ratio is not None]
+            if ratios:
+                counts.setdefault(str(tier), {})[name] = {"within": sum(abs(r - 1) <= target for r in ratios),
+                                                          "points": len(ratios)}
+    return counts
+
+
 def machine_speed(blocks: list[tuple[float, float]], phases: list[dict]) -> dict[str, dict[str, int]] | None:
     """Per side, ``{"slow": n, "blocks": n}``: the blocks of a pinned stand-in's log
     (:func:`tools.host_speed_log.read_log`: ``(epoch s, µs)``) that started within that side's phases
@@ -197,15 +229,16 @@ def points_from_figures(stored: dict[str, dict[str, list[float]]]) -> dict:
 
 def judged(report: dict, harness: dict, plain: dict) -> dict:
     """``report`` with its comparisons made from the two sides' figures: ``rows`` (:func:`compare`),
-    ``host_rows`` (:func:`compare_host`), ``full_speed_rows`` (:func:`compare_at_full_speed`) and
-    ``slow_trials`` (:func:`slow_trials`)."""
+    ``host_rows`` (:func:`compare_host`), ``full_speed_rows`` (:func:`compare_at_full_speed`),
+    ``slow_trials`` (:func:`slow_trials`) and ``repeatability`` (:func:`repeatability`)."""
     return {**report, "figures": {"harness": figures_by_point(harness), "plain": figures_by_point(plain)},
             "rows": compare(harness, plain), "host_rows": compare_host(harness, plain),
-            "full_speed_rows": compare_at_full_speed(harness, plain), "slow_trials": slow_trials(harness, plain)}
+            "full_speed_rows": compare_at_full_speed(harness, plain), "slow_trials": slow_trials(harness, plain),
+            "repeatability": repeatability(harness, plain)}
 
 
 def rejudge(stored: Path, out: Path) -> dict:
-    """A recorded cross-check (its ``tier_parity.json``) judged again by this version's comparisons,
+    """A recorded cross-check (its ``tier_parity.json``, or that file's ``.gz``) judged again by this version's comparisons,
     its report written into ``out`` (never over ``stored``'s folder's files unless ``out`` is it); the
     figures are the recorded ones, nothing is measured.
 
@@ -213,9 +246,12 @@ def rejudge(stored: Path, out: Path) -> dict:
         OSError: ``stored`` cannot be read.
         ValueError: it is not JSON, or holds no ``figures`` of both sides.
     """
+    data = read_stored(stored)  # the file as named, or its .gz: recorded cross-checks are kept compressed
+    if data is None:
+        raise FileNotFoundError(f"{stored}: no such file (nor {stored.name}.gz)")
     try:
-        report = json.loads(stored.read_text())
-    except json.JSONDecodeError as exc:
+        report = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{stored}: not JSON ({exc})") from exc
     figures = report.get("figures") if isinstance(report, dict) else None
     figures = figures if isinstance(figures, dict) else {}
@@ -228,6 +264,10 @@ def rejudge(stored: Path, out: Path) -> dict:
                     points_from_figures(figures["harness"]), points_from_figures(figures["plain"]))
     write_report(out, report)
     return report
+
+
+def _share(count: dict[str, int] | None) -> str:
+    return "–" if count is None else f"{count['within']} of {count['points']}"
 
 
 def _cell(value: float | None, digits: int) -> str:
@@ -263,6 +303,18 @@ def write_report(out: Path, report: dict) -> None:
               f"{r['plain_min_us']:.3f}–{r['plain_max_us']:.3f} | "
               f"{r['ratio']:.3f} | ±{r['target']:.0%} | {'yes' if r['within'] else '**no**'} | "
               f"{'yes' if r['within_spread'] else '**no**'} |" for r in report["rows"]]
+    if report.get("repeatability"):
+        lines += ["", "Each side against itself: its repeats split in two halves (odd against even, in the order "
+                      "measured), the ratio of their medians judged by the same target, over the points both sides "
+                      "measured. A harness / plain count is read against these: two runs of one timer miss its "
+                      "target as often as that.", "",
+                  "| tier | target | harness / plain within | plain against itself | harness against itself |",
+                  "|---|---|---|---|---|"]
+        rows = report["rows"]
+        for tier, sides in report["repeatability"].items():
+            mine = [r for r in rows if r["tier"] == tier]
+            lines.append(f"| {tier} | ±{TARGETS[Tier(tier)]:.0%} | {sum(r['within'] for r in mine)} of {len(mine)} | "
+                         f"{_share(sides.get('plain'))} | {_share(sides.get('harness'))} |")
     if report.get("host_rows"):
         lines += ["", "The host beside the sync tier, both sides measured alike (µs; median over the trials, then "
                       "over the repeats). Host time of one call: the untimed call after each trial, timed with "
@@ -313,6 +365,8 @@ def summary(report: dict) -> str:
     line = (f"{sum(r['within'] for r in rows)} of {len(rows)} within their targets; "
             f"{sum(r['within_spread'] for r in rows)} within the plain timer's range widened by the target")
     line += f"; sync at full speed: {sum(r['within'] for r in fast)} of {len(fast)} judged" if fast else ""
+    plain_sync = (report.get("repeatability") or {}).get(str(Tier.SYNC), {}).get("plain")
+    line += f"; the plain sync timer against itself: {_share(plain_sync)}" if plain_sync else ""
     return line + (f"; slow trials: {slow_share(report['slow_trials'])}" if report.get("slow_trials") else "")
 
 

@@ -31,7 +31,8 @@ process, on one GPU in one session (issue #29).
    whether it is within its target (:data:`TARGETS`), the repeats' range and whether the harness's
    figure lies inside it widened by the target; beside them, with no target, each side's host time
    of one call and host speed as the sync tier measures them, the sync tier compared at the
-   host's full speed, and how often each side's trials read the host slow: :mod:`tools.parity_compare`
+   host's full speed, how often each side's trials read the host slow, and each side against itself
+   (its repeats split in halves, judged by the same targets): :mod:`tools.parity_compare`
    judges and writes the report. With ``--speed-log``, a stand-in pinned to one CPU logs the host's
    speed beside both sides (:mod:`tools.host_speed_log`), and the report says how often it read slow
    while each ran. Needs a CUDA GPU,
@@ -409,7 +410,8 @@ def parse_args(argv: list[str] | None):
                              f"(tools/host_speed_log.py; kept as --out's {SPEED_LOG}); the report says how often it "
                              "read slow while each side ran")
     parser.add_argument("--rejudge", type=Path, default=None, metavar="TIER_PARITY_JSON",
-                        help="judge a recorded cross-check again with this version's comparisons, its report into "
+                        help="judge a recorded cross-check (its tier_parity.json, or .json.gz) again with this "
+                             "version's comparisons, its report into "
                              "--out; nothing is measured, no GPU needed")
     return parser.parse_args(argv)
 

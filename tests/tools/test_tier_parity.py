@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from tools.parity_compare import (FULL_SPEED_FACTOR, HOST, PROBE, TARGETS, TRIAL_MEANS, TRIAL_PROBES, compare,
-                                  compare_at_full_speed, compare_host, judged, machine_speed, slow_trials, summary,
-                                  write_report)
+                                  compare_at_full_speed, compare_host, judged, machine_speed, repeatability,
+                                  slow_trials, split_half_ratio, summary, write_report)
 from tools.tier_parity import COPY, COPY_METHOD, extend, flashinfer_flush, harness_figures, solution_inputs
 
 
@@ -429,3 +429,38 @@ def test_a_file_that_is_no_cross_check_is_a_clear_error(tmp_path, capsys):
         assert str(tmp_path / name) in capsys.readouterr().err
     assert main(["--rejudge", str(tmp_path / "missing.json"), "--out", str(tmp_path / "out")]) == 2
     assert "missing.json" in capsys.readouterr().err
+
+
+def test_each_side_is_judged_against_itself_by_its_repeats_split_in_halves(tmp_path):
+    assert split_half_ratio([40.0]) is None  # one repeat: nothing to compare
+    assert split_half_ratio([40.0, 80.0]) == pytest.approx(0.5)  # first over second, in the order measured
+    assert split_half_ratio([40.0, 80.0, 44.0]) == pytest.approx(42.0 / 80.0)  # odd repeats over even ones
+    harness = {("copy", 1): {"sync": [20.0, 21.0], "cupti": [2.0, 2.1]},
+               ("cuda-v4", 1): {"sync": [20.0, 30.0], "cupti": [2.0]},
+               ("cuda-v4[bfloat16-state]", 1): {"sync": [20.0, 40.0]}}  # the plain side does not time it
+    plain = {("copy", 1): {"sync": [17.0, 34.0], "cupti": [2.0, 2.0]}, ("cuda-v4", 1): {"sync": [20.0, 22.0]}}
+    counts = repeatability(harness, plain)
+    assert counts["sync"] == {"harness": {"within": 1, "points": 2}, "plain": {"within": 1, "points": 2}}
+    assert counts["cupti"] == {"harness": {"within": 0, "points": 1}, "plain": {"within": 1, "points": 1}}
+    assert "events" not in counts  # no side has two repeats of it
+    report = judged({"hardware": "a GPU", "date": "now", "git_commit": "abc", "command": "c", "plain_repeats": 2},
+                    harness, plain)
+    assert report["repeatability"] == counts
+    assert "the plain sync timer against itself: 1 of 2" in summary(report)
+    write_report(tmp_path, report)
+    assert "| sync | ±15% | 0 of 2 | 1 of 2 | 1 of 2 |" in (tmp_path / "tier_parity.md").read_text()
+
+
+def test_a_recorded_cross_check_kept_compressed_is_judged_again(tmp_path):
+    import gzip
+    import json
+
+    from tools.tier_parity import main
+
+    figures = {side: {"copy B=1": {"sync": [20.0, 21.0]}} for side in ("harness", "plain")}
+    stored = tmp_path / "tier_parity.json.gz"
+    stored.write_bytes(gzip.compress(json.dumps({"hardware": "a GPU", "date": "then", "git_commit": "abc",
+                                                 "command": "c", "plain_repeats": 2, "figures": figures}).encode()))
+    assert main(["--rejudge", str(stored), "--out", str(tmp_path / "new")]) == 0
+    report = json.loads((tmp_path / "new" / "tier_parity.json").read_text())
+    assert report["repeatability"]["sync"]["plain"] == {"within": 1, "points": 1}
