@@ -13,9 +13,13 @@ from harness.records.best_floor import BestFloor, best_floors
 from harness.records.trace import (FloorMeasurement, TierFigure, Trace, is_floor_label, label_state_dtype,
                                    variant_label)
 
-#: Tier figures copied into the table, as ``<tier>_<field>`` columns.
+#: Tier figures copied into the table, as ``<tier>_<field>`` columns. ``host_call_us`` and
+#: ``host_probe_us`` (the events and sync tiers' diagnostics: a call's host time, the host's speed) sit
+#: beside their figure because a sync figure of a Python launch moves with the host's speed, twice the
+#: time while a vCPU runs slow (docs/timing.md; results/proof/20261127-H100-host-path-6470d35): a
+#: reader comparing two runs' sync columns needs both.
 TIER_FIELDS = ("value_us", "p10_us", "p90_us", "iters", "x_copy_floor", "achieved_gb_per_s",
-               "speedup_vs_reference", "span_median_us", "kernels_per_call")
+               "speedup_vs_reference", "span_median_us", "kernels_per_call", "host_call_us", "host_probe_us")
 #: ``log`` of a floor's row.
 FLOOR_LOG = "physical limit, not checked"
 

@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from harness.records.report import print_summary, print_table, solution_summary
+from harness.records.report import print_summary, print_table, solution_summary, trace_rows
+from support.records import make_trace
 
 
 def test_table_renders_a_skipped_row_beside_timed_ones():
@@ -88,3 +89,12 @@ def test_the_summary_score_reads_the_contest_tier_where_the_run_has_it():
     assert "40.0 (contest)" in out.getvalue()
     plain = solution_summary(pd.DataFrame([_row("mine", "w1", us=2.0, speedup=50.0)])).set_index("solution")
     assert plain.loc["mine"]["score_tier"] == "cupti" and plain.loc["mine"]["score"] == 50.0
+
+
+def test_the_table_keeps_the_sync_tiers_host_diagnostics_beside_its_figure():
+    trace = make_trace("fla-recurrent", "w0", {"cupti": 2.1, "sync": 44.0})
+    sync = trace.evaluation.performance.tiers["sync"]
+    sync.host_call_us, sync.host_probe_us = 30.5, 6.4
+    [row] = trace_rows([trace]).to_dict("records")
+    assert (row["sync_value_us"], row["sync_host_call_us"], row["sync_host_probe_us"]) == (44.0, 30.5, 6.4)
+    assert "cupti_host_probe_us" not in row  # a tier without the diagnostic gets no column
