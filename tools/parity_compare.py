@@ -238,9 +238,9 @@ def judged(report: dict, harness: dict, plain: dict) -> dict:
 
 
 def rejudge(stored: Path, out: Path) -> dict:
-    """A recorded cross-check (its ``tier_parity.json``, or that file's ``.gz``) judged again by this version's comparisons,
-    its report written into ``out`` (never over ``stored``'s folder's files unless ``out`` is it); the
-    figures are the recorded ones, nothing is measured.
+    """A recorded cross-check (its ``tier_parity.json``, or that file's ``.gz``) judged again by this
+    version's comparisons, its report written into ``out`` (never over ``stored``'s folder's files
+    unless ``out`` is it); the figures are the recorded ones, nothing is measured.
 
     Raises:
         OSError: ``stored`` cannot be read.
