@@ -22,7 +22,7 @@
 #                 than one command may be (V2_LIMIT_S=1500 unless set), from a copy of the tree under
 #                 BG_DIR (/tmp); wait:STEP waits for it (up to WAIT_S, 570 s by default, less if it ends or
 #                 was never started), then packs it here. 570 s leaves no room in a 600-s command for
-#                 anything before it (the bundle's install took 40-120 s): in the same command as the
+#                 anything before it (the bundle's install took 40 s to over 2 min): in the same command as the
 #                 install, set WAIT_S to what is left (2026-11-27: two calls cut off with nothing printed).
 #                 v2-one-start and v2-one-wait are start:v2-one and wait:v2-one, by their earlier names
 #   entries-gpu   the GPU tests of contest entries and the contest tier (CUDA builds, torch binding, CUPTI counts)
