@@ -154,9 +154,10 @@ def slow_trials(harness: dict, plain: dict) -> dict[str, dict[str, int]] | None:
 def split_half_ratio(repeats: list[float]) -> float | None:
     """A side's figures at one point and tier against themselves: the median of its odd repeats (first,
     third, ...) over the median of its even ones, in the order measured; None with fewer than two."""
-    if len(repeats) < 2 or statistics.median(repeats[1::2]) <= 0:
+    if len(repeats) < 2:
         return None
-    return statistics.median(repeats[0::2]) / statistics.median(repeats[1::2])
+    even = statistics.median(repeats[1::2])
+    return statistics.median(repeats[0::2]) / even if even > 0 else None
 
 
 def repeatability(harness: dict, plain: dict) -> dict[str, dict[str, dict[str, int]]]:

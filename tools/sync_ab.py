@@ -16,13 +16,13 @@ tools/parity_compare.py). Writes ``DIR/sync_ab.md`` and prints it. Exit 2 when D
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.records.store import read_stored
+from harness.facts import Tier
+from harness.records.store import load_run
 from tools.parity_compare import FULL_SPEED_FACTOR
 
 
@@ -47,14 +47,13 @@ def read_run(folder: Path) -> SyncRun | None:
     where it has none (a run that failed, or was judged without the sync tier)."""
     run = SyncRun([], [], [])
     for run_folder in sorted(folder.glob("runs/*/")):
-        data = read_stored(run_folder / "traces.jsonl")  # or its .gz, as stored evidence is kept
-        for line in (data or b"").decode().splitlines():
-            performance = (json.loads(line)["evaluation"].get("performance") or {}) if line.strip() else {}
-            sync = (performance.get("tiers") or {}).get("sync") or {}
-            if sync.get("available") and sync.get("value_us") is not None and sync.get("host_probe_us") is not None:
-                run.figures_us.append(sync["value_us"])
-                run.probes_us.append(sync["host_probe_us"])
-                run.trial_probes_us.extend(sync.get("host_probe_trials_us") or [])
+        for trace in load_run(run_folder).traces:  # the store's reader: traces.jsonl or its .gz
+            performance = trace.evaluation.performance
+            sync = performance.tiers.get(Tier.SYNC) if performance else None
+            if sync and sync.available and sync.value_us is not None and sync.host_probe_us is not None:
+                run.figures_us.append(sync.value_us)
+                run.probes_us.append(sync.host_probe_us)
+                run.trial_probes_us.extend(sync.host_probe_trials_us or [])
     return run if run.figures_us else None
 
 

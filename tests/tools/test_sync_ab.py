@@ -1,22 +1,25 @@
 """tools/sync_ab.py: the paired sync-tier A/B, from run folders written here (no GPU)."""
 
 import gzip
-import json
+
+from support.records import make_trace, write_run as write_run_folder
 
 from tools import sync_ab
 
 
 def write_run(root, name, rows):
-    """A run folder as run_local.py leaves it: one trace per (sync µs, speed µs, trial speeds µs) row;
-    a None row is a trace without performance (a failed workload)."""
-    folder = root / name / "runs" / "20261127T000000Z_GPU-contest-v1"
-    folder.mkdir(parents=True)
-    lines = []
-    for row in rows:
-        performance = None if row is None else {"tiers": {"sync": {
-            "available": True, "value_us": row[0], "host_probe_us": row[1], "host_probe_trials_us": row[2]}}}
-        lines.append(json.dumps({"evaluation": {"status": "PASSED", "performance": performance}}))
-    (folder / "traces.jsonl").write_text("\n".join(lines) + "\n")
+    """A run folder as run_local.py leaves it, written by the store's writer: one trace per (sync µs,
+    speed µs, trial speeds µs) row; a None row is a trace without performance (a failed workload)."""
+    traces = []
+    for index, row in enumerate(rows):
+        if row is None:
+            traces.append(make_trace("fla-recurrent", f"w{index}", {}, status="RUNTIME_ERROR"))
+            continue
+        trace = make_trace("fla-recurrent", f"w{index}", {"sync": row[0]})
+        sync = trace.evaluation.performance.tiers["sync"]
+        sync.host_probe_us, sync.host_probe_trials_us = row[1], row[2]
+        traces.append(trace)
+    write_run_folder(root / name, "20261127T000000Z_GPU-contest-v1", traces)
 
 
 def test_pairs_are_compared_side_a_over_side_b_and_slow_trials_counted_by_the_cross_checks_rule(tmp_path):
