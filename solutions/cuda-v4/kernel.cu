@@ -181,8 +181,9 @@ constexpr int kCandidateBf16Packed = 128;    // a bf16 state held as loaded, two
 // 512 was the bf16-staged candidate; it won at B = 64 on an H100 and became the variants' STAGED
 // knob (results/tuning/20261127-H100-bf16-staged-one-machine).
 constexpr int kCandidateRemoved = 64 | 256 | 512;
+constexpr int kCandidateSkAllReduce = 1024;  // the rows' S0 k all-reduced, no swap, no broadcast (update_and_store)
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-static_assert(kCandidate >= 0 && kCandidate < 1024 && !(kCandidate & kCandidateRemoved),
+static_assert(kCandidate >= 0 && kCandidate < 2048 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -496,6 +497,57 @@ __device__ __forceinline__ void store_all_reduced(const Params& p, const Piece (
   }
 }
 
+// The sk-all-reduce candidate (kCandidateSkAllReduce, issue #33) of update_and_store's exchange:
+// only what the state's stores wait on goes through an all-reduce, the R rows' S0 k sums
+// (R log2(LANES) shuffles in log2(LANES) dependent steps), so every lane computes each d_r itself;
+// the S0 q sums, which only `output` needs, go through a reduce-scatter beside it. Where the
+// shipped exchange puts a swap and a broadcast after its log2(LANES) steps (6 dependent shuffles
+// before the first store at B = 1's r4/l16, where this takes 4), and the all-reduce candidate
+// (kCandidateAllReduce) loaded v for its second row after the first row's stores (the compiler
+// may not move a load of p.v above a store that may alias it), this loads the R values of v first.
+// Prediction (before any run, 2026-11-27): two shuffle steps (~50 cycles) fewer on the path to the
+// stores, -0.016..-0.032 µs at B = 1 on the H100 (half a CUPTI tick to one); at B = 2-8 a tie
+// within a tick (more warps hide the chain, and a lane makes 4 shuffles more at R = 2). Built for
+// lanes of 1 or 2 rows a pass, the small-B variants (update_and_store).
+template <int R, int PIECES, int POLICY, int LANES, typename S, typename Piece>
+__device__ __forceinline__ void store_sk_all_reduced(const Params& p, const Piece (&s)[R][PIECES],
+                                                     const float4 (&k4)[PIECES], const float (&x)[2 * R], float kq,
+                                                     Gates gates, Index head, int v0, Index tile, int sub) {
+  float v_values[R], sk[R], sq[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    v_values[r] = (kAblate & kAblateV) ? 0.5f : load_bf16(p.v + head * kHeadV + v0 + r);
+    sk[r] = x[2 * r];
+    sq[r] = x[2 * r + 1];
+  }
+#pragma unroll
+  for (int offset = LANES / 2; offset > 0; offset /= 2) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) sk[r] += __shfl_xor_sync(0xffffffffu, sk[r], offset);
+  }
+  const float sq_mine = group_reduce_scatter<LANES>(sq, sub);  // S0 q of row sub / (LANES / R)
+  kq = group_allreduce_sum<LANES>(kq);
+  float d[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) d[r] = gates.beta * (v_values[r] - gates.g * sk[r]);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int c = 0; c < PIECES; ++c) {
+      store_state4<POLICY>(new_state_of<S>(p) + tile + r * kHeadK + c * kPiece * LANES,
+                           axpy4(d[r], k4[c], scale4(widen_for_update(s[r][c]), gates.g)));
+    }
+  }
+  constexpr int kRowLanes = LANES / R;  // lanes holding one row's S0 q after the reduce-scatter
+  const int row = sub / kRowLanes;
+  float d_row = d[0];  // d[row] without a dynamic index into a register array
+#pragma unroll
+  for (int r = 1; r < R; ++r) d_row = row == r ? d[r] : d_row;
+  if (sub % kRowLanes == 0) {
+    p.output[head * kHeadV + v0 + row] = static_cast<uint16_t>(to_bf16_bits(p.scale * fmaf(gates.g, sq_mine, d_row * kq)));
+  }
+}
+
 // Everything after the loads, for a lane's R rows (see Math in the header).
 // The 2R partial sums S0 k and S0 q go through one reduce-scatter; afterwards
 // the LANES / R lanes of row r (sub / (LANES / R) == r) hold its two sums (half
@@ -525,6 +577,11 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
   for (int c = 0; c < PIECES; ++c) kq += dot4(k4[c], q4[c]);
   if constexpr ((kCandidate & kCandidateAllReduce) && !(kAblate & kAblateExchange)) {
     store_all_reduced<R, PIECES, POLICY, LANES, S>(p, s, k4, x, kq, gates, head, v0, tile, sub);
+    return;
+  }
+  // Lanes of 4+ rows a pass (B >= 129's r8/l16 under the 64-register bound) spill 8 bytes with it.
+  if constexpr ((kCandidate & kCandidateSkAllReduce) && R <= 2 && !(kAblate & kAblateExchange)) {
+    store_sk_all_reduced<R, PIECES, POLICY, LANES, S>(p, s, k4, x, kq, gates, head, v0, tile, sub);
     return;
   }
   float sk, sq;
