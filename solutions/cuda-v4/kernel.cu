@@ -182,8 +182,9 @@ constexpr int kCandidateBf16Packed = 128;    // a bf16 state held as loaded, two
 // knob (results/tuning/20261127-H100-bf16-staged-one-machine).
 constexpr int kCandidateRemoved = 64 | 256 | 512;
 constexpr int kCandidateSkAllReduce = 1024;  // the rows' S0 k all-reduced, no swap, no broadcast (update_and_store)
+constexpr int kCandidateWarmStores = 2048;   // lane 0 touches its destinations early (update_rows)
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-static_assert(kCandidate >= 0 && kCandidate < 2048 && !(kCandidate & kCandidateRemoved),
+static_assert(kCandidate >= 0 && kCandidate < 4096 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -739,6 +740,20 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
       }
     }
     return;
+  }
+  // The warm-stores candidate (kCandidateWarmStores, issue #33): every store of a warp waits on the
+  // whole chain, so the first one also meets a cold address translation of new_state's and
+  // output's pages (the 256 MB flush before each timed call refills every SM's TLB), where a copy's
+  // first store goes out as its first load lands and its last stores find the translation warm.
+  // Lane 0 prefetches one line of each destination into L2 as the loads go out, which walks the
+  // translation while the loads are in flight (a 128-byte read per warp and destination).
+  // Prediction (before any run, 2026-11-27, low confidence): if a cold translation is on the tail,
+  // -0.03..-0.1 µs at B = 1-8 on the H100; if not, a tie or one tick slower (the reads).
+  if constexpr (kCandidate & kCandidateWarmStores) {
+    if (lane == 0) {
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(new_state_of<S>(p) + tile));
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(p.output + head * kHeadV + v0));
+    }
   }
   if constexpr (!kOperandsFirst) load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
   if constexpr (kSharedQK) load_shared_qk<WARPS, kPieces, LANES>(p, batch, hq, sub, q4, k4);
