@@ -51,6 +51,13 @@ Prediction for ``index-32`` (32-bit element offsets; written before its first ru
 waits on after the block-index reads shrinks from about ten dependent 64-bit steps to four: some
 20-40 cycles of a ~4,000-cycle call, at most one CUPTI tick. Measured (H100, a4595fd, two runs):
 +0.03 µs at B = 1-2, +0.32 at B = 8, +0.13 at B = 32: refuted (results/ablation/20261126-H100-index32).
+
+Predictions for ``sk-all-reduce`` (the stores wait on 4 shuffle steps instead of 6 at B = 1: -0.016 to
+-0.032 µs there, ties at B = 2-8) and ``warm-stores`` (lane 0 prefetches a line of each destination as
+the loads go out: -0.03 to -0.1 µs at B = 1-8 if a cold translation is on the tail), written in
+kernel.cu before their runs (2026-11-27). Measured (H100, 0a89fc0 and 1a0eab1, two runs each): both
+refuted, ties or one tick slower at B = 1 and 0.26 / 0.42 µs slower at B = 8
+(results/ablation/20261127-H100-sk-all-reduce-warm-stores).
 """
 
 from __future__ import annotations

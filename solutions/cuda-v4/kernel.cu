@@ -509,7 +509,9 @@ __device__ __forceinline__ void store_all_reduced(const Params& p, const Piece (
 // Prediction (before any run, 2026-11-27): two shuffle steps (~50 cycles) fewer on the path to the
 // stores, -0.016..-0.032 µs at B = 1 on the H100 (half a CUPTI tick to one); at B = 2-8 a tie
 // within a tick (more warps hide the chain, and a lane makes 4 shuffles more at R = 2). Built for
-// lanes of 1 or 2 rows a pass, the small-B variants (update_and_store).
+// lanes of 1 or 2 rows a pass, the small-B variants (update_and_store). Outcome (H100, two probe
+// runs, results/ablation/20261127-H100-sk-all-reduce-warm-stores): refuted, +0.03 / +0.00 µs at B = 1,
+// ties at B = 2-4, +0.26 at B = 8: the shuffles are not what B = 1 waits on.
 template <int R, int PIECES, int POLICY, int LANES, typename S, typename Piece>
 __device__ __forceinline__ void store_sk_all_reduced(const Params& p, const Piece (&s)[R][PIECES],
                                                      const float4 (&k4)[PIECES], const float (&x)[2 * R], float kq,
@@ -748,8 +750,10 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   // Lane 0 prefetches one line of each destination into L2 as the loads go out, which walks the
   // translation while the loads are in flight (a 128-byte read per warp and destination).
   // Prediction (before any run, 2026-11-27, low confidence): if a cold translation is on the tail,
-  // -0.03..-0.1 µs at B = 1-8 on the H100; if not, a tie or one tick slower (the reads).
-  if constexpr (kCandidate & kCandidateWarmStores) {
+  // -0.03..-0.1 µs at B = 1-8 on the H100; if not, a tie or one tick slower (the reads). Outcome (H100,
+  // two probe runs, results/ablation/20261127-H100-sk-all-reduce-warm-stores): refuted, a tie at B = 1,
+  // +0.07 at B = 4 and +0.42 µs at B = 8.
+  if constexpr ((kCandidate & kCandidateWarmStores) && !STAGED) {  // staged variants spill 8-16 B with it
     if (lane == 0) {
       asm volatile("prefetch.global.L2 [%0];" ::"l"(new_state_of<S>(p) + tile));
       asm volatile("prefetch.global.L2 [%0];" ::"l"(p.output + head * kHeadV + v0));

@@ -26,7 +26,8 @@ def shipped_code():
     return shared_cubin_build(SOURCE.parent).code
 
 
-@pytest.mark.parametrize("name", ["no-operands-no-exchange", "copy", "v-early-operands-first", "shared-qk", "sk-all-reduce"])
+@pytest.mark.parametrize("name", ["no-operands-no-exchange", "copy", "v-early-operands-first", "shared-qk", "sk-all-reduce",
+                                  "warm-stores"])
 def test_a_build_compiles_the_shipped_variants_without_spilling(name, shipped_code):
     from harness.judge import build
 
