@@ -64,6 +64,9 @@
 #                 µs kernel's cold-L2 time the fetch of its own code? about 2 min)
 #   events-loops  tools/events_loop_probe.py: the copy at B = 1, 8 under five events loops, from FlashInfer's to the
 #                 floor's (issue #29: where FlashInfer's events timer's extra 0.45-0.94 µs comes from; about 1 min)
+#   idle-start    tools/idle_start_probe.py: cuda-v4 and the copy floor's kernels at B = 1, 8 under FlashInfer's CUPTI
+#                 timer as it runs (the call right behind the flush), with the call started on an idle GPU, and under
+#                 the harness's recorder (issue #29: are the cupti tier's last B = 1 offsets how a call starts? ~2 min)
 #   tune-small    `python -m tools.tune --algo cuda-v4 --batches 1,2,4,8` here, then in AB_TREE (issue #33);
 #                 TUNE_ROUNDS times, alternating (default 1; each round ~9 min: start:/wait: past one)
 #   tune-candidate  the same tune of the shipped cuda-v4, then of each candidate build (--defines WORD for each word of
@@ -270,6 +273,7 @@ for step in "$@"; do
                    ${ABLATION_BATCHES:+--batches "$ABLATION_BATCHES"} ${ABLATION_DTYPE:+--state-dtype "$ABLATION_DTYPE"} ;;
     events-loops) probe_step "$step" events_loop_probe 240 ;;
     code-warm)   probe_step "$step" code_warm_probe 300 ;;
+    idle-start)  probe_step "$step" idle_start_probe 300 ;;
     events-rerun) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  events_run . "$COMMIT" "$work/run-a"; events_run . "$COMMIT" "$work/run-b"
                  compare "$work/run-a" "$work/run-b" "$work/compare.md"; cat "$work/compare.md"; pack "$step" "$work" ;;

@@ -1,0 +1,103 @@
+"""Does a µs kernel's CUPTI duration depend on whether the GPU was idle when it started? A probe of
+issue #29's last cupti offsets at B = 1 (docs/timing.md, "Where the tiers stand against the timers
+they name"):
+
+    python -m tools.idle_start_probe --out DIR [--batches 1,8] [--repeats 3]
+
+Why ask: the two sides of the cross-check start a call differently. FlashInfer's
+``bench_gpu_time_with_cupti`` (the plain cupti timer, and the contest tier's) zeroes its flush buffer
+and launches the call right behind it, so the call starts the moment the flush ends; the harness's
+timing core, and its in-process recorder that times the copy floor, synchronize after the flush, so
+the call starts on an idle GPU. At B = 1 the harness reads some subjects one or two CUPTI ticks off
+FlashInfer's timer on every run: the copy low on H100s (0.95-0.98), cuda-v4 high on H200s
+(1.018-1.036), which where the buffers lie does not explain.
+
+How: each subject on one input set, in one process, timed three ways in turn, each after the
+harness's clock warm-up (``tools.tier_parity.warm``):
+
+* ``back-to-back``: ``bench_gpu_time_with_cupti(call, cold_l2_cache=True)``, median (the plain
+  cupti timer of ``tools.tier_parity``);
+* ``idle-start``: the same timer on ``synchronize(); call()``: FlashInfer's flush still comes right
+  before, but the call waits for it to end, so it starts on an idle GPU;
+* ``harness``: the harness's in-process recorder (:func:`harness.judge.cupti_recorder.time_calls_with_cupti`,
+  its 256 MB flush, a synchronize, the call), median of the kernel sums.
+
+Subjects: cuda-v4 as its launch table picks, torch ``copy_`` and the copy floor's Triton streaming
+copies, on the sweep workload's inputs. Writes ``DIR/idle_start_probe.json`` and prints each point's
+median over the repeats and its range. Needs a CUDA GPU, nvcc, tvm-ffi, flashinfer-python and
+cupti-python.
+
+Prediction (written 2026-11-27, before any run; H100; low confidence): if the idle start is the
+offset, ``idle-start`` reads like ``harness`` within a tick and ``back-to-back`` differs from both
+by a tick or more at B = 1 for the copies (lower when idle) and cuda-v4 (higher when idle, or a
+tie); at B = 8 all three within a tick. If ``idle-start`` reads like ``back-to-back``, the start is
+not the cause, and the harness's flush (256 MB against FlashInfer's 2 x L2) or its recorder is.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from tools.probe_cli import run_probe
+
+MODES = ("back-to-back", "idle-start", "harness")
+#: Timed calls of the harness's recorder per point and repeat (FlashInfer's timer picks its own count).
+ITERS = 100
+#: Seconds of back-to-back calls before each point (tools.tier_parity.warm).
+WARM_S = 0.3
+
+
+def idle_first(call: Callable[[], object]) -> Callable[[], None]:
+    """``call`` after the GPU has finished all queued work: the call starts on an idle GPU."""
+    import torch
+
+    def run() -> None:
+        torch.cuda.synchronize()
+        call()
+
+    return run
+
+
+def time_mode(mode: str, call: Callable[[], object]) -> float:
+    """Median µs of ``call`` timed the ``mode`` way (one of :data:`MODES`)."""
+    if mode == "harness":
+        from harness.judge.cupti_recorder import time_calls_with_cupti
+        from harness.judge.timing import L2Flusher
+
+        records = time_calls_with_cupti(lambda _: call(), lambda index: None, L2Flusher("cuda"), ITERS, warmup=1)
+        return statistics.median(r.kernel_sum_us for r in records)
+    from flashinfer.testing import bench_gpu_time_with_cupti
+
+    timed = call if mode == "back-to-back" else idle_first(call)
+    return statistics.median(bench_gpu_time_with_cupti(timed, cold_l2_cache=True)) * 1e3  # ms -> µs
+
+
+def measure(batch: int, repeats: int) -> dict[str, list[float]]:
+    """``{"<subject> <mode>": [median µs per repeat]}`` at one batch size, in rounds over the points."""
+    from tools.code_warm_probe import subject_pairs
+    from tools.tier_parity import warm
+
+    with tempfile.TemporaryDirectory() as workdir:
+        calls = {subject: pair[0] for subject, pair in subject_pairs(batch, Path(workdir)).items()}
+        times: dict[str, list[float]] = {f"{s} {m}": [] for s in calls for m in MODES}
+        for _ in range(repeats):
+            for subject, call in calls.items():
+                for mode in MODES:
+                    warm(call, (), WARM_S)
+                    times[f"{subject} {mode}"].append(time_mode(mode, call))
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_probe(argv, __doc__, "1,8", "idle_start_probe", measure, "point", str,
+                     timer="back-to-back and idle-start: flashinfer.testing.bench_gpu_time_with_cupti("
+                           "cold_l2_cache=True), median; harness: harness.judge.cupti_recorder, median of "
+                           f"{ITERS} kernel sums, 256 MB flush", modes=list(MODES), iters=ITERS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
