@@ -20,7 +20,10 @@ harness's clock warm-up (``tools.tier_parity.warm``):
 * ``idle-start``: the same timer on ``synchronize(); call()``: FlashInfer's flush still comes right
   before, but the call waits for it to end, so it starts on an idle GPU;
 * ``harness``: the harness's in-process recorder (:func:`harness.judge.cupti_recorder.time_calls_with_cupti`,
-  its 256 MB flush, a synchronize, the call), median of the kernel sums.
+  its 256 MB flush, a synchronize, the call), median of the kernel sums over 100 calls;
+* ``harness-2xL2``: the same recorder with FlashInfer's flush (2 x L2, 100 MB on an H100);
+* ``flashinfer-100``: FlashInfer's timer with 10 dry runs and 100 timed calls, where by default it
+  calibrates its count to 100 ms of calls (~2,500 at B = 1).
 
 Subjects: cuda-v4 as its launch table picks, torch ``copy_`` and the copy floor's Triton streaming
 copies, on the sweep workload's inputs. Writes ``DIR/idle_start_probe.json`` and prints each point's
@@ -32,6 +35,14 @@ offset, ``idle-start`` reads like ``harness`` within a tick and ``back-to-back``
 by a tick or more at B = 1 for the copies (lower when idle) and cuda-v4 (higher when idle, or a
 tie); at B = 8 all three within a tick. If ``idle-start`` reads like ``back-to-back``, the start is
 not the cause, and the harness's flush (256 MB against FlashInfer's 2 x L2) or its recorder is.
+
+Measured (H100, b766f50, two runs, results/proof/20261127-H100-idle-start): ``idle-start`` read
+``back-to-back`` to the nanosecond at every point, so the start is not it. ``harness`` read 0.064 µs
+(two ticks, 1.4%) under both at B = 8 for cuda-v4 and torch ``copy_`` and 0.02-0.05 under for the
+Triton copies, on the same buffers; at B = 1 all three tied. Second prediction (before the next run,
+with the two modes added for it): if the flush's size is the difference, ``harness-2xL2`` reads like
+``back-to-back`` at B = 8; if the number of calls is (FlashInfer's calibrated thousands against the
+recorder's 100), ``flashinfer-100`` reads like ``harness``.
 """
 
 from __future__ import annotations
@@ -44,7 +55,7 @@ from typing import Callable
 
 from tools.probe_cli import run_probe
 
-MODES = ("back-to-back", "idle-start", "harness")
+MODES = ("back-to-back", "idle-start", "harness", "harness-2xL2", "flashinfer-100")
 #: Timed calls of the harness's recorder per point and repeat (FlashInfer's timer picks its own count).
 ITERS = 100
 #: Seconds of back-to-back calls before each point (tools.tier_parity.warm).
@@ -62,18 +73,28 @@ def idle_first(call: Callable[[], object]) -> Callable[[], None]:
     return run
 
 
+def flashinfer_flush() -> Callable[[], None]:
+    """FlashInfer's cold-L2 flush: zero a buffer of twice the L2 (the harness's is at least 256 MB)."""
+    import torch
+
+    buffer = torch.empty(2 * torch.cuda.get_device_properties("cuda").L2_cache_size, dtype=torch.int8, device="cuda")
+    return buffer.zero_
+
+
 def time_mode(mode: str, call: Callable[[], object]) -> float:
     """Median µs of ``call`` timed the ``mode`` way (one of :data:`MODES`)."""
-    if mode == "harness":
+    if mode.startswith("harness"):
         from harness.judge.cupti_recorder import time_calls_with_cupti
         from harness.judge.timing import L2Flusher
 
-        records = time_calls_with_cupti(lambda _: call(), lambda index: None, L2Flusher("cuda"), ITERS, warmup=1)
+        flush = flashinfer_flush() if mode == "harness-2xL2" else L2Flusher("cuda")
+        records = time_calls_with_cupti(lambda _: call(), lambda index: None, flush, ITERS, warmup=1)
         return statistics.median(r.kernel_sum_us for r in records)
     from flashinfer.testing import bench_gpu_time_with_cupti
 
-    timed = call if mode == "back-to-back" else idle_first(call)
-    return statistics.median(bench_gpu_time_with_cupti(timed, cold_l2_cache=True)) * 1e3  # ms -> µs
+    timed = idle_first(call) if mode == "idle-start" else call
+    counts = {"dry_run_iters": 10, "repeat_iters": ITERS} if mode == "flashinfer-100" else {}
+    return statistics.median(bench_gpu_time_with_cupti(timed, cold_l2_cache=True, **counts)) * 1e3  # ms -> µs
 
 
 def measure(batch: int, repeats: int) -> dict[str, list[float]]:
