@@ -4,21 +4,24 @@ they name"):
 
     python -m tools.idle_start_probe --out DIR [--batches 1,8] [--repeats 3]
 
-Why ask: the two sides of the cross-check start a call differently. FlashInfer's
-``bench_gpu_time_with_cupti`` (the plain cupti timer, and the contest tier's) zeroes its flush buffer
-and launches the call right behind it, so the call starts the moment the flush ends; the harness's
-timing core, and its in-process recorder that times the copy floor, synchronize after the flush, so
-the call starts on an idle GPU. At B = 1 the harness reads some subjects one or two CUPTI ticks off
-FlashInfer's timer on every run: the copy low on H100s (0.95-0.98), cuda-v4 high on H200s
-(1.018-1.036), which where the buffers lie does not explain.
+Why ask: at B = 1 the harness reads some subjects one or two CUPTI ticks off FlashInfer's timer on
+every run: the copy low on H100s (0.95-0.98), cuda-v4 high on H200s (1.018-1.036), which where the
+buffers lie does not explain. The probe was written on the premise that the two sides start a call
+differently: that FlashInfer's ``bench_gpu_time_with_cupti`` (the plain cupti timer, and the contest
+tier's) launches the call right behind its flush, as an older copy of it does, where the harness's
+timing core and its in-process recorder (which times the copy floor) synchronize after the flush. The
+installed FlashInfer (0.7.2.post1, ``flashinfer/testing/utils.py``, read after the first runs)
+synchronizes after its flush too, so both start a call on an idle GPU, and the ``idle-start`` mode,
+which adds a second synchronize, is a control that must read like ``back-to-back``. What the probe
+does tell apart is the flush's size and the number of calls (the modes added after the first runs).
 
 How: each subject on one input set, in one process, timed three ways in turn, each after the
 harness's clock warm-up (``tools.tier_parity.warm``):
 
 * ``back-to-back``: ``bench_gpu_time_with_cupti(call, cold_l2_cache=True)``, median (the plain
-  cupti timer of ``tools.tier_parity``);
-* ``idle-start``: the same timer on ``synchronize(); call()``: FlashInfer's flush still comes right
-  before, but the call waits for it to end, so it starts on an idle GPU;
+  cupti timer of ``tools.tier_parity``; named for the premise above: its loop synchronizes after the
+  flush);
+* ``idle-start``: the same timer on ``synchronize(); call()`` (a second synchronize: the control);
 * ``harness``: the harness's in-process recorder (:func:`harness.judge.cupti_recorder.time_calls_with_cupti`,
   its 256 MB flush, a synchronize, the call), median of the kernel sums over 100 calls;
 * ``harness-2xL2``: the same recorder with FlashInfer's flush (2 x L2, 100 MB on an H100);
@@ -37,7 +40,7 @@ tie); at B = 8 all three within a tick. If ``idle-start`` reads like ``back-to-b
 not the cause, and the harness's flush (256 MB against FlashInfer's 2 x L2) or its recorder is.
 
 Measured (H100, b766f50, two runs, results/proof/20261127-H100-idle-start): ``idle-start`` read
-``back-to-back`` to the nanosecond at every point, so the start is not it. ``harness`` read 0.064 µs
+``back-to-back`` to the nanosecond at every point, as it must where both synchronize (above). ``harness`` read 0.064 µs
 (two ticks, 1.4%) under both at B = 8 for cuda-v4 and torch ``copy_`` and 0.02-0.05 under for the
 Triton copies, on the same buffers; at B = 1 all three tied. Second prediction (before the next run,
 with the two modes added for it): if the flush's size is the difference, ``harness-2xL2`` reads like
