@@ -68,8 +68,6 @@ from typing import Callable
 from tools.probe_cli import run_probe
 
 MODES = ("back-to-back", "idle-start", "harness", "harness-2xL2", "flashinfer-100", "flashinfer-256")
-#: The harness's flush (harness.judge.timing.gpu_state.MIN_FLUSH_BYTES on a GPU of L2 under 128 MB), in MB.
-HARNESS_FLUSH_MB = 256
 #: Timed calls of the harness's recorder per point and repeat (FlashInfer's timer picks its own count).
 ITERS = 100
 #: Seconds of back-to-back calls before each point (tools.tier_parity.warm).
@@ -108,7 +106,9 @@ def time_mode(mode: str, call: Callable[[], object]) -> float:
 
     timed = idle_first(call) if mode == "idle-start" else call
     counts = {"dry_run_iters": 10, "repeat_iters": ITERS} if mode == "flashinfer-100" else {}
-    flush = {"l2_flush": True, "l2_flush_size_mb": HARNESS_FLUSH_MB} if mode == "flashinfer-256" else {}
+    from harness.judge.timing.gpu_state import MIN_FLUSH_BYTES  # the harness's flush on an H100 or H200
+
+    flush = {"l2_flush": True, "l2_flush_size_mb": MIN_FLUSH_BYTES >> 20} if mode == "flashinfer-256" else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # l2_flush_size_mb: deprecated, still honoured
         times = bench_gpu_time_with_cupti(timed, cold_l2_cache=True, **counts, **flush)
