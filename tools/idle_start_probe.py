@@ -54,6 +54,8 @@ and ``flashinfer-100`` within a tick of it. Third prediction (before its run): `
 like ``harness`` at B = 8 (one or two ticks under ``back-to-back``); the flush-probe of 2026-11-26, the
 same timer at 256 MB on another H100, saw the copy at B = 8 unmoved (docs/timing.md's history,
 results/timing-notes.md), so a tie with ``back-to-back`` would leave the recorder's lean unexplained.
+Measured (a fresh H100, c1d0b9d, two runs): held in part, a tick under ``back-to-back`` for cuda-v4 and
+within a tick for the copies, where ``harness`` read one to two under: the flush's size is most of it.
 """
 
 from __future__ import annotations
