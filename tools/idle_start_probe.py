@@ -1,6 +1,6 @@
-"""Does a µs kernel's CUPTI duration depend on whether the GPU was idle when it started? A probe of
-issue #29's last cupti offsets at B = 1 (docs/timing.md, "Where the tiers stand against the timers
-they name"):
+"""What separates the harness's CUPTI recorder from FlashInfer's CUPTI timer on the same buffers: how a
+call starts, the flush's size, the number of calls? A probe of issue #29's last cupti offsets
+(docs/timing.md, "Where the tiers stand against the timers they name"):
 
     python -m tools.idle_start_probe --out DIR [--batches 1,8] [--repeats 3]
 
@@ -52,8 +52,7 @@ recorder's 100), ``flashinfer-100`` reads like ``harness``. Measured (the same m
 the flush's size. With FlashInfer's flush the recorder read within 0.03 µs of ``back-to-back`` at B = 8,
 and ``flashinfer-100`` within a tick of it. Third prediction (before its run): ``flashinfer-256`` reads
 like ``harness`` at B = 8 (one or two ticks under ``back-to-back``); the flush-probe of 2026-11-26, the
-same timer at 256 MB on another H100, saw the copy at B = 8 unmoved (docs/timing.md's history,
-results/timing-notes.md), so a tie with ``back-to-back`` would leave the recorder's lean unexplained.
+same timer at 256 MB on another H100, saw the copy at B = 8 unmoved (results/timing-notes.md), so a tie with ``back-to-back`` would leave the recorder's lean unexplained.
 Measured (a fresh H100, c1d0b9d, two runs): held in part, a tick under ``back-to-back`` for cuda-v4 and
 within a tick for the copies, where ``harness`` read one to two under: the flush's size is most of it.
 """
@@ -106,10 +105,10 @@ def time_mode(mode: str, call: Callable[[], object]) -> float:
         return statistics.median(r.kernel_sum_us for r in records)
     from flashinfer.testing import bench_gpu_time_with_cupti
 
-    timed = idle_first(call) if mode == "idle-start" else call
-    counts = {"dry_run_iters": 10, "repeat_iters": ITERS} if mode == "flashinfer-100" else {}
     from harness.judge.timing.gpu_state import MIN_FLUSH_BYTES  # the harness's flush on an H100 or H200
 
+    timed = idle_first(call) if mode == "idle-start" else call
+    counts = {"dry_run_iters": 10, "repeat_iters": ITERS} if mode == "flashinfer-100" else {}
     flush = {"l2_flush": True, "l2_flush_size_mb": MIN_FLUSH_BYTES >> 20} if mode == "flashinfer-256" else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # l2_flush_size_mb: deprecated, still honoured
@@ -135,9 +134,10 @@ def measure(batch: int, repeats: int) -> dict[str, list[float]]:
 
 def main(argv: list[str] | None = None) -> int:
     return run_probe(argv, __doc__, "1,8", "idle_start_probe", measure, "point", str,
-                     timer="back-to-back and idle-start: flashinfer.testing.bench_gpu_time_with_cupti("
-                           "cold_l2_cache=True), median; harness: harness.judge.cupti_recorder, median of "
-                           f"{ITERS} kernel sums, 256 MB flush", modes=list(MODES), iters=ITERS)
+                     timer="back-to-back, idle-start, flashinfer-100, flashinfer-256: "
+                           "flashinfer.testing.bench_gpu_time_with_cupti(cold_l2_cache=True), median; harness, "
+                           f"harness-2xL2: harness.judge.cupti_recorder, median of {ITERS} kernel sums "
+                           "(the module's docstring gives each mode's flush and count)", modes=list(MODES), iters=ITERS)
 
 
 if __name__ == "__main__":
