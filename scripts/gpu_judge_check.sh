@@ -67,6 +67,9 @@
 #   idle-start    tools/idle_start_probe.py: cuda-v4 and the copy floor's kernels at B = 1, 8 under FlashInfer's CUPTI
 #                 timer as it runs (the call right behind the flush), with the call started on an idle GPU, and under
 #                 the harness's recorder (issue #29: are the cupti tier's last B = 1 offsets how a call starts? ~2 min)
+#   l2-persist    tools/l2_persist_probe.py: a copy of one of 8 state sets, fresh inputs and a 256 MB flush before each, with
+#                 and without a persisting-L2 window on the copy's stream, and with the judge resetting persisting lines
+#                 (can a solution keep a timed call's inputs in L2 through the flush? about 1 min)
 #   tune-small    `python -m tools.tune --algo cuda-v4 --batches 1,2,4,8` here, then in AB_TREE (issue #33);
 #                 TUNE_ROUNDS times, alternating (default 1; each round ~9 min: start:/wait: past one)
 #   tune-candidate  the same tune of the shipped cuda-v4, then of each candidate build (--defines WORD for each word of
@@ -274,6 +277,7 @@ for step in "$@"; do
     events-loops) probe_step "$step" events_loop_probe 240 ;;
     code-warm)   probe_step "$step" code_warm_probe 300 ;;
     idle-start)  probe_step "$step" idle_start_probe 300 ;;
+    l2-persist)  probe_step "$step" l2_persist_probe 240 ;;
     events-rerun) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  events_run . "$COMMIT" "$work/run-a"; events_run . "$COMMIT" "$work/run-b"
                  compare "$work/run-a" "$work/run-b" "$work/compare.md"; cat "$work/compare.md"; pack "$step" "$work" ;;
