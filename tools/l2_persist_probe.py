@@ -33,6 +33,10 @@ normal write that hits a persisting line keeps it persisting, ``persisting`` rea
 least 20% under ``plain`` at B = 1 (512 KB a set, 4 MB for all 8, inside the set-aside) and
 ``persisting+reset`` reads like ``plain``; if the core's writes or its flush demote the lines,
 all three read within a tick.
+
+Measured (H100, ec75ece, results/proof/20261127-H100-l2-persist): neither. The window made the copy
+slower, 1.30x at B = 1 (2.495 against 1.920 µs) and 2.11x at B = 8, with or without the reset: through a
+persisting window, in the core's order, the inputs are not served from L2.
 """
 
 from __future__ import annotations
