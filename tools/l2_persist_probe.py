@@ -24,6 +24,9 @@ CUPTI times the copy (the harness's recorder, median of 100 calls). Modes:
   the solution's stream (hit ratio 1);
 * ``persisting+reset``: the same, and the judge calls ``cuCtxResetPersistingL2Cache`` before its
   flush (the defence: every persisting line back to normal, so the flush evicts it).
+* ``persisting-normal-miss``: ``persisting`` with misses normal, not streaming;
+* ``plain-warm`` and ``persisting-warm``: ``plain`` and ``persisting`` without the flush, the L2 left as
+  the inputs' writes leave it (what an L2 hit is worth, and whether the window slows hits too).
 
 Writes ``DIR/l2_persist_probe.json`` and prints each point's median over the repeats and its range.
 Needs a CUDA GPU of compute capability 8.0 or later and cupti-python.
@@ -36,7 +39,10 @@ all three read within a tick.
 
 Measured (H100, ec75ece, results/proof/20261127-H100-l2-persist): neither. The window made the copy
 slower, 1.30x at B = 1 (2.495 against 1.920 µs) and 2.11x at B = 8, with or without the reset: through a
-persisting window, in the core's order, the inputs are not served from L2.
+persisting window, in the core's order, the inputs are not served from L2. Second prediction (before the
+run with the three modes added for it): ``plain-warm`` reads at least 20% under ``plain`` (warm inputs are
+worth something); ``persisting-warm`` reads like ``persisting`` if the window slows the reads themselves, like
+``plain-warm`` if the flush is what undoes it; ``persisting-normal-miss`` reads like ``persisting``.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from typing import Callable
 
 from tools.probe_cli import run_probe
 
-MODES = ("plain", "persisting", "persisting+reset")
+MODES = ("plain", "persisting", "persisting+reset", "persisting-normal-miss", "plain-warm", "persisting-warm")
 #: Buffer sets the timing core takes in turn (harness.judge.core: up to 8).
 SETS = 8
 ITERS = 100
@@ -92,13 +98,14 @@ def device_attribute(cu: ctypes.CDLL, attribute: int) -> int:
     return value.value
 
 
-def persist(cu: ctypes.CDLL, stream: int, base: int, nbytes: int) -> None:
-    """The set-aside at the device's maximum and a persisting window over [base, base + nbytes) on ``stream``."""
+def persist(cu: ctypes.CDLL, stream: int, base: int, nbytes: int, miss: int = ACCESS_STREAMING) -> None:
+    """The set-aside at the device's maximum and a persisting window over [base, base + nbytes) on ``stream``,
+    misses marked ``miss`` (normal or streaming)."""
     checked(cu.cuCtxSetLimit(LIMIT_PERSISTING_L2, ctypes.c_size_t(device_attribute(cu, ATTRIBUTE_MAX_PERSISTING_L2))),
             "cuCtxSetLimit(PERSISTING_L2_CACHE_SIZE)")
     value = StreamAttrValue()
     value.accessPolicyWindow = AccessPolicyWindow(base, min(nbytes, device_attribute(cu, ATTRIBUTE_MAX_WINDOW)),
-                                                  1.0, ACCESS_PERSISTING, ACCESS_STREAMING)
+                                                  1.0, ACCESS_PERSISTING, miss)
     checked(cu.cuStreamSetAttribute(ctypes.c_void_p(stream), STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, ctypes.byref(value)),
             "cuStreamSetAttribute(ACCESS_POLICY_WINDOW)")
 
@@ -135,7 +142,8 @@ def time_mode(mode: str, batch: int) -> float:
             if mode == "persisting+reset":
                 torch.cuda.synchronize()  # the solution's last kernel is done, the inputs are written
                 checked(cu.cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache")
-            flush()
+            if not mode.endswith("-warm"):
+                flush()
         return k
 
     def call(k: int) -> None:
@@ -143,12 +151,14 @@ def time_mode(mode: str, batch: int) -> float:
             target.copy_(sets[k])
         solution.synchronize()
 
-    if mode != "plain":
-        persist(cu, solution.cuda_stream, sets.data_ptr(), sets.numel() * sets.element_size())
+    persisting = mode.startswith("persisting")
+    if persisting:
+        miss = ACCESS_NORMAL if mode == "persisting-normal-miss" else ACCESS_STREAMING
+        persist(cu, solution.cuda_stream, sets.data_ptr(), sets.numel() * sets.element_size(), miss)
     try:
         records = time_calls_with_cupti(call, setup, lambda: None, ITERS, warmup=2 * SETS)
     finally:
-        if mode != "plain":
+        if persisting:
             unpersist(cu, solution.cuda_stream)
     return statistics.median(r.kernel_sum_us for r in records)
 
