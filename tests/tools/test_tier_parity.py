@@ -8,7 +8,7 @@ import torch
 
 from tools.parity_compare import (FULL_SPEED_FACTOR, HOST, PROBE, TARGETS, TRIAL_MEANS, TRIAL_PROBES, compare,
                                   compare_at_full_speed, compare_host, judged, machine_speed, repeatability,
-                                  slow_trials, split_half_ratio, summary, write_report)
+                                  slow_trials, split_half_ratio, summary, write_report, yardstick)
 from tools.tier_parity import COPY, COPY_METHOD, extend, flashinfer_flush, harness_figures, solution_inputs
 
 
@@ -448,7 +448,16 @@ def test_each_side_is_judged_against_itself_by_its_repeats_split_in_halves(tmp_p
     assert report["repeatability"] == counts
     assert "the plain sync timer against itself: 1 of 2" in summary(report)
     write_report(tmp_path, report)
-    assert "| sync | ±15% | 0 of 2 | 1 of 2 | 1 of 2 |" in (tmp_path / "tier_parity.md").read_text()
+    assert "| sync | ±15% | 0 of 2 | 1 of 2 | 1 of 2 | missed |" in (tmp_path / "tier_parity.md").read_text()
+
+
+def test_the_proposed_yardstick_holds_events_and_sync_to_the_plain_timers_own_repeatability():
+    assert yardstick("sync", 14, 20, {"within": 13, "points": 20}) == "met"  # as often as plain against itself, or more
+    assert yardstick("events", 12, 20, {"within": 13, "points": 20}) == "missed"
+    assert yardstick("sync", 7, 10, {"within": 13, "points": 20}) == "met"  # shares, not counts
+    assert yardstick("sync", 14, 20, None) == "–"  # one plain repeat: no yardstick
+    assert yardstick("cupti", 19, 20, {"within": 20, "points": 20}) == "missed"  # cupti keeps every point
+    assert yardstick("contest", 20, 20, None) == "met"
 
 
 def test_a_recorded_cross_check_kept_compressed_is_judged_again(tmp_path):
