@@ -65,8 +65,8 @@
 #   events-loops  tools/events_loop_probe.py: the copy at B = 1, 8 under five events loops, from FlashInfer's to the
 #                 floor's (issue #29: where FlashInfer's events timer's extra 0.45-0.94 µs comes from; about 1 min)
 #   idle-start    tools/idle_start_probe.py: cuda-v4 and the copy floor's kernels at B = 1, 8 under FlashInfer's CUPTI
-#                 timer as it runs (the call right behind the flush), with the call started on an idle GPU, and under
-#                 the harness's recorder (issue #29: are the cupti tier's last B = 1 offsets how a call starts? ~2 min)
+#                 timer and under the harness's recorder, each with its own flush and the other's, and with a second
+#                 synchronize before the call (issue #29: what separates the cupti tier from its named timer? ~3 min)
 #   l2-persist    tools/l2_persist_probe.py: a copy of one of 8 state sets, fresh inputs and a 256 MB flush before each, with
 #                 and without a persisting-L2 window on the copy's stream, and with the judge resetting persisting lines
 #                 (can a solution keep a timed call's inputs in L2 through the flush? about 1 min)

@@ -123,6 +123,11 @@ def unpersist(cu: ctypes.CDLL, stream: int) -> None:
     checked(cu.cuCtxSetLimit(LIMIT_PERSISTING_L2, ctypes.c_size_t(0)), "cuCtxSetLimit(PERSISTING_L2_CACHE_SIZE)")
 
 
+def state_numel(batch: int) -> int:
+    """Elements of the fp32 state of the sweep workload at ``batch``: [B, HV = 8, V = 128, K = 128]."""
+    return batch * 8 * 128 * 128
+
+
 def time_mode(mode: str, batch: int) -> float:
     """Median CUPTI µs of the copy of one set's state, the ``mode`` way, in the core's order."""
     import torch
@@ -131,7 +136,7 @@ def time_mode(mode: str, batch: int) -> float:
     from harness.judge.timing import L2Flusher
 
     cu = driver()
-    numel = batch * 8 * 128 * 128  # [B, HV, V, K] fp32
+    numel = state_numel(batch)
     sets = torch.empty(SETS, numel, device="cuda")
     target = torch.empty(numel, device="cuda")
     fresh = torch.randn(SETS, numel).pin_memory()
@@ -173,7 +178,7 @@ def measure(batch: int, repeats: int) -> dict[str, list[float]]:
     import torch
 
     times: dict[str, list[float]] = {mode: [] for mode in MODES}
-    state = torch.empty(batch * 8 * 128 * 128, device="cuda")
+    state = torch.empty(state_numel(batch), device="cuda")
     target = torch.empty_like(state)
     for _ in range(repeats):
         for mode in MODES:

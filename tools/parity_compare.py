@@ -127,13 +127,19 @@ def compare_at_full_speed(harness: dict, plain: dict) -> list[dict]:
     return rows
 
 
-def full_speed_limit(harness: dict, plain: dict) -> float | None:
-    """The slowest speed reading (µs of the stand-in) that still counts as the host's full speed:
-    :data:`FULL_SPEED_FACTOR` x the fastest reading of the cross-check, both sides and every point;
-    None where no reading was recorded."""
-    readings = [value for side in (harness, plain) for figures in side.values()
-                for key in (PROBE, TRIAL_PROBES) for value in figures.get(key, [])]
+def slow_line(readings: list[float]) -> float | None:
+    """The slowest speed reading (µs of the stand-in) that still counts as the host's full speed among
+    ``readings``: :data:`FULL_SPEED_FACTOR` x the fastest of them; None where there are none. The one
+    rule of a slow reading, for the cross-check (:func:`full_speed_limit`), the pinned stand-in's log
+    (:func:`machine_speed`) and tools/sync_ab.py alike."""
     return min(readings) * FULL_SPEED_FACTOR if readings else None
+
+
+def full_speed_limit(harness: dict, plain: dict) -> float | None:
+    """:func:`slow_line` over every speed reading of the cross-check, both sides and every point;
+    None where no reading was recorded."""
+    return slow_line([value for side in (harness, plain) for figures in side.values()
+                      for key in (PROBE, TRIAL_PROBES) for value in figures.get(key, [])])
 
 
 def slow_trials(harness: dict, plain: dict) -> dict[str, dict[str, int]] | None:
@@ -209,7 +215,7 @@ def machine_speed(blocks: list[tuple[float, float]], phases: list[dict]) -> dict
     its own (results/proof/20261127-H100-parity-trials-df1fce0); a diagnostic, no target."""
     if not blocks or not phases:
         return None
-    limit, counts = min(value for _, value in blocks) * FULL_SPEED_FACTOR, {}
+    limit, counts = slow_line([value for _, value in blocks]), {}
     for side in sorted({phase["side"] for phase in phases}):
         windows = [(phase["start"], phase["end"]) for phase in phases if phase["side"] == side]
         inside = [value for began, value in blocks if any(start <= began < end for start, end in windows)]

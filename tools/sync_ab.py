@@ -23,7 +23,7 @@ from pathlib import Path
 
 from harness.facts import Tier
 from harness.records.store import load_run
-from tools.parity_compare import FULL_SPEED_FACTOR
+from tools.parity_compare import FULL_SPEED_FACTOR, slow_line
 
 
 @dataclass
@@ -72,7 +72,7 @@ def pairs_in(root: Path, sides: tuple[str, str]) -> dict[int, dict[str, SyncRun]
 def report(pairs: dict[int, dict[str, SyncRun]], sides: tuple[str, str]) -> str:
     """The markdown table of ``pairs`` (side a over side b) and its summary lines."""
     a, b = sides
-    limit = FULL_SPEED_FACTOR * min(p for runs in pairs.values() for run in runs.values() for p in run.readings_us)
+    limit = slow_line([p for runs in pairs.values() for run in runs.values() for p in run.readings_us])
 
     def slow(run: SyncRun) -> tuple[int, int]:
         return sum(p > limit for p in run.readings_us), len(run.readings_us)
