@@ -27,6 +27,8 @@ CUPTI times the copy (the harness's recorder, median of 100 calls). Modes:
 * ``persisting-normal-miss``: ``persisting`` with misses normal, not streaming;
 * ``plain-warm`` and ``persisting-warm``: ``plain`` and ``persisting`` without the flush, the L2 left as
   the inputs' writes leave it (what an L2 hit is worth, and whether the window slows hits too).
+* ``plain-2xL2`` and ``persisting-2xL2``: ``plain`` and ``persisting`` with the cupti tier's flush, 2 x L2
+  (FlashInfer's; 100 MB on an H100) where the others zero 256 MB.
 
 Writes ``DIR/l2_persist_probe.json`` and prints each point's median over the repeats and its range.
 Needs a CUDA GPU of compute capability 8.0 or later and cupti-python.
@@ -46,6 +48,10 @@ worth something); ``persisting-warm`` reads like ``persisting`` if the window sl
 Measured (a fresh H100, a334072): held. Warm inputs are worth 27-29% (1.408 against 1.920 µs at B = 1,
 3.168 against 4.480 at B = 8); the window reads about as warm without the flush (1.600, 3.120); the flush
 undoes it; normal misses read like streaming ones.
+Third prediction (2026-11-27, before the run with the two -2xL2 modes, when the cupti tier's flush became
+FlashInfer's 2 x L2): the smaller flush still evicts the window's lines (twice the L2 is written either way),
+so ``persisting-2xL2`` reads within a tick of ``persisting`` and over ``plain-2xL2``, and ``plain-2xL2``
+within a tick of ``plain`` at B = 1 (at B = 8 up to two ticks over it, the lean the idle-start probe saw).
 """
 
 from __future__ import annotations
@@ -57,7 +63,8 @@ from typing import Callable
 
 from tools.probe_cli import run_probe
 
-MODES = ("plain", "persisting", "persisting+reset", "persisting-normal-miss", "plain-warm", "persisting-warm")
+MODES = ("plain", "persisting", "persisting+reset", "persisting-normal-miss", "plain-warm", "persisting-warm",
+         "plain-2xL2", "persisting-2xL2")
 #: Buffer sets the timing core takes in turn (harness.judge.core: up to 8).
 SETS = 8
 ITERS = 100
@@ -133,6 +140,7 @@ def time_mode(mode: str, batch: int) -> float:
     import torch
 
     from harness.judge.cupti_recorder import time_calls_with_cupti
+    from harness.facts import Tier
     from harness.judge.timing import L2Flusher
 
     cu = driver()
@@ -142,6 +150,7 @@ def time_mode(mode: str, batch: int) -> float:
     fresh = torch.randn(SETS, numel).pin_memory()
     judge, solution = torch.cuda.Stream(), torch.cuda.Stream()
     flush = L2Flusher("cuda")
+    flush = flush.for_tier(Tier.CUPTI) if mode.endswith("-2xL2") else flush
 
     def setup(index: int | None) -> int:
         k = 0 if index is None else index % SETS
@@ -190,7 +199,8 @@ def measure(batch: int, repeats: int) -> dict[str, list[float]]:
 def main(argv: list[str] | None = None) -> int:
     return run_probe(argv, __doc__, "1,8", "l2_persist_probe", measure, "mode", str,
                      timer=f"harness.judge.cupti_recorder, median of {ITERS} copies of one set's state, "
-                           f"{SETS} sets in turn, fresh inputs and a 256 MB flush on the judge's stream before each",
+                           f"{SETS} sets in turn, fresh inputs and a flush on the judge's stream before each (256 MB; "
+                           "2 x L2 in the -2xL2 modes)",
                      modes=list(MODES), sets=SETS, iters=ITERS)
 
 

@@ -37,6 +37,7 @@ import torch
 
 from tools.profiler_check import independent_kernel_times_us
 from harness.data.dataset import open_dataset
+from harness.facts import Tier
 from harness.records.environment import environment, git_commit
 from harness.records.best_floor import best_floors
 from harness.records.store import load_run, run_dirs
@@ -85,11 +86,11 @@ def _tiers_in_this_process(subject: str, batch_size: int, iters: int) -> dict:
     flush = L2Flusher("cuda")
     config = TimingConfig(iters=iters, budget_s=5.0)
     fn, setup = _callable(subject, dataset, _workload(dataset, batch_size), "cuda")
-    cupti_stats = bench_cupti(fn, setup, flush, config)
+    cupti_stats = bench_cupti(fn, setup, flush.for_tier(Tier.CUPTI), config)
     sync = bench_sync(fn, setup, flush, config)
     if isinstance(sync, TierUnavailable):  # flashinfer-bench's own loop: the proof needs it
         raise RuntimeError(f"the sync tier cannot run here: {sync.reason}")
-    result = {"events_us": bench_events(fn, setup, flush, config).value_us, "sync_us": sync.value_us}
+    result = {"events_us": bench_events(fn, setup, flush.for_tier(Tier.EVENTS), config).value_us, "sync_us": sync.value_us}
     if hasattr(cupti_stats, "value_us"):
         result.update(cupti_us=cupti_stats.value_us, kernels_per_call=cupti_stats.extra["kernels_per_call"],
                       span_us=cupti_stats.extra["span_median_us"])

@@ -342,16 +342,16 @@ def arm_core(device: str, key_fd: int, area_fd: int):
 
     from harness.judge.core import cupti_library
 
-    index, flush_bytes, cupti_path = -1, 0, ""
+    index, flush_bytes, cupti_flush_bytes, cupti_path = -1, 0, 0, ""
 
     if device.startswith("cuda"):
         chosen = torch.device(device).index
         index = torch.cuda.current_device() if chosen is None else chosen
         torch.cuda.set_device(index)
         torch.zeros(1, device=index)  # the device's primary context, current on this thread
-        flush_bytes = L2Flusher.size(index)
+        flush_bytes, cupti_flush_bytes = L2Flusher.size(index), L2Flusher.size(index, Tier.CUPTI)
         cupti_path = cupti_library()
-    _gdn_core.arm(key_fd, area_fd, os.fstat(area_fd).st_size, index, flush_bytes, cupti_path)
+    _gdn_core.arm(key_fd, area_fd, os.fstat(area_fd).st_size, index, flush_bytes, cupti_flush_bytes, cupti_path)
     return _gdn_core
 
 

@@ -34,7 +34,7 @@ import torch
 sys.path.insert(0, sys.argv[1])
 import _gdn_core
 key_fd, area_fd, commands = int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
-_gdn_core.arm(key_fd, area_fd, os.fstat(area_fd).st_size, -1, 0, "")
+_gdn_core.arm(key_fd, area_fd, os.fstat(area_fd).st_size, -1, 0, 0, "")
 print(json.dumps({"cupti_missing": _gdn_core.cupti_missing(), "recording_off": _gdn_core.recording_off()}))
 seen = []
 NAMES = ["q", "state", "A_log", "missing", "scale", "output", "new_state"]  # the positional DPS order

@@ -248,5 +248,41 @@ def test_each_tier_says_which_timer_made_it_and_with_what_settings():
     assert describe_timer("sync", config, by_core=True) == sync  # the library's loop wherever it runs
     contest = describe_timer("contest", config, by_core=False)
     assert "bench_gpu_time_with_cupti" in contest and f"{timing.CONTEST_TRIALS} trials of 50 calls" in contest
+    cupti = describe_timer("cupti", config, by_core=True)
+    assert "2 x L2 zeroed, as FlashInfer's CUPTI timer" in cupti and "256 MB" not in cupti
     with pytest.raises(KeyError):
         describe_timer("no-such-tier", config, by_core=True)
+
+
+@pytest.mark.parametrize("l2_mb, tier, flush_mb", [
+    (50, "cupti", 100),     # an H100: FlashInfer's CUPTI timer zeroes 2 x L2
+    (50, "events", 256),    # the events tier's lead needs 256 MB a flush where the L2 is small
+    (50, "sync", 256),      # flashinfer-bench 0.1.2 zeroes 256 MB
+    (50, None, 256),        # a flush for no tier in particular (warm-ups, probes)
+    (126, "cupti", 252),    # a B200
+    (200, "events", 400),   # twice a large L2 is more than 256 MB
+])
+def test_each_tier_flushes_what_its_named_timer_flushes(l2_mb, tier, flush_mb):
+    """The cupti tier zeroes 2 x L2 as FlashInfer's CUPTI timer does; the others at least 256 MB (issue #29)."""
+    assert gpu_state.flush_bytes_for(l2_mb << 20, tier) == flush_mb << 20
+
+
+def test_measure_hands_each_tier_its_own_flush_from_one_buffer(monkeypatch):
+    """An L2Flusher given to ``measure`` zeroes the tier's bytes (the first 2 x L2 of its buffer for the
+    cupti tier), and any other callable is passed as is."""
+    from harness.judge.timing import L2Flusher, tiers
+
+    flusher = object.__new__(L2Flusher)  # no GPU here: a CPU buffer stands in for the device's
+    flusher.l2_bytes, flusher.nbytes = 4096, gpu_state.MIN_FLUSH_BYTES
+    flusher.buffer = torch.empty(flusher.nbytes // 4, dtype=torch.int32)
+    given = {}
+    monkeypatch.setattr(tiers, "gpu_tier_unavailable_reason", lambda device: None)
+    for tier in ("cupti", "events"):
+        monkeypatch.setitem(tiers.TIMERS, tier, lambda fn, setup, flush, *rest, tier=tier: given.update({tier: flush}))
+        tiers.measure(tier, lambda args: None, lambda index=None: {}, flusher, "cuda", TimingConfig())
+    zeroes = given["cupti"].__self__
+    assert zeroes.data_ptr() == flusher.buffer.data_ptr() and zeroes.numel() * 4 == 2 * 4096
+    assert given["events"] is flusher
+    plain = lambda: None  # noqa: E731
+    tiers.measure("cupti", lambda args: None, lambda index=None: {}, plain, "cuda", TimingConfig())
+    assert given["cupti"] is plain

@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from harness.facts import DEFAULT_TOLERANCE, STATE_DTYPE_TOLERANCES, Tolerance
+from harness.facts import DEFAULT_TOLERANCE, STATE_DTYPE_TOLERANCES, Tier, Tolerance
 from harness.judge.check import tensor_errors
 from harness.judge.solutions import load_meta, load_solution
 from harness.judge.timing import L2Flusher, TierUnavailable, TimingConfig, TimingStats, bench_cupti, bench_events
@@ -114,13 +114,13 @@ class KernelTimer:
         calls the first (their kernels' time on the CUPTI tier, the events' span otherwise)."""
         fn, setup = (lambda k: calls[k]()), (lambda index=None: 0 if index is None else index % len(calls))
         if self.tier == "cupti":
-            stats = bench_cupti(fn, setup, self.flush, self.config)
+            stats = bench_cupti(fn, setup, self.flush.for_tier(Tier.CUPTI), self.config)  # as the judge's cupti tier
             if isinstance(stats, TierUnavailable):
                 self.tier, self.why_not_cupti = "events", stats.reason
             else:
                 self.cupti_calls += 1
                 return stats.median_us
-        stats: TimingStats = bench_events(fn, setup, self.flush, self.config)
+        stats: TimingStats = bench_events(fn, setup, self.flush.for_tier(Tier.EVENTS), self.config)
         return stats.median_us
 
 

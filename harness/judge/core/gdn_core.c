@@ -301,7 +301,7 @@ static struct {
     int armed, gpu, device_index;
     uint64_t seq;                     /* the next command's sequence number */
     uint8_t *area; size_t area_size;  /* the capture area */
-    CUdeviceptr flush; size_t flush_bytes;
+    CUdeviceptr flush; size_t flush_bytes, cupti_flush_bytes; /* the buffer; the CUPTI tier zeroes its first cupti_flush_bytes */
     CUstream stream;                  /* the core's own GPU work: inputs, poison, flush, capture */
     CUevent ready, ran;               /* the core's stream and the solution's (stream 0) wait on each other */
     CUevent start[MAX_EVENTS], end[MAX_EVENTS];
@@ -855,12 +855,15 @@ static int capture(uint32_t tier, uint64_t call, uint8_t *at, int set) {
 
 /* ------------------------------------------------------------------ run_chunk */
 
-static int flush_l2_on(CUstream stream) {
-    if (S.gpu && S.flush_bytes) CU(cu.memsetD32Async(S.flush, 0, S.flush_bytes / 4, stream), "cuMemsetD32Async (L2 flush)");
+/* The flush before a call of `tier`: what the timer the tier names zeroes (harness.judge.timing.gpu_state.
+ * flush_bytes_for): the CUPTI tier 2 x L2, as FlashInfer's CUPTI timer; the others at least 256 MB. */
+static int flush_l2_on(uint32_t tier, CUstream stream) {
+    size_t bytes = tier == TIER_CUPTI ? S.cupti_flush_bytes : S.flush_bytes;
+    if (S.gpu && bytes) CU(cu.memsetD32Async(S.flush, 0, bytes / 4, stream), "cuMemsetD32Async (L2 flush)");
     return 0;
 }
 
-static int flush_l2(void) { return flush_l2_on(S.stream); } /* the core's own stream */
+static int flush_l2(uint32_t tier) { return flush_l2_on(tier, S.stream); } /* the core's own stream */
 
 /* The solution's stream (0) waits for what the core's stream was given (inputs, flush). */
 static int hand_over(void) {
@@ -878,7 +881,7 @@ static int warm(uint32_t tier, uint64_t warm_ns, uint32_t max_calls, uint32_t *c
     *calls = 0;
     while (*calls == 0 || (now_ns() - began < (double)warm_ns && *calls < max_calls)) {
         int set = (int)(*calls % (uint32_t)S.n_sets);
-        if (prepare_call(tier, (1ULL << 40) + *calls, *calls, set) < 0 || flush_l2() < 0 || hand_over() < 0 ||
+        if (prepare_call(tier, (1ULL << 40) + *calls, *calls, set) < 0 || flush_l2(tier) < 0 || hand_over() < 0 ||
             call_run(set) < 0 || deliver(set) < 0) return -1;
         (*calls)++;
         if (S.gpu && *calls % 16 == 0) CU(cu.ctxSynchronize(), "cuCtxSynchronize"); /* a short queue: the deadline means GPU time */
@@ -897,7 +900,7 @@ typedef struct {
 
 /* Get call `call`'s inputs ready in `set`, L2 cold, the solution's stream waiting for them. */
 static int ready_call(uint32_t tier, uint64_t call, uint32_t k, int set) {
-    if (prepare_call(tier, call, k, set) < 0 || flush_l2() < 0) return -1; /* inputs first: a cold L2 */
+    if (prepare_call(tier, call, k, set) < 0 || flush_l2(tier) < 0) return -1; /* inputs first: a cold L2 */
     if (tier == TIER_CUPTI) { /* the call starts on an idle GPU: its span includes its own launch gaps */
         CU(cu.ctxSynchronize(), "cuCtxSynchronize");
         return 0;
@@ -907,11 +910,11 @@ static int ready_call(uint32_t tier, uint64_t call, uint32_t k, int set) {
      * Python launches of 30-95 us now and then, which moved their events figure 0.2-3x between
      * identical runs (results/proof/20261126-H100-events-rerun). */
     for (int i = 1; tier == TIER_EVENTS && i < EVENTS_LEAD_FLUSHES; i++)
-        if (flush_l2() < 0) return -1;
+        if (flush_l2(tier) < 0) return -1;
     if (hand_over() < 0) return -1;
     /* FlashInfer's events timer flushes on the stream it times, so its start event follows a
      * kernel there, not a wait on another stream: one more flush where the call runs. */
-    return tier == TIER_EVENTS ? flush_l2_on(0) : 0;
+    return tier == TIER_EVENTS ? flush_l2_on(tier, 0) : 0;
 }
 
 /* Timed calls first .. first + count - 1 into `f`. Returns the calls completed: fewer than `count`
@@ -1063,13 +1066,20 @@ static PyObject *run_chunk(PyObject *self, PyObject *args) {
 
 /* ------------------------------------------------------------------ arm and load */
 
-/* arm(key_fd, area_fd, area_size, device_index, flush_bytes, cupti_path): device_index < 0 for a
- * CPU run; cupti_path: the libcupti to load when this process has none loaded ("" for none). */
+/* arm(key_fd, area_fd, area_size, device_index, flush_bytes, cupti_flush_bytes, cupti_path): device_index
+ * < 0 for a CPU run; flush_bytes the flush buffer (every tier's but CUPTI's flush), cupti_flush_bytes (at
+ * most flush_bytes) the CUPTI tier's; cupti_path: the libcupti to load when this process has none loaded
+ * ("" for none). */
 static PyObject *arm(PyObject *self, PyObject *args) {
     int key_fd, area_fd, device;
-    Py_ssize_t area_size, flush_bytes;
+    Py_ssize_t area_size, flush_bytes, cupti_flush_bytes;
     const char *cupti_path;
-    if (!PyArg_ParseTuple(args, "iininz", &key_fd, &area_fd, &area_size, &device, &flush_bytes, &cupti_path)) return NULL;
+    if (!PyArg_ParseTuple(args, "iininnz", &key_fd, &area_fd, &area_size, &device, &flush_bytes, &cupti_flush_bytes,
+                          &cupti_path)) return NULL;
+    if (flush_bytes < 0 || cupti_flush_bytes < 0 || cupti_flush_bytes > flush_bytes) {
+        PyErr_SetString(PyExc_ValueError, "timing core: flush sizes must satisfy 0 <= cupti_flush_bytes <= flush_bytes");
+        return NULL;
+    }
     if (S.armed) { PyErr_SetString(PyExc_RuntimeError, "timing core: armed already"); return NULL; }
     size_t got = 0;
     while (got < sizeof g_key) {
@@ -1096,6 +1106,7 @@ static PyObject *arm(PyObject *self, PyObject *args) {
         if (!ctx) { PyErr_SetString(PyExc_RuntimeError, "timing core: no current CUDA context (initialize torch.cuda first)"); return NULL; }
         if (cu_failed(cu.memHostRegister(S.area, S.area_size, 0), "cuMemHostRegister (capture area)")) return NULL;
         S.flush_bytes = (size_t)flush_bytes;
+        S.cupti_flush_bytes = (size_t)cupti_flush_bytes;
         if (cu_failed(cu.memAlloc(&S.flush, S.flush_bytes), "cuMemAlloc (L2 flush)")) return NULL;
         for (int i = 0; i < MAX_EVENTS; i++)
             if (cu_failed(cu.eventCreate(&S.start[i], 0), "cuEventCreate") || cu_failed(cu.eventCreate(&S.end[i], 0), "cuEventCreate")) return NULL;
@@ -1151,7 +1162,7 @@ static PyObject *kernel_names(PyObject *self, PyObject *unused) {
 }
 
 static PyMethodDef methods[] = {
-    {"arm", arm, METH_VARARGS, "arm(key_fd, area_fd, area_size, device_index, flush_bytes, cupti_path)"},
+    {"arm", arm, METH_VARARGS, "arm(key_fd, area_fd, area_size, device_index, flush_bytes, cupti_flush_bytes, cupti_path)"},
     {"load", load, METH_VARARGS, "load(run, hands_over=False)"},
     {"set_workload", set_workload, METH_VARARGS, "set_workload(command, stored)"},
     {"run_chunk", run_chunk, METH_VARARGS, "run_chunk(command) -> signed result"},

@@ -21,31 +21,51 @@ from typing import Callable
 
 import torch
 
+from harness.facts import Tier
 from harness.judge.timing import stop_rule
 from harness.judge.timing.settings import IDLE_S, WARM_MAX_CALLS, TimingConfig
 
 
-#: The least an L2 flush zeroes (flashinfer-bench's and FlashInfer's flushes zero 2 x L2; 256 MB
-#: keeps the flush longer than a Python launch on GPUs with a small L2).
+#: The least the sync and events tiers' flush zeroes: flashinfer-bench 0.1.2's ``time_runnable``, the
+#: sync tier's named timer, zeroes 256 MB before every call; and the events tier's lead of five flushes
+#: (harness/judge/core/gdn_core.c) outlasts a Python launch only if one flush is this long on a GPU
+#: with a small L2 (results/proof/20261126-H100-events-rerun).
 MIN_FLUSH_BYTES = 256 * 1024 * 1024
 
 
+def flush_bytes_for(l2_bytes: int, tier: str | None = None) -> int:
+    """Bytes a flush before a call of ``tier`` zeroes on a GPU with an L2 of ``l2_bytes``: what the
+    timer the tier names zeroes. The cupti tier: twice the L2, as FlashInfer's
+    ``bench_gpu_time_with_cupti(cold_l2_cache=True)`` does (flashinfer/testing/utils.py, 0.7.2.post1;
+    on an H100 the 256 MB read B = 8 kernels one or two CUPTI ticks under it,
+    results/proof/20261127-H100-idle-start). Any other tier (or None): twice the L2, at least
+    :data:`MIN_FLUSH_BYTES`."""
+    return 2 * l2_bytes if tier == Tier.CUPTI else max(2 * l2_bytes, MIN_FLUSH_BYTES)
+
+
 class L2Flusher:
-    """Evicts the GPU's L2 by zeroing a buffer of twice its size (at least 256 MB,
-    as flashinfer-bench does), so each timed call starts with a cold L2."""
+    """Evicts the GPU's L2 by zeroing a buffer of twice its size, at least 256 MB (flashinfer-bench
+    0.1.2's), so each timed call starts with a cold L2. :meth:`for_tier` zeroes what one tier's named
+    timer zeroes (:func:`flush_bytes_for`), from the same buffer; :func:`~harness.judge.timing.measure`
+    asks for it."""
 
     def __init__(self, device):
-        self.nbytes = self.size(device)
+        self.l2_bytes = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)
+        self.nbytes = flush_bytes_for(self.l2_bytes)
         self.buffer = torch.empty(self.nbytes // 4, dtype=torch.int32, device=device)
 
     @staticmethod
-    def size(device) -> int:
-        """Bytes zeroed per flush on ``device``: twice its L2, at least 256 MB."""
-        l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)
-        return max(2 * l2, MIN_FLUSH_BYTES)
+    def size(device, tier: str | None = None) -> int:
+        """Bytes zeroed per flush before a call of ``tier`` on ``device`` (:func:`flush_bytes_for`)."""
+        return flush_bytes_for(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0), tier)
 
     def __call__(self) -> None:
         self.buffer.zero_()
+
+    def for_tier(self, tier: str) -> Callable[[], None]:
+        """The flush before a call of ``tier``: the first :func:`flush_bytes_for` bytes of the buffer zeroed."""
+        nbytes = flush_bytes_for(self.l2_bytes, tier)
+        return self if nbytes >= self.nbytes else self.buffer[:nbytes // 4].zero_
 
 
 class ClockWarmth:

@@ -13,7 +13,7 @@ from harness.judge.core import MAX_SETS, SET_BYTES
 from harness.judge.timing.contest import bench_contest
 from harness.judge.timing.cupti import bench_cupti
 from harness.judge.timing.events import bench_events
-from harness.judge.timing.gpu_state import MIN_FLUSH_BYTES, gpu_tier_unavailable_reason
+from harness.judge.timing.gpu_state import MIN_FLUSH_BYTES, L2Flusher, gpu_tier_unavailable_reason
 from harness.judge.timing.settings import (CONTEST_SETTINGS, CONTEST_TRIALS, SYNC_ITERS, SYNC_WARMUP,
                                            TimingConfig)
 from harness.judge.timing.stats import TierUnavailable, TimingStats, nothing_after
@@ -51,13 +51,15 @@ def measure(tier: str, fn: Callable, setup: Callable, flush: Callable | None, de
     estimate calls. ``after(index)`` runs after each timed call, also outside
     the timed region (the judge's worker ships sampled outputs from there).
     ``positional``: ``fn`` takes the values of setup's dict as positional arguments,
-    in its order (a DPS entry), instead of the dict.
+    in its order (a DPS entry), instead of the dict. ``flush``: an :class:`L2Flusher` zeroes what
+    the tier's named timer zeroes (:meth:`L2Flusher.for_tier`); any other callable is called as is.
 
     Raises:
         KeyError: ``tier`` is no tier of :data:`TIMERS`.
     """
     entry = fn if positional else None
     fn = spread(fn) if positional else fn
+    flush = flush.for_tier(tier) if isinstance(flush, L2Flusher) else flush  # what the tier's named timer zeroes
     reason = gpu_tier_unavailable_reason(device) if tier != Tier.WALLCLOCK else None
     if reason:
         return TierUnavailable(tier, reason)
@@ -104,7 +106,8 @@ def describe_timer(tier: str, config: TimingConfig, by_core: bool, sets: int = 1
     Raises:
         KeyError: an unknown tier.
     """
-    flush = f"L2 flush: max(2 x L2, {MIN_FLUSH_BYTES >> 20} MB) zeroed"
+    flush = ("L2 flush: 2 x L2 zeroed, as FlashInfer's CUPTI timer" if tier == Tier.CUPTI
+             else f"L2 flush: max(2 x L2, {MIN_FLUSH_BYTES >> 20} MB) zeroed")
     if tier == Tier.CONTEST:
         return (f"{_CONTEST_LOOP}; {CONTEST_SETTINGS}; {CONTEST_TRIALS} trials of "
                 f"{CONTEST_SETTINGS['repeat_iters']} calls, mean of the trial medians; where those trials would "
