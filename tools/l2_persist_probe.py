@@ -52,6 +52,9 @@ Third prediction (2026-11-27, before the run with the two -2xL2 modes, when the 
 FlashInfer's 2 x L2): the smaller flush still evicts the window's lines (twice the L2 is written either way),
 so ``persisting-2xL2`` reads within a tick of ``persisting`` and over ``plain-2xL2``, and ``plain-2xL2``
 within a tick of ``plain`` at B = 1 (at B = 8 up to two ticks over it, the lean the idle-start probe saw).
+Measured (H100, 465eef3, results/proof/20261127-H100-cupti-flush-5d4fc77/l2-persist): held. ``persisting-2xL2``
+2.464 µs at B = 1 (``persisting`` 2.464) and 9.631 at B = 8 (9.504), ``plain-2xL2`` 1.920 and 4.495 (``plain``
+1.952 and 4.449).
 """
 
 from __future__ import annotations
