@@ -50,7 +50,7 @@
 #                 pair; about 30 s a pair), then tools.sync_ab this over tree: the worker's host speed (issue #29)
 #   events-rerun  the events rerun command twice in this tree, compared per workload (about 3.5 min)
 #   flush-probe   tools/tier_parity.py at B = 1, 8 (the copy, cuda-v4, fla-recurrent; 2 repeats) with FlashInfer's
-#                 timers flushing the harness's 256 MB (--plain-flush-mb 256) instead of their own 2 x L2: is the
+#                 timers flushing 256 MB (--plain-flush-mb 256; the cupti tier's flush before 5d4fc77) instead of their own 2 x L2: is the
 #                 B = 8 CUPTI gap the flush, and does a longer flush hide a Python launch from the events timer?
 #                 Set it beside a `parity` run of the same session (its own-flush side). About 4 min
 #   placement     tools/placement_probe.py: the copy at B = 1, 8 with the state at five offsets, FlashInfer's CUPTI

@@ -23,7 +23,8 @@ harness's clock warm-up (``tools.tier_parity.warm``):
   flush);
 * ``idle-start``: the same timer on ``synchronize(); call()`` (a second synchronize: the control);
 * ``harness``: the harness's in-process recorder (:func:`harness.judge.cupti_recorder.time_calls_with_cupti`,
-  its 256 MB flush, a synchronize, the call), median of the kernel sums over 100 calls;
+  its 256 MB flush, a synchronize, the call), median of the kernel sums over 100 calls (the cupti tier's
+  flush until 5d4fc77, which made it 2 x L2 after these runs: the mode keeps the 256 MB it measured);
 * ``harness-2xL2``: the same recorder with FlashInfer's flush (2 x L2, 100 MB on an H100);
 * ``flashinfer-100``: FlashInfer's timer with 10 dry runs and 100 timed calls, where by default it
   calibrates its count to 100 ms of calls (~2,500 at B = 1).

@@ -202,8 +202,8 @@ def mean_over_trials(args: tuple, trials: int, warm_trial, measure) -> float:
 def flashinfer_flush(flush_mb: int | None) -> dict:
     """Keyword arguments that set the L2 flush of FlashInfer's timers: none for their own (a
     buffer of twice the L2 zeroed, ``cold_l2_cache=True``), else its older parameters, which it
-    still honours, for a buffer of ``flush_mb`` MB (256: the harness's flush on an H100 or H200,
-    ``harness.judge.timing.gpu_state.L2Flusher``). A probe of the B <= 8 CUPTI gap (docs/timing.md).
+    still honours, for a buffer of ``flush_mb`` MB (256: the events and sync tiers' flush on an H100 or H200,
+    and the cupti tier's before 5d4fc77; ``harness.judge.timing.gpu_state.flush_bytes_for``). A probe of the B <= 8 CUPTI gap (docs/timing.md).
     FlashInfer 0.7.2's ``bench_gpu_time`` drops the size on its way to the events timer, so
     :func:`plain_figures` then calls ``bench_gpu_time_with_cuda_event`` itself."""
     return {} if flush_mb is None else {"l2_flush": True, "l2_flush_size_mb": flush_mb}
