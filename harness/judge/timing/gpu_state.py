@@ -50,14 +50,19 @@ class L2Flusher:
     asks for it."""
 
     def __init__(self, device):
-        self.l2_bytes = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)
+        self.l2_bytes = self.l2_size(device)
         self.nbytes = flush_bytes_for(self.l2_bytes)
         self.buffer = torch.empty(self.nbytes // 4, dtype=torch.int32, device=device)
 
     @staticmethod
+    def l2_size(device) -> int:
+        """``device``'s L2 in bytes, as PyTorch reports it (0 where it does not)."""
+        return getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)
+
+    @staticmethod
     def size(device, tier: str | None = None) -> int:
         """Bytes zeroed per flush before a call of ``tier`` on ``device`` (:func:`flush_bytes_for`)."""
-        return flush_bytes_for(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0), tier)
+        return flush_bytes_for(L2Flusher.l2_size(device), tier)
 
     def __call__(self) -> None:
         self.buffer.zero_()
