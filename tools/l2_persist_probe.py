@@ -7,8 +7,8 @@ Why ask: since Ampere a process may set part of the L2 aside for *persisting* li
 (``cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE)``) and mark a stream's accesses to an address
 window as persisting (``cuStreamSetAttribute(..., ACCESS_POLICY_WINDOW)``). Normal accesses do not
 evict persisting lines, so a memset of 256 MB may leave them in L2. The timing core writes each
-call's inputs into one of up to 8 buffer sets, zeroes 256 MB and then calls the solution, which
-knows every set's address from its earlier calls. If its kernels read the sets through a persisting
+call's inputs into one of up to 8 buffer sets, zeroes 256 MB (2 x L2 in the cupti tier since 5d4fc77)
+and then calls the solution, which knows every set's address from its earlier calls. If its kernels read the sets through a persisting
 window, and the core's fresh inputs land in those resident lines, the next call on that set reads
 them from L2: warm-L2 timing under a cold-L2 label. Both are plain CUDA calls any solution can make
 (here through ``ctypes`` and the driver API).
