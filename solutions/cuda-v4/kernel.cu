@@ -464,6 +464,26 @@ __device__ __forceinline__ void load_operands(const Params& p, int batch, int hq
   if constexpr (V_EARLY && !(kAblate & kAblateV)) v = load_bf16(p.v + head * kHeadV + v_row);
 }
 
+// Row r of a lane's tile of the new state: its PIECES pieces of S1 = g S0 + d k (Math in the header),
+// stored. The address is summed in this order on purpose: with the row's offset summed first, nvcc 13
+// emits other sm_100a code for 24 of the 45 shipped kernels (the sm_90a code does not change).
+template <int PIECES, int POLICY, int LANES, typename S, typename Piece>
+__device__ __forceinline__ void store_row(const Params& p, const Piece (&row)[PIECES], const float4 (&k4)[PIECES],
+                                          float d, float g, Index tile, int r) {
+#pragma unroll
+  for (int c = 0; c < PIECES; ++c) {
+    store_state4<POLICY>(new_state_of<S>(p) + tile + r * kHeadK + c * kPiece * LANES,
+                         axpy4(d, k4[c], scale4(widen_for_update(row[c]), g)));
+  }
+}
+
+// Row `row` of a lane's output rows (from v0 of v head `head`): o = scale (g S0 q + d (k . q)) (Math in
+// the header), stored as bf16. The index is summed here, not by the caller, for the same reason as above.
+__device__ __forceinline__ void store_output(const Params& p, Gates gates, Index head, int v0, int row, float sq,
+                                             float d, float kq) {
+  p.output[head * kHeadV + v0 + row] = static_cast<uint16_t>(to_bf16_bits(p.scale * fmaf(gates.g, sq, d * kq)));
+}
+
 // The all-reduce candidate (kCandidateAllReduce) of update_and_store's exchange, from the lane's
 // partial sums x (x[2r]: S0 k of row r, x[2r + 1]: S0 q) and kq: every lane sums all 2R values
 // over its LANES lanes, so each holds every row's sums and computes every d_r itself. The chain
@@ -487,14 +507,8 @@ __device__ __forceinline__ void store_all_reduced(const Params& p, const Piece (
   for (int r = 0; r < R; ++r) {
     const float v_value = (kAblate & kAblateV) ? 0.5f : load_bf16(p.v + head * kHeadV + v0 + r);
     const float d = gates.beta * (v_value - gates.g * x[2 * r]);
-    if (sub == r) {
-      p.output[head * kHeadV + v0 + r] = static_cast<uint16_t>(to_bf16_bits(p.scale * fmaf(gates.g, x[2 * r + 1], d * kq)));
-    }
-#pragma unroll
-    for (int c = 0; c < PIECES; ++c) {
-      store_state4<POLICY>(new_state_of<S>(p) + tile + r * kHeadK + c * kPiece * LANES,
-                           axpy4(d, k4[c], scale4(widen_for_update(s[r][c]), gates.g)));
-    }
+    if (sub == r) store_output(p, gates, head, v0, r, x[2 * r + 1], d, kq);
+    store_row<PIECES, POLICY, LANES, S>(p, s[r], k4, d, gates.g, tile, r);
   }
 }
 
@@ -534,21 +548,13 @@ __device__ __forceinline__ void store_sk_all_reduced(const Params& p, const Piec
 #pragma unroll
   for (int r = 0; r < R; ++r) d[r] = gates.beta * (v_values[r] - gates.g * sk[r]);
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-#pragma unroll
-    for (int c = 0; c < PIECES; ++c) {
-      store_state4<POLICY>(new_state_of<S>(p) + tile + r * kHeadK + c * kPiece * LANES,
-                           axpy4(d[r], k4[c], scale4(widen_for_update(s[r][c]), gates.g)));
-    }
-  }
+  for (int r = 0; r < R; ++r) store_row<PIECES, POLICY, LANES, S>(p, s[r], k4, d[r], gates.g, tile, r);
   constexpr int kRowLanes = LANES / R;  // lanes holding one row's S0 q after the reduce-scatter
   const int row = sub / kRowLanes;
   float d_row = d[0];  // d[row] without a dynamic index into a register array
 #pragma unroll
   for (int r = 1; r < R; ++r) d_row = row == r ? d[r] : d_row;
-  if (sub % kRowLanes == 0) {
-    p.output[head * kHeadV + v0 + row] = static_cast<uint16_t>(to_bf16_bits(p.scale * fmaf(gates.g, sq_mine, d_row * kq)));
-  }
+  if (sub % kRowLanes == 0) store_output(p, gates, head, v0, row, sq_mine, d_row, kq);
 }
 
 // Everything after the loads, for a lane's R rows (see Math in the header).
@@ -607,18 +613,11 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
   const int row = sub / kRowLanes;  // of this lane's R rows
   const float v_value = (kAblate & kAblateV) ? 0.5f : V_EARLY ? v_early : load_bf16(p.v + head * kHeadV + v0 + row);
   const float delta = gates.beta * (v_value - gates.g * sk);
-  if (sub % kRowLanes == 0) {
-    p.output[head * kHeadV + v0 + row] =
-        static_cast<uint16_t>(to_bf16_bits(p.scale * fmaf(gates.g, sq, delta * kq)));
-  }
+  if (sub % kRowLanes == 0) store_output(p, gates, head, v0, row, sq, delta, kq);
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const float d = (kAblate & kAblateExchange) ? delta : __shfl_sync(0xffffffffu, delta, group * LANES + r * kRowLanes);
-#pragma unroll
-    for (int c = 0; c < PIECES; ++c) {
-      store_state4<POLICY>(new_state_of<S>(p) + tile + r * kHeadK + c * kPiece * LANES,
-                           axpy4(d, k4[c], scale4(widen_for_update(s[r][c]), gates.g)));
-    }
+    store_row<PIECES, POLICY, LANES, S>(p, s[r], k4, d, gates.g, tile, r);
   }
 }
 
