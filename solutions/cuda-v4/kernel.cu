@@ -465,8 +465,7 @@ __device__ __forceinline__ void load_operands(const Params& p, int batch, int hq
 }
 
 // Row r of a lane's tile of the new state: its PIECES pieces of S1 = g S0 + d k (Math in the header),
-// stored. The address is summed in this order on purpose: with the row's offset summed first, nvcc 13
-// emits other sm_100a code for 24 of the 45 shipped kernels (the sm_90a code does not change).
+// stored. The address is summed as its callers summed it, so their machine code stays as it was.
 template <int PIECES, int POLICY, int LANES, typename S, typename Piece>
 __device__ __forceinline__ void store_row(const Params& p, const Piece (&row)[PIECES], const float4 (&k4)[PIECES],
                                           float d, float g, Index tile, int r) {
@@ -478,7 +477,8 @@ __device__ __forceinline__ void store_row(const Params& p, const Piece (&row)[PI
 }
 
 // Row `row` of a lane's output rows (from v0 of v head `head`): o = scale (g S0 q + d (k . q)) (Math in
-// the header), stored as bf16. The index is summed here, not by the caller, for the same reason as above.
+// the header), stored as bf16. The index is summed here: handed the summed index, nvcc 13 emitted other
+// sm_100a code for 24 of the 45 shipped kernels (their sm_90a code was the same).
 __device__ __forceinline__ void store_output(const Params& p, Gates gates, Index head, int v0, int row, float sq,
                                              float d, float kq) {
   p.output[head * kHeadV + v0 + row] = static_cast<uint16_t>(to_bf16_bits(p.scale * fmaf(gates.g, sq, d * kq)));
