@@ -87,30 +87,25 @@ def idle_first(call: Callable[[], object]) -> Callable[[], None]:
     return run
 
 
-def flashinfer_flush() -> Callable[[], None]:
-    """FlashInfer's cold-L2 flush: zero a buffer of twice the L2 (the harness's is at least 256 MB)."""
-    import torch
-
-    buffer = torch.empty(2 * torch.cuda.get_device_properties("cuda").L2_cache_size, dtype=torch.int8, device="cuda")
-    return buffer.zero_
-
-
 def time_mode(mode: str, call: Callable[[], object]) -> float:
     """Median µs of ``call`` timed the ``mode`` way (one of :data:`MODES`)."""
     if mode.startswith("harness"):
+        from harness.facts import Tier
         from harness.judge.cupti_recorder import time_calls_with_cupti
         from harness.judge.timing import L2Flusher
 
-        flush = flashinfer_flush() if mode == "harness-2xL2" else L2Flusher("cuda")
+        flush = L2Flusher("cuda")  # 256 MB; FlashInfer's 2 x L2 is the cupti tier's flush since 5d4fc77
+        flush = flush.for_tier(Tier.CUPTI) if mode == "harness-2xL2" else flush
         records = time_calls_with_cupti(lambda _: call(), lambda index: None, flush, ITERS, warmup=1)
         return statistics.median(r.kernel_sum_us for r in records)
     from flashinfer.testing import bench_gpu_time_with_cupti
 
-    from harness.judge.timing.gpu_state import MIN_FLUSH_BYTES  # the harness's flush on an H100 or H200
+    from harness.judge.timing.gpu_state import MIN_FLUSH_BYTES  # the events and sync tiers' flush on an H100 or H200
+    from tools.tier_parity import flashinfer_flush
 
     timed = idle_first(call) if mode == "idle-start" else call
     counts = {"dry_run_iters": 10, "repeat_iters": ITERS} if mode == "flashinfer-100" else {}
-    flush = {"l2_flush": True, "l2_flush_size_mb": MIN_FLUSH_BYTES >> 20} if mode == "flashinfer-256" else {}
+    flush = flashinfer_flush(MIN_FLUSH_BYTES >> 20 if mode == "flashinfer-256" else None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # l2_flush_size_mb: deprecated, still honoured
         times = bench_gpu_time_with_cupti(timed, cold_l2_cache=True, **counts, **flush)
