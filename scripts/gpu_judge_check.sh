@@ -58,7 +58,8 @@
 #   ablation      tools/ablation_probe.py: cuda-v4 built with each of kernel.cu's ablation switches beside the copy
 #                 floor's kernels at B = 1, 2, 4, 8, FlashInfer's CUPTI timer (issue #33: which part of the work
 #                 costs time at small B, and the candidates that would win it back; ABLATION_BUILDS picks builds,
-#                 ABLATION_BATCHES the batch sizes, ABLATION_DTYPE=bfloat16 the bf16 state; about 5 min for all)
+#                 ABLATION_BATCHES the batch sizes, ABLATION_DTYPE=bfloat16 the bf16 state, ABLATION_REPEATS the rounds
+#                 (default 3); about 5 min for all)
 #   code-warm     tools/code_warm_probe.py: cuda-v4 and the copy floor's kernels at B = 1, 8 after no decoy, after
 #                 themselves on other buffers (their code warm) and after another kernel (issue #33: is part of a
 #                 µs kernel's cold-L2 time the fetch of its own code? about 2 min)
@@ -273,7 +274,8 @@ for step in "$@"; do
                  compare "$work/this" "$work/tree" "$work/compare.md" batch; cat "$work/compare.md"; pack "$step" "$work" ;;
     placement)   probe_step "$step" placement_probe 240 ;;
     ablation)    probe_step "$step" ablation_probe 420 ${ABLATION_BUILDS:+--builds "$ABLATION_BUILDS"} \
-                   ${ABLATION_BATCHES:+--batches "$ABLATION_BATCHES"} ${ABLATION_DTYPE:+--state-dtype "$ABLATION_DTYPE"} ;;
+                   ${ABLATION_BATCHES:+--batches "$ABLATION_BATCHES"} ${ABLATION_DTYPE:+--state-dtype "$ABLATION_DTYPE"} \
+                   ${ABLATION_REPEATS:+--repeats "$ABLATION_REPEATS"} ;;
     events-loops) probe_step "$step" events_loop_probe 240 ;;
     code-warm)   probe_step "$step" code_warm_probe 300 ;;
     idle-start)  probe_step "$step" idle_start_probe 300 ;;

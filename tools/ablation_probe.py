@@ -14,7 +14,10 @@ variant, copies of the bf16 state). Each subject is timed with FlashInfer's
 ``bench_gpu_time_with_cupti(cold_l2_cache=True)`` (median of its calls) after a short clock
 warm-up, ``--repeats`` times in rounds over the subjects. Writes ``DIR/ablation_probe.json``
 and prints, per B, each subject's median over the repeats, its range, and its excess over the
-full kernel and over the floor (µs). Needs a CUDA GPU, nvcc, flashinfer-python and cupti-python.
+full kernel and over the floor (µs). Each repeat also keeps the mean of the calls around its median
+(:func:`harness.judge.timing.stats.window_mean`, the same calls): it resolves what one 32-ns CUPTI step
+hides, and the report gives it beside the median as ``window_*``. Needs a CUDA GPU, nvcc,
+flashinfer-python and cupti-python.
 
 The prediction it tests (written 2026-11-26, before any run; H100, B = 1, where the full kernel
 reads 2.05-2.11 µs and the floor 1.79): Nsight's source page priced ~550 cycles (~0.28 µs) after
@@ -165,8 +168,11 @@ def subjects(builds: dict, inputs: dict) -> dict:
 def probe_batch(batch: int, repeats: int, names: list[str], state_dtype: str = "float32") -> dict:
     """One batch size with a state of ``state_dtype``: ``{"launch": config name, "kernel": its
     template arguments (WARPS, ROWS, POLICY, LANES, PASSES, STAGED), "misbuilt": [...], "times_us":
-    {subject: [µs per repeat]}}``; the copies copy that state."""
+    {subject: [median µs per repeat]}, "window_means_us": {subject: [window mean µs per repeat]}}``;
+    the copies copy that state."""
     from flashinfer.testing import bench_gpu_time_with_cupti
+
+    from harness.judge.timing.stats import window_mean
 
     from tools.tier_parity import solution_inputs, warm
     from tools.tune.cuda_v4 import config_name
@@ -177,14 +183,18 @@ def probe_batch(batch: int, repeats: int, names: list[str], state_dtype: str = "
         wrong = misbuilt(builds, inputs, state_dtype)
         calls = subjects(builds, inputs)
         times: dict[str, list[float]] = {name: [] for name in calls}
+        window_means: dict[str, list[float]] = {name: [] for name in calls}
         for _ in range(repeats):
             for name, call in calls.items():
                 warm(call, (), WARM_S)
-                times[name].append(statistics.median(bench_gpu_time_with_cupti(call, cold_l2_cache=True)) * 1e3)
+                samples_us = [ms * 1e3 for ms in bench_gpu_time_with_cupti(call, cold_l2_cache=True)]
+                times[name].append(statistics.median(samples_us))
+                window_means[name].append(window_mean(samples_us))
         config = builds["full"].launch_config(batch, state_dtype)
         kernel = (config.warps_per_block, config.rows_per_warp, builds["full"].CACHE_POLICIES.index(config.cache_policy),
                   config.lanes_per_row, config.passes, int(config.staged))
-    return {"launch": config_name(config), "kernel": kernel, "misbuilt": wrong, "times_us": times}
+    return {"launch": config_name(config), "kernel": kernel, "misbuilt": wrong, "times_us": times,
+            "window_means_us": window_means}
 
 
 def same_code_as_full(names: list[str], kernels: dict[int, tuple], target: tuple[str, str],
@@ -220,12 +230,23 @@ def same_code_as_full(names: list[str], kernels: dict[int, tuple], target: tuple
 
 def summarize(batch: int, probed: dict) -> list[dict]:
     """Rows of one batch size: each subject's median over the repeats (µs), its range, and its
-    excess over the full kernel and over the floor (the fastest copy's median)."""
-    points = {name: spread(times) for name, times in probed["times_us"].items()}
+    excess over the full kernel and over the floor (the fastest copy's median); where the repeats
+    kept window means (runs since 2026-11-27), the same of them under ``window_`` keys."""
+    rows = [{"batch_size": batch, "subject": name, **point} for name, point in excess(probed["times_us"]).items()]
+    if "window_means_us" in probed:
+        windowed = excess(probed["window_means_us"])
+        for row in rows:
+            row.update({f"window_{key}": value for key, value in windowed[row["subject"]].items()})
+    return rows
+
+
+def excess(times_us: dict[str, list[float]]) -> dict[str, dict]:
+    """``{subject: {**spread, "minus_full_us", "over_floor_us"}}`` of ``{subject: [µs per repeat]}``:
+    the median over the repeats less the full kernel's and less the fastest copy's."""
+    points = {name: spread(times) for name, times in times_us.items()}
     floor = min(point["median_us"] for name, point in points.items() if name not in BUILDS)
-    return [{"batch_size": batch, "subject": name, **point,
-             "minus_full_us": point["median_us"] - points["full"]["median_us"],
-             "over_floor_us": point["median_us"] - floor} for name, point in points.items()]
+    return {name: {**point, "minus_full_us": point["median_us"] - points["full"]["median_us"],
+                   "over_floor_us": point["median_us"] - floor} for name, point in points.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -261,10 +282,13 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(f"B={batch} {row['subject']:<34} {row['median_us']:.3f} µs ({row['min_us']:.3f}-{row['max_us']:.3f})"
                   f"  vs full {row['minus_full_us']:+.3f}  over floor {row['over_floor_us']:+.3f}"
+                  f"  | window mean {row['window_median_us']:.4f} ({row['window_min_us']:.4f}-{row['window_max_us']:.4f})"
+                  f" vs full {row['window_minus_full_us']:+.4f}"
                   + ("  [the full build's code]" if row["same_code_as_full"] else ""))
     write_report(args.out, "ablation_probe", state_dtype=args.state_dtype, builds={name: BUILDS[name] for name in names},
                  launch_configs={batch: p["launch"] for batch, p in probed.items()}, target=target[1],
-                 timer="flashinfer.testing.bench_gpu_time_with_cupti(cold_l2_cache=True), median", rows=rows)
+                 timer="flashinfer.testing.bench_gpu_time_with_cupti(cold_l2_cache=True), median; window_*: "
+                       "harness.judge.timing.stats.window_mean of the same calls", rows=rows)
     return 0
 
 

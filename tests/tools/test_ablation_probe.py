@@ -113,6 +113,18 @@ def test_the_summary_measures_each_subject_from_the_full_kernel_and_the_fastest_
     assert (rows["full"]["min_us"], rows["full"]["max_us"]) == (2.0, 2.2)
 
 
+def test_the_summary_sets_the_window_means_beside_the_medians_where_a_run_kept_them():
+    probed = {"times_us": {"full": [1.984] * 3, "v-early": [1.984] * 3, "torch copy_": [1.824] * 3},
+              "window_means_us": {"full": [1.981, 1.979, 1.980], "v-early": [1.969, 1.971, 1.970],
+                                  "torch copy_": [1.812, 1.810, 1.811]}}
+    rows = {row["subject"]: row for row in summarize(1, probed)}
+    assert rows["v-early"]["minus_full_us"] == 0
+    assert rows["v-early"]["window_minus_full_us"] == pytest.approx(-0.010)
+    assert rows["full"]["window_over_floor_us"] == pytest.approx(0.169)
+    assert (rows["full"]["window_min_us"], rows["full"]["window_max_us"]) == (1.979, 1.981)
+    assert "window_median_us" not in summarize(1, {"times_us": probed["times_us"]})[0]
+
+
 def test_an_unknown_build_is_a_clear_error(tmp_path, capsys):
     assert main(["--out", str(tmp_path), "--builds", "full,no-such"]) == 2
     assert "no-such" in capsys.readouterr().err
