@@ -167,8 +167,9 @@ constexpr int kAblateGates = 2;     // the gates are constants: no load of A_log
 constexpr int kAblateV = 4;         // v is a constant: none of its loads
 constexpr int kAblateExchange = 8;  // no shuffle: a lane's own partial sums stand for the row sums
 constexpr int kAblateMath = 16;     // the state stored as loaded, no output: a copy with this geometry
+constexpr int kAblateQKPrivate = 32;  // q and k read from the warp's own lines of new_state: as many loads, none shared
 constexpr int kAblate = GDN_V4_ABLATE;
-static_assert(kAblate >= 0 && kAblate < 32, "GDN_V4_ABLATE is a sum of kAblate* flags");
+static_assert(kAblate >= 0 && kAblate < 64, "GDN_V4_ABLATE is a sum of kAblate* flags");
 constexpr int kCandidateVEarly = 1;         // v's load issued with q's and k's, not after the reduction
 constexpr int kCandidateOperandsFirst = 2;  // every small operand's load issued before the state's
 constexpr int kCandidatePreciseGates = 4;  // the gates with IEEE expf/log1pf/division (compute_gates_precise)
@@ -183,8 +184,9 @@ constexpr int kCandidateBf16Packed = 128;    // a bf16 state held as loaded, two
 constexpr int kCandidateRemoved = 64 | 256 | 512;
 constexpr int kCandidateSkAllReduce = 1024;  // the rows' S0 k all-reduced, no swap, no broadcast (update_and_store)
 constexpr int kCandidateWarmStores = 2048;   // lane 0 touches its destinations early (update_rows)
+constexpr int kCandidateOutputLast = 4096;   // the output stored after the state's rows (update_and_store)
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-static_assert(kCandidate >= 0 && kCandidate < 4096 && !(kCandidate & kCandidateRemoved),
+static_assert(kCandidate >= 0 && kCandidate < 8192 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -447,16 +449,27 @@ struct GateInputs {
 // Loads a lane's small operands (all but the state): its q and k pieces, which start at K column
 // k0 of q/k head hq, the gate inputs of head = batch * HV + hv and, where V_EARLY, v of its V row
 // v_row. The ablations put constants in place of some.
+//
+// The qk-private ablation (kAblateQKPrivate, issue #33): every warp of a head loads the same 512 bytes
+// of q and k, so at B = 1 the 256 warps' requests meet on 16 lines of L2. This build reads "q" and "k"
+// from the first row of the lane group's own tile of new_state instead (`private_q`, `private_k`: the
+// row's two halves in an fp32 state, lines no other warp reads, cold after the flush, loaded before any
+// store), the same loads otherwise: if it runs as fast as no-qk, the shared lines are the cost; if as
+// the full kernel, the work on q and k is.
 template <int PIECES, int LANES, bool V_EARLY, bool SHARED_QK>
 __device__ __forceinline__ void load_operands(const Params& p, int batch, int hq, int k0, int hv, Index head,
                                               int v_row, float4 (&q4)[PIECES], float4 (&k4)[PIECES],
-                                              GateInputs& in, float& v) {
+                                              GateInputs& in, float& v, const uint16_t* private_q = nullptr,
+                                              const uint16_t* private_k = nullptr) {
+  constexpr bool kPrivate = kAblate & kAblateQKPrivate;
   const Index qk = (static_cast<Index>(batch) * kNumQKHeads + hq) * kHeadK + k0;
+  const uint16_t* q = kPrivate ? private_q : p.q + qk;
+  const uint16_t* k = kPrivate ? private_k : p.k + qk;
 #pragma unroll
   for (int c = 0; c < PIECES && !SHARED_QK; ++c) {  // 8-byte aligned: every piece starts at a multiple of 8 B
     const bool constant = kAblate & kAblateQK;
-    q4[c] = constant ? make_float4(0.01f, 0.02f, 0.03f, 0.04f) : load_bf16x4(p.q + qk + c * kPiece * LANES);
-    k4[c] = constant ? make_float4(0.04f, 0.03f, 0.02f, 0.01f) : load_bf16x4(p.k + qk + c * kPiece * LANES);
+    q4[c] = constant ? make_float4(0.01f, 0.02f, 0.03f, 0.04f) : load_bf16x4(q + c * kPiece * LANES);
+    k4[c] = constant ? make_float4(0.04f, 0.03f, 0.02f, 0.01f) : load_bf16x4(k + c * kPiece * LANES);
   }
   if constexpr (!(kAblate & kAblateGates)) {
     in = {__ldg(p.A_log + hv), __ldg(p.dt_bias + hv), load_bf16(p.a + head), load_bf16(p.b + head)};
@@ -613,12 +626,22 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
   const int row = sub / kRowLanes;  // of this lane's R rows
   const float v_value = (kAblate & kAblateV) ? 0.5f : V_EARLY ? v_early : load_bf16(p.v + head * kHeadV + v0 + row);
   const float delta = gates.beta * (v_value - gates.g * sk);
-  if (sub % kRowLanes == 0) store_output(p, gates, head, v0, row, sq, delta, kq);
+  // The output-last candidate (kCandidateOutputLast, issue #33). output and new_state may alias as far
+  // as the compiler knows, so their stores leave in program order: the output's, which waits on sq and
+  // on k . q's all-reduce, holds back every store of the state, which waits only on d (sk). In the
+  // no-qk ablation k . q is a constant, and it runs 25 ns faster at B = 1 and 2 by the window mean
+  // (results/ablation/20261127-H100-sub-tick). This build stores the state's rows first.
+  // Prediction (before any run, 2026-11-27): -5..-25 ns at B = 1 and 2 by the window mean if that wait
+  // is what no-qk saves; a tie if k . q is ready before d.
+  // Lanes of 4 rows a pass (r8/l16 under the 64-register bound) spill 8 bytes with it: they keep the order.
+  constexpr bool kOutputLast = (kCandidate & kCandidateOutputLast) && R <= 2;
+  if (!kOutputLast && sub % kRowLanes == 0) store_output(p, gates, head, v0, row, sq, delta, kq);
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const float d = (kAblate & kAblateExchange) ? delta : __shfl_sync(0xffffffffu, delta, group * LANES + r * kRowLanes);
     store_row<PIECES, POLICY, LANES, S>(p, s[r], k4, d, gates.g, tile, r);
   }
+  if (kOutputLast && sub % kRowLanes == 0) store_output(p, gates, head, v0, row, sq, delta, kq);
 }
 
 // The shared-q/k candidate (kCandidateSharedQK): the block's first 64 threads load q and k of
@@ -758,7 +781,12 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
       asm volatile("prefetch.global.L2 [%0];" ::"l"(p.output + head * kHeadV + v0));
     }
   }
-  if constexpr (!kOperandsFirst) load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
+  const auto* private_q = reinterpret_cast<const uint16_t*>(new_state_of<S>(p) + tile);  // the qk-private ablation's
+  const auto* private_k = private_q + (std::is_same_v<S, float> ? kHeadK : 0);  // the fp32 row's second half
+  if constexpr (!kOperandsFirst) {
+    load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early,
+                                                      private_q, private_k);
+  }
   if constexpr (kSharedQK) load_shared_qk<WARPS, kPieces, LANES>(p, batch, hq, sub, q4, k4);
   const Gates gates = (kAblate & kAblateGates)              ? Gates{0.9f, 0.5f}
                       : (kCandidate & kCandidatePreciseGates) ? compute_gates_precise(in.A_log, in.dt_bias, in.a, in.b)

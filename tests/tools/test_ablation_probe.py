@@ -26,13 +26,15 @@ def shipped_code():
     return shared_cubin_build(SOURCE.parent).code
 
 
-#: Builds of several candidates at once (a sum of their flags): one nvcc run checks them all, where CI's
-#: five minutes allow few. sk-all-reduce (1024) and warm-stores (2048) touch different code.
-COMBINED = {"sk-all-reduce+warm-stores": ("GDN_V4_CANDIDATE=3072",)}
+#: Builds of several candidates and ablations at once (a sum of their flags): one nvcc run checks them
+#: all, where CI's five minutes allow few. Each sum's parts touch different code: sk-all-reduce (1024)
+#: the exchange, warm-stores (2048) the loads' tail, qk-private (ablation 32) q's and k's addresses;
+#: v-early and operands-first (3) the loads' order, output-last (4096) the stores' order.
+COMBINED = {"sk-all-reduce+warm-stores+qk-private": ("GDN_V4_CANDIDATE=3072", "GDN_V4_ABLATE=32"),
+            "v-early-operands-first+output-last": ("GDN_V4_CANDIDATE=4099",)}
 
 
-@pytest.mark.parametrize("name", ["no-operands-no-exchange", "copy", "v-early-operands-first", "shared-qk",
-                                  *COMBINED])
+@pytest.mark.parametrize("name", ["no-operands-no-exchange", "copy", "shared-qk", *COMBINED])
 def test_a_build_compiles_the_shipped_variants_without_spilling(name, shipped_code):
     from harness.judge import build
 
@@ -70,7 +72,7 @@ def test_an_ablation_define_outside_the_flags_does_not_compile(shipped_code):
     from harness.judge import build
 
     with pytest.raises(build.CompileError, match="GDN_V4_ABLATE"):
-        build.kernel_resources(SOURCE, defines=("GDN_V4_ABLATE=32",))
+        build.kernel_resources(SOURCE, defines=("GDN_V4_ABLATE=64",))
 
 
 def test_a_candidate_with_the_full_builds_code_at_the_launched_kernel_is_named(monkeypatch):
