@@ -185,8 +185,10 @@ constexpr int kCandidateRemoved = 64 | 256 | 512;
 constexpr int kCandidateSkAllReduce = 1024;  // the rows' S0 k all-reduced, no swap, no broadcast (update_and_store)
 constexpr int kCandidateWarmStores = 2048;   // lane 0 touches its destinations early (update_rows)
 constexpr int kCandidateOutputLast = 4096;   // the output stored after the state's rows (update_and_store)
+constexpr int kCandidateKqEarly = 8192;      // k . q all-reduced before the row sums (update_and_store)
+constexpr int kCandidateGatesEarly = 16384;  // g folded into k and q before the row sums (update_and_store)
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-static_assert(kCandidate >= 0 && kCandidate < 8192 && !(kCandidate & kCandidateRemoved),
+static_assert(kCandidate >= 0 && kCandidate < 32768 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -337,6 +339,10 @@ __device__ __forceinline__ uint2 (&staging())[WARPS][ROWS][PIECES][kWarpSize] {
 __device__ __forceinline__ float dot4(float4 x, float4 y) {
   return fmaf(x.w, y.w, fmaf(x.z, y.z, fmaf(x.y, y.y, x.x * y.x)));
 }
+
+// x * a and x + a, elementwise (the kq-early and gates-early candidates).
+__device__ __forceinline__ float4 scaled4(float4 x, float a) { return make_float4(x.x * a, x.y * a, x.z * a, x.w * a); }
+__device__ __forceinline__ float4 plus4(float4 x, float a) { return make_float4(x.x + a, x.y + a, x.z + a, x.w + a); }
 
 // x + d * y, elementwise.
 __device__ __forceinline__ float4 axpy4(float d, float4 y, float4 x) {
@@ -582,8 +588,43 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
                                                  int group, int sub) {
   constexpr int kRowLanes = LANES / R;  // lanes that end up holding one row's sums
   static_assert(kRowLanes >= 2, "a row's two sums need two lanes");
-  float x[2 * R];  // x[2r]: partial S0 k of row r, x[2r + 1]: partial S0 q
+  // The kq-early and gates-early candidates (issue #33). A warp issues in order, and ptxas places the
+  // first use of the state (the row sums' first FMUL, instruction 88 of the H100's B = 1 variant,
+  // nvcc 13.0 sm_90a) before k . q's products and all-reduce and before the gate math, so all of those
+  // run after the state lands, inside the chain that sets a one-wave kernel's end. q, k and the gate
+  // inputs are a few lines every warp of a head shares: at B = 1 they land with the first of the
+  // state's 512 KB, ~0.17 µs before the last warp's rows at ~3 TB/s. kq-early all-reduces k . q first
+  // and folds it into the q the row sums take (q + 0 kq: the same values while kq is finite), so the
+  // sums wait on it; gates-early takes the row sums on g k and g q (g S0 k and g S0 q, which the math
+  // uses), so they wait on the gates. Both leave the lanes of 4+ rows a pass alone (registers).
+  // Prediction (before any run, 2026-11-27; the no-qk ablation ran 25 ns faster at B = 1 and 2 by the
+  // window mean, results/ablation/20261127-H100-sub-tick): kq-early -5..-20 ns at B = 1 and 2,
+  // gates-early -5..-30, both together at least what the better one gains; at B = 4 and 8 within
+  // +-10 ns, or slower where the small operands no longer land well before the rows.
+  constexpr bool kKqEarly = (kCandidate & kCandidateKqEarly) && R <= 2 && !(kAblate & kAblateExchange);
+  constexpr bool kGatesEarly = (kCandidate & kCandidateGatesEarly) && R <= 2;
+  static_assert(!(kCandidate & (kCandidateKqEarly | kCandidateGatesEarly)) ||
+                    !(kCandidate & (kCandidateAllReduce | kCandidateSkAllReduce)),
+                "the early candidates take the shipped exchange");
   float kq = 0.0f;
+  const auto add_kq = [&]() {
+#pragma unroll
+    for (int c = 0; c < PIECES; ++c) kq += dot4(k4[c], q4[c]);
+  };
+  if constexpr (kKqEarly) {
+    add_kq();
+    kq = group_allreduce_sum<LANES>(kq);
+  }
+  float4 k_early[PIECES], q_early[PIECES];  // the early candidates' k and q for the row sums
+#pragma unroll
+  for (int c = 0; c < PIECES && (kKqEarly || kGatesEarly); ++c) {
+    k_early[c] = kGatesEarly ? scaled4(k4[c], gates.g) : k4[c];
+    q_early[c] = kGatesEarly ? scaled4(q4[c], gates.g) : q4[c];
+    if constexpr (kKqEarly) q_early[c] = plus4(q_early[c], 0.0f * kq);
+  }
+  const auto& k_sums = kKqEarly || kGatesEarly ? k_early : k4;  // the k and q the row sums take
+  const auto& q_sums = kKqEarly || kGatesEarly ? q_early : q4;
+  float x[2 * R];  // x[2r]: partial S0 k of row r, x[2r + 1]: partial S0 q (times g where gates-early)
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     x[2 * r] = 0.0f;
@@ -591,12 +632,11 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
 #pragma unroll
     for (int c = 0; c < PIECES; ++c) {
       const float4 piece = widen_for_sums(s[r][c]);
-      x[2 * r] += dot4(piece, k4[c]);
-      x[2 * r + 1] += dot4(piece, q4[c]);
+      x[2 * r] += dot4(piece, k_sums[c]);
+      x[2 * r + 1] += dot4(piece, q_sums[c]);
     }
   }
-#pragma unroll
-  for (int c = 0; c < PIECES; ++c) kq += dot4(k4[c], q4[c]);
+  if constexpr (!kKqEarly) add_kq();  // the shipped order: k . q's products after the row sums'
   if constexpr ((kCandidate & kCandidateAllReduce) && !(kAblate & kAblateExchange)) {
     store_all_reduced<R, PIECES, POLICY, LANES, S>(p, s, k4, x, kq, gates, head, v0, tile, sub);
     return;
@@ -617,7 +657,7 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
     }
   } else {
     const float mine = group_reduce_scatter<LANES>(x, sub);  // sum (sub / (kRowLanes / 2)) of x
-    kq = group_allreduce_sum<LANES>(kq);
+    if constexpr (!kKqEarly) kq = group_allreduce_sum<LANES>(kq);
     const float theirs = __shfl_xor_sync(0xffffffffu, mine, kRowLanes / 2);
     const bool holds_sq = (sub / (kRowLanes / 2)) % 2 != 0;
     sk = holds_sq ? theirs : mine;
@@ -625,7 +665,9 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
   }
   const int row = sub / kRowLanes;  // of this lane's R rows
   const float v_value = (kAblate & kAblateV) ? 0.5f : V_EARLY ? v_early : load_bf16(p.v + head * kHeadV + v0 + row);
-  const float delta = gates.beta * (v_value - gates.g * sk);
+  const float delta = gates.beta * (v_value - (kGatesEarly ? sk : gates.g * sk));
+  Gates output_gates = gates;  // where gates-early, sq is g S0 q already
+  if constexpr (kGatesEarly) output_gates.g = 1.0f;
   // The output-last candidate (kCandidateOutputLast, issue #33). output and new_state may alias as far
   // as the compiler knows, so their stores leave in program order: the output's, which waits on sq and
   // on k . q's all-reduce, holds back every store of the state, which waits only on d (sk). In the
@@ -635,13 +677,13 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
   // is what no-qk saves; a tie if k . q is ready before d.
   // Lanes of 4 rows a pass (r8/l16 under the 64-register bound) spill 8 bytes with it: they keep the order.
   constexpr bool kOutputLast = (kCandidate & kCandidateOutputLast) && R <= 2;
-  if (!kOutputLast && sub % kRowLanes == 0) store_output(p, gates, head, v0, row, sq, delta, kq);
+  if (!kOutputLast && sub % kRowLanes == 0) store_output(p, output_gates, head, v0, row, sq, delta, kq);
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const float d = (kAblate & kAblateExchange) ? delta : __shfl_sync(0xffffffffu, delta, group * LANES + r * kRowLanes);
     store_row<PIECES, POLICY, LANES, S>(p, s[r], k4, d, gates.g, tile, r);
   }
-  if (kOutputLast && sub % kRowLanes == 0) store_output(p, gates, head, v0, row, sq, delta, kq);
+  if (kOutputLast && sub % kRowLanes == 0) store_output(p, output_gates, head, v0, row, sq, delta, kq);
 }
 
 // The shared-q/k candidate (kCandidateSharedQK): the block's first 64 threads load q and k of
