@@ -108,7 +108,10 @@ mkdir -p "$OUT"
 bg_running() {  # bg_running BG: start:'s step is still running (or has not yet written its pid)
   [ ! -f "$1.pid" ] || kill -0 "$(cat "$1.pid")" 2>/dev/null
 }
-pack() { tar czf "$OUT/$1.tgz" -C "$2" . && echo "packed $OUT/$1.tgz"; }
+# The pack appears under its name only once whole (written aside, then renamed): wait:STEP takes the
+# file as soon as it exists, and on 2026-11-27 copied an H200 cross-check's pack while tar was still
+# writing it (0 bytes came back; results/proof/20261127-H200-parity-2xL2).
+pack() { tar czf "$OUT/.$1.tgz.part" -C "$2" . && mv "$OUT/.$1.tgz.part" "$OUT/$1.tgz" && echo "packed $OUT/$1.tgz"; }
 sweep() {  # sweep STEP ROOT ALGO LIMIT_S COMMIT
   local work=/tmp/gdn-check-$1
   (cd "$2" && GDN_BENCH_COMMIT=$5 timeout -s INT "$4" python run_local.py --results "$work" --no-progress \

@@ -39,3 +39,25 @@ def test_started_step_runs_from_a_copy_and_wait_sees_it_end(tmp_path):
     assert "unknown step no-such-step" in console  # the step's own log, shown by wait:
     assert "no-such-step ended without packing" in console
     assert time.monotonic() - began < 30  # it ended: wait: did not sit out WAIT_S
+
+
+def test_a_pack_appears_under_its_name_only_once_written(tmp_path):
+    """wait:STEP copies STEP.tgz as soon as it exists, so tar writes the pack under another name and it
+    is renamed when whole (on 2026-11-27 an H200 cross-check's pack was copied while tar was still
+    writing it: 0 bytes came back)."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "report.md").write_text("figures\n")
+    (tmp_path / "out").mkdir()
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "tar").write_text(f'#!/bin/bash\necho "$2" >> {tmp_path / "written"}\nexec /bin/tar "$@"\n')
+    (stub / "tar").chmod(0o755)
+    script = (f'export PATH={stub}:$PATH; eval "$(grep "^pack()" {SCRIPT})"; OUT={tmp_path / "out"}; '
+              f'pack step {tmp_path / "work"}')
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    written = (tmp_path / "written").read_text().split()
+    assert written and all(Path(path).name != "step.tgz" for path in written)  # never under the name wait: takes
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["step.tgz"]
+    listed = subprocess.run(["tar", "tzf", str(tmp_path / "out" / "step.tgz")], capture_output=True, text=True)
+    assert "./report.md" in listed.stdout.split()
