@@ -196,35 +196,6 @@ def test_a_report_in_rounds_shows_each_figures_range():
     assert "best good 2.00 [2.00-2.00] (0.500x)" in text
 
 
-def test_a_tune_keeps_the_window_means_that_order_configs_on_one_cupti_step():
-    """Two configs whose medians sit on the same 32-ns step (1.984 µs) are told apart by the window
-    means of the same calls (harness.judge.timing.stats.window_mean), kept per round and named in
-    the report; the medians' choice is unchanged."""
-    from tools.tune.report import format_report
-
-    window = {"good": [1.981, 1.979, 1.980], "also-good": [1.969, 1.972, 1.970]}
-
-    class SubTickTimer:
-        last_window_mean_us = None
-        seen: list = []
-
-        def __call__(self, calls):
-            name = getattr(calls[0], "config", "floor")
-            self.seen.append(name)
-            self.last_window_mean_us = window[name][self.seen.count(name) - 1] if name in window else 1.81
-            return 1.984 if name in window else 1.824
-
-    part = driver.tune_dtype(TwoGood(), "float32", [1], SubTickTimer(), "cpu", rounds=3)
-    row = part["batches"][0]
-    assert row["configs"]["also-good"]["window_us_rounds"] == [1.969, 1.972, 1.970]
-    assert row["configs"]["also-good"]["window_us"] == 1.970 and row["configs"]["good"]["window_us"] == 1.980
-    assert row["configs"]["good"]["us"] == row["configs"]["also-good"]["us"] == 1.984
-    assert row["copy_floor_window_us"] == 1.81 and "window_us_rounds" not in row["configs"]["zeros"]
-    text = format_report({"solution": "fake", "device": "cpu", "timing": {"tier": "fake", "iters": 100},
-                          "state_dtypes": {"float32": part}})
-    assert "| by window mean also-good 1.98 [1.98-1.98] ~1.9700 (1.088x)" in text
-
-
 def test_a_config_that_raises_in_a_later_round_is_a_failure_not_a_pick():
     calls_of = {}
 

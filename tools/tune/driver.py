@@ -33,7 +33,6 @@ from tools.tune.measure import (
     compress_table,
     failure_row,
     fastest_correct,
-    keep_window_mean,
     load_baseline,
     state_tolerance,
     steady_choice,
@@ -89,7 +88,6 @@ def time_baselines(baselines: dict[str, tuple], sets: list[dict], timer: Timer) 
         try:
             timed[name] = [make_call(inputs) for inputs in sets]
             times[name] = {"us": timer(timed[name])}
-            keep_window_mean(times[name], timer)
         except Exception as exc:
             timed.pop(name, None)
             times[name] = {"unavailable": failure_row(exc)["error"]}
@@ -100,8 +98,7 @@ def time_in_rounds(figures: list[tuple[dict, list]], timer: Timer, rounds: int) 
     """Time every ``(row, calls)`` of ``figures`` (``row`` holding ``"us"`` from the first pass; a
     config that computed wrong results is left out) ``rounds - 1`` times more, all of them once a
     round in turn, so that a drift of the machine during the tune falls on every config alike.
-    Each row's ``"us"`` becomes the median of its rounds and ``"us_rounds"`` keeps them (its
-    ``"window_us"`` likewise, in ``"window_us_rounds"``, where the timer keeps window means); a call
+    Each row's ``"us"`` becomes the median of its rounds and ``"us_rounds"`` keeps them; a call
     that raises in a later round is timed no more and its row gets ``"round_error"``.
 
     Why: a single tune's best at B = 256 on an H100 (r16/nc/l16/w2/p2, 90.47 µs), which the table
@@ -111,8 +108,6 @@ def time_in_rounds(figures: list[tuple[dict, list]], timer: Timer, rounds: int) 
     timed = [(row, calls) for row, calls in figures if row.get("us") is not None and row.get("correct", True)]
     for row, _ in timed:
         row["us_rounds"] = [row["us"]]
-        if "window_us" in row:
-            row["window_us_rounds"] = [row["window_us"]]
     for _ in range(rounds - 1):
         for row, calls in timed:
             if "round_error" in row:
@@ -121,13 +116,8 @@ def time_in_rounds(figures: list[tuple[dict, list]], timer: Timer, rounds: int) 
                 row["us_rounds"].append(timer(calls))
             except Exception as exc:
                 row["round_error"] = failure_row(exc)["error"]
-                continue
-            if "window_us_rounds" in row:
-                row["window_us_rounds"].append(timer.last_window_mean_us)
     for row, _ in timed:
         row["us"] = statistics.median(row["us_rounds"])
-        if "window_us_rounds" in row:
-            row["window_us"] = statistics.median(row["window_us_rounds"])
 
 
 def measure_batch(adapter: Adapter, state_dtype: str, batch: int, timer: Timer, device, only: str = "",
@@ -143,7 +133,6 @@ def measure_batch(adapter: Adapter, state_dtype: str, batch: int, timer: Timer, 
     sets = placement_copies(inputs)
     floor_calls = [lambda s=s: s["new_state"].copy_(s["state"]) for s in sets]
     floor = {"us": timer(floor_calls)}
-    keep_window_mean(floor, timer)
     space, in_use = adapter.configs(state_dtype), adapter.in_use(inputs)
     configs, config_calls = {}, {}
     for name, config in measured_configs(space, only, in_use).items():
@@ -163,7 +152,6 @@ def measure_batch(adapter: Adapter, state_dtype: str, batch: int, timer: Timer, 
         entry = failure_row(exc)
     return {"batch": batch, "workload": workload, "placement_sets": len(sets), "rounds": rounds,
             "copy_floor_us": floor["us"], "copy_floor_us_rounds": floor.get("us_rounds", [floor["us"]]),
-            **({"copy_floor_window_us": floor["window_us"]} if "window_us" in floor else {}),
             "in_use": in_use, "in_use_in_space": in_use in space, "entry_check": entry, "configs": configs,
             "baselines": baseline_rows, "best": fastest_correct(configs)}
 

@@ -22,7 +22,6 @@ from harness.facts import DEFAULT_TOLERANCE, STATE_DTYPE_TOLERANCES, Tier, Toler
 from harness.judge.check import tensor_errors
 from harness.judge.solutions import load_meta, load_solution
 from harness.judge.timing import L2Flusher, TierUnavailable, TimingConfig, TimingStats, bench_cupti, bench_events
-from harness.judge.timing.stats import window_mean
 from tools.vectorized import reference_outputs  # noqa: F401  (re-exported: the tuners' reference)
 HQ, HV, HEAD_K, HEAD_V = 4, 8, 128, 128
 
@@ -101,9 +100,6 @@ class KernelTimer:
     ``why_not_cupti`` holds the reason when CUPTI was unavailable, and
     ``cupti_calls`` how many calls CUPTI timed before that (0 unless CUPTI
     failed part way: then the earlier figures are CUPTI's, the later ones events').
-    ``last_window_mean_us`` is the window mean of the last call's samples
-    (:func:`harness.judge.timing.stats.window_mean`): it orders variants whose medians sit on the same
-    32-ns CUPTI step.
     """
 
     def __init__(self, device, iters: int = 100, warmup: int = 5):
@@ -112,7 +108,6 @@ class KernelTimer:
         self.tier = "cupti"
         self.why_not_cupti: str | None = None
         self.cupti_calls = 0
-        self.last_window_mean_us: float | None = None
 
     def __call__(self, calls: Sequence[Callable[[], object]]) -> float:
         """Median µs of ``calls`` taken in turn, the k-th timed call ``calls[k % len(calls)]``, warm-up
@@ -124,34 +119,23 @@ class KernelTimer:
                 self.tier, self.why_not_cupti = "events", stats.reason
             else:
                 self.cupti_calls += 1
-                self.last_window_mean_us = window_mean(stats.samples_us)
                 return stats.median_us
         stats: TimingStats = bench_events(fn, setup, self.flush.for_tier(Tier.EVENTS), self.config)
-        self.last_window_mean_us = window_mean(stats.samples_us)
         return stats.median_us
 
 
 def check_and_time(calls: Sequence[Callable[[], object]], inputs: dict, expected: tuple, timer: "KernelTimer",
                    tolerance: Tolerance = DEFAULT_TOLERANCE) -> dict:
     """:func:`check_call` of ``calls[0]`` (the call on ``inputs``), then ``"us"`` from ``timer`` over
-    all of them (one per placement set) when it ran, and ``"window_us"`` where the timer keeps a
-    window mean (:class:`KernelTimer`). A config that fails to compile or launch is
+    all of them (one per placement set) when it ran. A config that fails to compile or launch is
     recorded as ``{"correct": False, "error": ...}`` (traceback printed) so one bad variant never
     ends a tune."""
     try:
         result = check_call(calls[0], inputs, expected, tolerance)
         result["us"] = timer(calls)
-        keep_window_mean(result, timer)
     except Exception as exc:
         result = failure_row(exc)
     return result
-
-
-def keep_window_mean(row: dict, timer) -> None:
-    """``row["window_us"]``: the window mean of ``timer``'s last call, where it keeps one
-    (:class:`KernelTimer`; the tests' timers keep none)."""
-    if (window_us := getattr(timer, "last_window_mean_us", None)) is not None:
-        row["window_us"] = window_us
 
 
 def failure_row(exc: Exception) -> dict:
@@ -205,14 +189,6 @@ def fastest_correct(results: dict[str, dict]) -> str | None:
 #: files' small-batch times are multiples of it), so a config one step slower
 #: than another is not measurably slower.
 TIMER_STEP_US = 0.032
-
-
-def fastest_by_window_mean(results: dict[str, dict]) -> str | None:
-    """Name of the correct entry of ``{name: {"correct": bool, "window_us": float}}`` with the least
-    window mean (None where none has one): the order below one CUPTI step of the entries that
-    :func:`fastest_correct`'s medians tie."""
-    good = {name: r for name, r in results.items() if r.get("correct") and r.get("window_us") is not None}
-    return min(good, key=lambda name: good[name]["window_us"]) if good else None
 
 
 def steady_choice(times_by_batch: list[tuple[int, dict[str, float]]], rel_tol: float = 0.005,

@@ -24,7 +24,6 @@ from harness.records.environment import git_commit, hardware_name, libs
 from harness.records.plots import slug
 from harness.run_lock import writing_into
 from tools.tune.inputs import DESCRIPTION as INPUTS_DESCRIPTION
-from tools.tune.measure import fastest_by_window_mean
 
 #: Where runs go unless ``--out`` says otherwise: a new folder per run (tracked
 #: tuning files beside it are never rewritten).
@@ -102,8 +101,7 @@ def _cell(row: dict, name: str | None) -> str:
         return f"{name} WRONG" if "error" not in result else f"{name} FAILED"
     rounds = result.get("us_rounds") or []
     spread = f" [{_us(min(rounds))}-{_us(max(rounds))}]" if len(rounds) > 1 else ""
-    window = f" ~{result['window_us']:.4f}" if "window_us" in result else ""
-    return f"{name} {_us(result['us'])}{spread}{window} ({result['us'] / row['copy_floor_us']:.3f}x)"
+    return f"{name} {_us(result['us'])}{spread} ({result['us'] / row['copy_floor_us']:.3f}x)"
 
 
 def format_report(report: dict) -> str:
@@ -117,17 +115,14 @@ def format_report(report: dict) -> str:
     over = f"; the median of {rounds} rounds [their range]" if rounds > 1 else ""
     lines = [f"{report['solution']}{built} on {report['device']}  ({timing['tier']} tier, median of "
              f"{timing['iters']} cold-L2 calls{over}, µs; x: over torch's copy_ of the state, which a run's "
-             "copy floor, the best of several copies, can undercut; ~: the window mean of the same calls, "
-             "which orders configs whose medians share a 32-ns CUPTI step)"]
+             "copy floor, the best of several copies, can undercut)"]
     for dtype, part in report["state_dtypes"].items():
         lines.append(f"== {dtype} state")
         for row in part["batches"]:
             baselines = ", ".join(f"{name} {_us(b.get('us'))}" for name, b in row["baselines"].items())
             entry = "ok" if row["entry_check"].get("correct") else "WRONG"
-            by_window = fastest_by_window_mean(row["configs"])
-            below_step = f" | by window mean {_cell(row, by_window)}" if by_window else ""
             lines.append(f"B={row['batch']:<4} copy_ {_us(row['copy_floor_us'])} | in use {_cell(row, row['in_use'])}"
-                         f" (run: {entry}) | best {_cell(row, row['best'])}{below_step} | {baselines}")
+                         f" (run: {entry}) | best {_cell(row, row['best'])} | {baselines}")
         bad = [f"B={row['batch']} {name}" for row in part["batches"]
                for name, result in row["configs"].items() if not result["correct"]]
         lines.append("all configurations correct" if not bad else "INCORRECT or FAILED: " + ", ".join(bad))
