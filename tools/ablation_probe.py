@@ -61,6 +61,16 @@ the loads go out: -0.03 to -0.1 µs at B = 1-8 if a cold translation is on the t
 kernel.cu before their runs (2026-11-27). Measured (H100, 0a89fc0 and 1a0eab1, two runs each): both
 refuted, ties or one tick slower at B = 1 and 0.26 / 0.42 µs slower at B = 8
 (results/ablation/20261127-H100-sk-all-reduce-warm-stores).
+
+Window means since 7f44ff9 (each round's calls within ±5% of its median, averaged: they resolve below
+CUPTI's 32 ns step, repeating within 2-4 ns on an H100). Measured (H100, 7f0e1c5, results/ablation/
+20261127-H100-sub-tick): the candidates the medians had called ties at B = 1 were slower (v-early +17 ns,
+index-32 +17, sk-all-reduce +22, warm-stores +4); of the ablations only no-qk (-25 ns at B = 1, -27 at
+B = 2) and no-operands-no-exchange (-60) ran faster. The builds written after it, each with its prediction
+in kernel.cu, were refuted: ``output-last`` (-4 / -1 ns at B = 1 / 2, +66 at B = 8) and the ``qk-private``
+ablation (+0.23 µs and more: its own lines come from DRAM) on an H100 (results/ablation/20261127-H100-output-last),
+``kq-early`` and ``gates-early`` (0.08-0.18 µs slower at every B <= 8) on an H200
+(results/ablation/20261127-H200-early).
 """
 
 from __future__ import annotations

@@ -461,7 +461,9 @@ struct GateInputs {
 // from the first row of the lane group's own tile of new_state instead (`private_q`, `private_k`: the
 // row's two halves in an fp32 state, lines no other warp reads, cold after the flush, loaded before any
 // store), the same loads otherwise: if it runs as fast as no-qk, the shared lines are the cost; if as
-// the full kernel, the work on q and k is.
+// the full kernel, the work on q and k is. Measured (H100, 6a90cda, results/ablation/20261127-H100-output-last):
+// 0.23-1.44 µs slower at B = 1-8, its own lines coming from DRAM where the shared ones hit in L2: sharing
+// q's and k's lines saves time, it costs none.
 template <int PIECES, int LANES, bool V_EARLY, bool SHARED_QK>
 __device__ __forceinline__ void load_operands(const Params& p, int batch, int hq, int k0, int hv, Index head,
                                               int v_row, float4 (&q4)[PIECES], float4 (&k4)[PIECES],
@@ -600,7 +602,9 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
   // Prediction (before any run, 2026-11-27; the no-qk ablation ran 25 ns faster at B = 1 and 2 by the
   // window mean, results/ablation/20261127-H100-sub-tick): kq-early -5..-20 ns at B = 1 and 2,
   // gates-early -5..-30, both together at least what the better one gains; at B = 4 and 8 within
-  // +-10 ns, or slower where the small operands no longer land well before the rows.
+  // +-10 ns, or slower where the small operands no longer land well before the rows. Outcome (H200,
+  // 822dcd3, results/ablation/20261127-H200-early): refuted, every build 0.08-0.18 µs slower at every
+  // B <= 8: the row sums waiting on the small operands is slower than ptxas's interleaving.
   constexpr bool kKqEarly = (kCandidate & kCandidateKqEarly) && R <= 2 && !(kAblate & kAblateExchange);
   constexpr bool kGatesEarly = (kCandidate & kCandidateGatesEarly) && R <= 2;
   static_assert(!(kCandidate & (kCandidateKqEarly | kCandidateGatesEarly)) ||
@@ -674,7 +678,8 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
   // no-qk ablation k . q is a constant, and it runs 25 ns faster at B = 1 and 2 by the window mean
   // (results/ablation/20261127-H100-sub-tick). This build stores the state's rows first.
   // Prediction (before any run, 2026-11-27): -5..-25 ns at B = 1 and 2 by the window mean if that wait
-  // is what no-qk saves; a tie if k . q is ready before d.
+  // is what no-qk saves; a tie if k . q is ready before d. Outcome (H100, 6a90cda,
+  // results/ablation/20261127-H100-output-last): refuted, -4 and -1 ns at B = 1 and 2, +66 at B = 8.
   // Lanes of 4 rows a pass (r8/l16 under the 64-register bound) spill 8 bytes with it: they keep the order.
   constexpr bool kOutputLast = (kCandidate & kCandidateOutputLast) && R <= 2;
   if (!kOutputLast && sub % kRowLanes == 0) store_output(p, output_gates, head, v0, row, sq, delta, kq);
