@@ -624,7 +624,7 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
   for (int c = 0; c < PIECES && (kKqEarly || kGatesEarly); ++c) {
     k_early[c] = kGatesEarly ? scaled4(k4[c], gates.g) : k4[c];
     q_early[c] = kGatesEarly ? scaled4(q4[c], gates.g) : q4[c];
-    if constexpr (kKqEarly) q_early[c] = plus4(q_early[c], 0.0f * kq);
+    q_early[c] = kKqEarly ? plus4(q_early[c], 0.0f * kq) : q_early[c];
   }
   const auto& k_sums = kKqEarly || kGatesEarly ? k_early : k4;  // the k and q the row sums take
   const auto& q_sums = kKqEarly || kGatesEarly ? q_early : q4;
