@@ -89,7 +89,7 @@ ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, 
              "no-operands-no-exchange": 15, "copy": 16, "qk-private": 32}
 #: name -> kernel.cu's GDN_V4_CANDIDATE flags (kCandidateVEarly 1, kCandidateOperandsFirst 2, kCandidatePreciseGates 4,
 #: kCandidateAllReduce 8, kCandidateSharedQK 16, kCandidateIndex32 32, kCandidateBf16Packed 128 (the bf16
-#: state's kernels only: --state-dtype bfloat16), kCandidateSkAllReduce 1024, kCandidateWarmStores 2048 and
+#: state's kernels only: --state-dtype bfloat16), kCandidateSkAllReduce 1024, kCandidateWarmStores 2048,
 #: kCandidateOutputLast 4096, kCandidateKqEarly 8192 and kCandidateGatesEarly 16384; the halves candidate, 32 at
 #: b280400, is the variants' passes now, and the bf16-staged candidate, 512 at d180165, their ``staged``).
 CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,

@@ -69,7 +69,7 @@ WINDOW_MEAN_HALF_WIDTH = 0.05
 
 
 def window_mean(samples_us: list[float], half_width: float = WINDOW_MEAN_HALF_WIDTH) -> float:
-    """Mean (µs) of the samples within ``half_width`` × the median of the median: an estimate of a
+    """Mean (µs) of the samples within ``half_width`` × their median of that median: an estimate of a
     µs kernel's duration below the timer's step, for comparing builds (never a tier's figure).
 
     CUPTI's timestamps step in 32 ns on the H100 (:func:`harness.judge.timing.stop_rule.timer_tick`),
