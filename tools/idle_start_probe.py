@@ -31,6 +31,11 @@ harness's clock warm-up (``tools.tier_parity.warm``):
 * ``flashinfer-256``: FlashInfer's timer with the harness's 256 MB flush (its deprecated
   ``l2_flush_size_mb``, which 0.7.2.post1 still honours): with ``harness-2xL2`` the other corner of
   timer x flush size.
+* ``harness-int8``: the recorder with FlashInfer's own flush, byte for byte: 2 x L2 of int8 zeroed
+  (``flashinfer/testing/utils.py`` 0.7.2.post1), where the harness's L2Flusher zeroes int32. Added after
+  the H200's run (results/proof/20261127-H200-idle-start), where both harness modes read every B = 1
+  kernel one tick above FlashInfer's timer and FlashInfer's own flush at 256 MB did not: it tells the
+  recorder from the flush kernel.
 
 Subjects: cuda-v4 as its launch table picks, torch ``copy_`` and the copy floor's Triton streaming
 copies, on the sweep workload's inputs. Writes ``DIR/idle_start_probe.json`` and prints each point's
@@ -69,7 +74,7 @@ from typing import Callable
 
 from tools.probe_cli import run_probe
 
-MODES = ("back-to-back", "idle-start", "harness", "harness-2xL2", "flashinfer-100", "flashinfer-256")
+MODES = ("back-to-back", "idle-start", "harness", "harness-2xL2", "flashinfer-100", "flashinfer-256", "harness-int8")
 #: Timed calls of the harness's recorder per point and repeat (FlashInfer's timer picks its own count).
 ITERS = 100
 #: Seconds of back-to-back calls before each point (tools.tier_parity.warm).
@@ -96,6 +101,10 @@ def time_mode(mode: str, call: Callable[[], object]) -> float:
 
         flush = L2Flusher("cuda")  # 256 MB; FlashInfer's 2 x L2 is the cupti tier's flush since 5d4fc77
         flush = flush.for_tier(Tier.CUPTI) if mode == "harness-2xL2" else flush
+        if mode == "harness-int8":  # FlashInfer's flush buffer: int8, 2 x L2
+            import torch
+
+            flush = torch.empty(L2Flusher.size("cuda", Tier.CUPTI), dtype=torch.int8, device="cuda").zero_
         records = time_calls_with_cupti(lambda _: call(), lambda index: None, flush, ITERS, warmup=1)
         return statistics.median(r.kernel_sum_us for r in records)
     from flashinfer.testing import bench_gpu_time_with_cupti
@@ -132,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     return run_probe(argv, __doc__, "1,8", "idle_start_probe", measure, "point", str,
                      timer="back-to-back, idle-start, flashinfer-100, flashinfer-256: "
                            "flashinfer.testing.bench_gpu_time_with_cupti(cold_l2_cache=True), median; harness, "
-                           f"harness-2xL2: harness.judge.cupti_recorder, median of {ITERS} kernel sums "
+                           f"harness-2xL2, harness-int8: harness.judge.cupti_recorder, median of {ITERS} kernel sums "
                            "(the module's docstring gives each mode's flush and count)", modes=list(MODES), iters=ITERS)
 
 
