@@ -5,6 +5,7 @@ Both were learnt on an H200 on 2026-11-27: the device runner's copy of the worki
 call broke a running step's fresh processes, and a wait: for a step that never started sat out its
 whole WAIT_S."""
 
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -50,7 +51,7 @@ def test_a_pack_appears_under_its_name_only_once_written(tmp_path):
     (tmp_path / "out").mkdir()
     stub = tmp_path / "bin"
     stub.mkdir()
-    (stub / "tar").write_text(f'#!/bin/bash\necho "$2" >> {tmp_path / "written"}\nexec /bin/tar "$@"\n')
+    (stub / "tar").write_text(f'#!/bin/bash\necho "$2" >> {tmp_path / "written"}\nexec {shutil.which("tar")} "$@"\n')
     (stub / "tar").chmod(0o755)
     script = (f'export PATH={stub}:$PATH; eval "$(grep "^pack()" {SCRIPT})"; OUT={tmp_path / "out"}; '
               f'pack step {tmp_path / "work"}')

@@ -92,20 +92,27 @@ def idle_first(call: Callable[[], object]) -> Callable[[], None]:
     return run
 
 
+def recorder_flush(mode: str) -> Callable[[], object]:
+    """The flush before each of the recorder's calls in a ``harness*`` mode: the harness's L2Flusher
+    (int32, 256 MB, or 2 x L2 in ``harness-2xL2``) or, in ``harness-int8``, FlashInfer's buffer (int8,
+    2 x L2); only the one the mode uses is allocated."""
+    import torch
+
+    from harness.facts import Tier
+    from harness.judge.timing import L2Flusher
+
+    if mode == "harness-int8":
+        return torch.empty(L2Flusher.size("cuda", Tier.CUPTI), dtype=torch.int8, device="cuda").zero_
+    flush = L2Flusher("cuda")  # 256 MB; FlashInfer's 2 x L2 is the cupti tier's flush since 5d4fc77
+    return flush.for_tier(Tier.CUPTI) if mode == "harness-2xL2" else flush
+
+
 def time_mode(mode: str, call: Callable[[], object]) -> float:
     """Median µs of ``call`` timed the ``mode`` way (one of :data:`MODES`)."""
     if mode.startswith("harness"):
-        from harness.facts import Tier
         from harness.judge.cupti_recorder import time_calls_with_cupti
-        from harness.judge.timing import L2Flusher
 
-        flush = L2Flusher("cuda")  # 256 MB; FlashInfer's 2 x L2 is the cupti tier's flush since 5d4fc77
-        flush = flush.for_tier(Tier.CUPTI) if mode == "harness-2xL2" else flush
-        if mode == "harness-int8":  # FlashInfer's flush buffer: int8, 2 x L2
-            import torch
-
-            flush = torch.empty(L2Flusher.size("cuda", Tier.CUPTI), dtype=torch.int8, device="cuda").zero_
-        records = time_calls_with_cupti(lambda _: call(), lambda index: None, flush, ITERS, warmup=1)
+        records = time_calls_with_cupti(lambda _: call(), lambda index: None, recorder_flush(mode), ITERS, warmup=1)
         return statistics.median(r.kernel_sum_us for r in records)
     from flashinfer.testing import bench_gpu_time_with_cupti
 

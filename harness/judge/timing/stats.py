@@ -69,8 +69,9 @@ WINDOW_MEAN_HALF_WIDTH = 0.05
 
 
 def window_mean(samples_us: list[float], half_width: float = WINDOW_MEAN_HALF_WIDTH) -> float:
-    """Mean (µs) of the samples within ``half_width`` × their median of that median: an estimate of a
-    µs kernel's duration below the timer's step, for comparing builds (never a tier's figure).
+    """Mean (µs) of the samples that lie within ``half_width`` × their median of that median: an
+    estimate of a µs kernel's duration below the timer's step, for comparing builds (never a tier's
+    figure).
 
     CUPTI's timestamps step in 32 ns on the H100 (:func:`harness.judge.timing.stop_rule.timer_tick`),
     so a 2 µs kernel's median moves in 1.6% steps and two builds 10 ns apart read the same. A
