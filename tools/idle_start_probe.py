@@ -36,6 +36,14 @@ harness's clock warm-up (``tools.tier_parity.warm``):
   the H200's run (results/proof/20261127-H200-idle-start), where both harness modes read every B = 1
   kernel one tick above FlashInfer's timer and FlashInfer's own flush at 256 MB did not: it tells the
   recorder from the flush kernel.
+* ``harness-memset``: the recorder with the timing core's flush, 2 x L2 zeroed by ``cuMemsetD32Async``
+  (``flush_l2_on`` in ``harness/judge/core/gdn_core.c``), where the in-process L2Flusher launches torch's
+  fill kernel: whether the core's cupti tier, which the cross-check compares, shares the recorder's tick.
+* ``harness-int8-window``: ``harness-int8`` without the recorder's external correlation id: each call's
+  kernels are those launched inside its host window (the recorder's own fallback, and how FlashInfer's
+  timer finds them), so the push and pop around the call are gone.
+The last two were added before the H200's second run (2026-11-28), to settle in one run which part of the
+recorder adds the tick if ``harness-int8`` still reads it.
 
 Subjects: cuda-v4 as its launch table picks, torch ``copy_`` and the copy floor's Triton streaming
 copies, on the sweep workload's inputs. Writes ``DIR/idle_start_probe.json`` and prints each point's
@@ -74,7 +82,8 @@ from typing import Callable
 
 from tools.probe_cli import run_probe
 
-MODES = ("back-to-back", "idle-start", "harness", "harness-2xL2", "flashinfer-100", "flashinfer-256", "harness-int8")
+MODES = ("back-to-back", "idle-start", "harness", "harness-2xL2", "flashinfer-100", "flashinfer-256", "harness-int8",
+         "harness-memset", "harness-int8-window")
 #: Timed calls of the harness's recorder per point and repeat (FlashInfer's timer picks its own count).
 ITERS = 100
 #: Seconds of back-to-back calls before each point (tools.tier_parity.warm).
@@ -94,25 +103,75 @@ def idle_first(call: Callable[[], object]) -> Callable[[], None]:
 
 def recorder_flush(mode: str) -> Callable[[], object]:
     """The flush before each of the recorder's calls in a ``harness*`` mode: the harness's L2Flusher
-    (int32, 256 MB, or 2 x L2 in ``harness-2xL2``) or, in ``harness-int8``, FlashInfer's buffer (int8,
-    2 x L2); only the one the mode uses is allocated."""
+    (int32, 256 MB, or 2 x L2 in ``harness-2xL2``), FlashInfer's buffer (int8, 2 x L2: ``harness-int8*``)
+    or the timing core's memset (2 x L2: ``harness-memset``); only the one the mode uses is allocated."""
     import torch
 
     from harness.facts import Tier
     from harness.judge.timing import L2Flusher
 
-    if mode == "harness-int8":
-        return torch.empty(L2Flusher.size("cuda", Tier.CUPTI), dtype=torch.int8, device="cuda").zero_
+    nbytes = L2Flusher.size("cuda", Tier.CUPTI)
+    if mode.startswith("harness-int8"):
+        return torch.empty(nbytes, dtype=torch.int8, device="cuda").zero_
+    if mode == "harness-memset":
+        return memset_flush(torch.empty(nbytes, dtype=torch.int8, device="cuda"))
     flush = L2Flusher("cuda")  # 256 MB; FlashInfer's 2 x L2 is the cupti tier's flush since 5d4fc77
     return flush.for_tier(Tier.CUPTI) if mode == "harness-2xL2" else flush
+
+
+def memset_flush(buffer) -> Callable[[], None]:
+    """``buffer`` (a CUDA tensor of a multiple of 4 bytes) zeroed as the timing core zeroes its flush:
+    ``cuMemsetD32Async`` on the current stream (cuda-bindings, which cupti-python needs).
+
+    Raises (when called):
+        RuntimeError: the driver refused the memset (its error code in the message).
+    """
+    import torch
+    from cuda.bindings import driver
+
+    words = buffer.numel() * buffer.element_size() // 4
+
+    def flush() -> None:
+        (err,) = driver.cuMemsetD32Async(buffer.data_ptr(), 0, words, torch.cuda.current_stream().cuda_stream)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuMemsetD32Async (the core's flush) failed: {err}")
+
+    return flush
+
+
+def window_recording():
+    """The harness's recorder without its external correlation id (``harness-int8-window``): each call is
+    marked by its host timestamps only, so its kernels are found by the API records inside that window
+    (``harness.judge.cupti_recorder``'s fallback attribution).
+
+    Raises:
+        CuptiUnavailable: CUPTI cannot record here.
+    """
+    import itertools
+
+    from harness.judge.cupti_recorder import IterationTag, Recording, recording
+
+    ids = itertools.count(1)
+
+    class WindowRecording(Recording):
+        def begin_call(self) -> None:
+            self.open_call = (next(ids), int(self.cu.get_timestamp()))
+
+        def end_call(self) -> None:
+            (ext, t0), self.open_call = self.open_call, None
+            self.tags.append(IterationTag(ext, t0, int(self.cu.get_timestamp())))
+
+    plain = recording()
+    return WindowRecording(plain.cu, plain.synchronize)
 
 
 def time_mode(mode: str, call: Callable[[], object]) -> float:
     """Median µs of ``call`` timed the ``mode`` way (one of :data:`MODES`)."""
     if mode.startswith("harness"):
-        from harness.judge.cupti_recorder import time_calls_with_cupti
+        from harness.judge.cupti_recorder import recording
 
-        records = time_calls_with_cupti(lambda _: call(), lambda index: None, recorder_flush(mode), ITERS, warmup=1)
+        with window_recording() if mode.endswith("-window") else recording() as recorder:
+            records = recorder.time_calls(lambda _: call(), lambda index: None, recorder_flush(mode), ITERS, warmup=1)
         return statistics.median(r.kernel_sum_us for r in records)
     from flashinfer.testing import bench_gpu_time_with_cupti
 
@@ -148,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     return run_probe(argv, __doc__, "1,8", "idle_start_probe", measure, "point", str,
                      timer="back-to-back, idle-start, flashinfer-100, flashinfer-256: "
                            "flashinfer.testing.bench_gpu_time_with_cupti(cold_l2_cache=True), median; harness, "
-                           f"harness-2xL2, harness-int8: harness.judge.cupti_recorder, median of {ITERS} kernel sums "
+                           f"harness-2xL2, harness-int8, harness-memset, harness-int8-window: harness.judge.cupti_recorder, median of {ITERS} kernel sums "
                            "(the module's docstring gives each mode's flush and count)", modes=list(MODES), iters=ITERS)
 
 

@@ -26,3 +26,35 @@ def test_every_subject_is_timed_every_way_in_every_round(monkeypatch):
     assert set(times) == {f"{s} {m}" for s in calls for m in idle_start_probe.MODES}
     assert all(v == [1.0, 1.0] for v in times.values())
     assert timed == list(idle_start_probe.MODES) * 4
+
+
+def test_the_window_mode_records_without_an_external_id_and_finds_each_call_by_its_window(monkeypatch):
+    import harness.judge.cupti_recorder as recorder
+    from tests.judge.test_cupti import FakeCupti
+
+    fake = FakeCupti()
+    pushes = []
+    monkeypatch.setattr(fake, "activity_push_external_correlation_id", lambda kind, id: pushes.append(id))
+    monkeypatch.setattr(recorder, "recording", lambda: recorder.Recording(fake, lambda: None))
+    with idle_start_probe.window_recording() as recording:
+        records = recording.time_calls(lambda _: fake.launch("gdn", 2_000), lambda index: None,
+                                       lambda: fake.launch("flush", 90_000), iters=3, warmup=1)
+    assert pushes == []
+    assert [r.names for r in records] == [["gdn"]] * 3
+    assert {r.attribution for r in records} == {"api-time-window"}
+    assert {r.kernel_sum_us for r in records} == {2.0}
+
+
+def test_the_memset_flush_zeroes_the_whole_buffer_in_words_on_the_current_stream(monkeypatch):
+    import sys
+    import types
+
+    calls = []
+    driver = types.SimpleNamespace(CUresult=types.SimpleNamespace(CUDA_SUCCESS=0),
+                                   cuMemsetD32Async=lambda *args: calls.append(args) or (0,))
+    monkeypatch.setitem(sys.modules, "cuda.bindings", types.SimpleNamespace(driver=driver))
+    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", driver)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: types.SimpleNamespace(cuda_stream=7))
+    buffer = torch.empty(4096, dtype=torch.int8)
+    idle_start_probe.memset_flush(buffer)()
+    assert calls == [(buffer.data_ptr(), 0, 1024, 7)]
