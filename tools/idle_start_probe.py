@@ -42,8 +42,14 @@ harness's clock warm-up (``tools.tier_parity.warm``):
 * ``harness-int8-window``: ``harness-int8`` without the recorder's external correlation id: each call's
   kernels are those launched inside its host window (the recorder's own fallback, and how FlashInfer's
   timer finds them), so the push and pop around the call are gone.
-The last two were added before the H200's second run (2026-11-28), to settle in one run which part of the
-recorder adds the tick if ``harness-int8`` still reads it.
+* ``harness-memset8``: the recorder with ``cuMemsetD8Async`` of 2 x L2 (a byte memset: whether the driver's
+  memset reads like torch's int8 fill where its 32-bit one does not).
+* ``harness-int8-graph``: ``harness-int8``'s fill captured once in a CUDA graph and replayed before each call,
+  as a timing core with no torch of its own could launch it (``cuGraphLaunch`` of a graph the worker captured).
+``harness-memset`` and ``harness-int8-window`` were added before the H200's second run (2026-11-28), to settle
+in one run which part of the recorder adds the tick if ``harness-int8`` still reads it; ``harness-memset8`` and
+``harness-int8-graph`` after the H100's run of them (results/proof/20261128-H100-idle-start-modes), where the
+memset read a tick over FlashInfer's timer at B = 8 and the int8 fill none: which flush could the core use.
 
 Subjects: cuda-v4 as its launch table picks, torch ``copy_`` and the copy floor's Triton streaming
 copies, on the sweep workload's inputs. Writes ``DIR/idle_start_probe.json`` and prints each point's
@@ -83,7 +89,7 @@ from typing import Callable
 from tools.probe_cli import run_probe
 
 MODES = ("back-to-back", "idle-start", "harness", "harness-2xL2", "flashinfer-100", "flashinfer-256", "harness-int8",
-         "harness-memset", "harness-int8-window")
+         "harness-memset", "harness-int8-window", "harness-memset8", "harness-int8-graph")
 #: Timed calls of the harness's recorder per point and repeat (FlashInfer's timer picks its own count).
 ITERS = 100
 #: Seconds of back-to-back calls before each point (tools.tier_parity.warm).
@@ -111,17 +117,20 @@ def recorder_flush(mode: str) -> Callable[[], object]:
     from harness.judge.timing import L2Flusher
 
     nbytes = L2Flusher.size("cuda", Tier.CUPTI)
+    if mode == "harness-int8-graph":
+        return graph_flush(torch.empty(nbytes, dtype=torch.int8, device="cuda"))
     if mode.startswith("harness-int8"):
         return torch.empty(nbytes, dtype=torch.int8, device="cuda").zero_
-    if mode == "harness-memset":
-        return memset_flush(torch.empty(nbytes, dtype=torch.int8, device="cuda"))
+    if mode.startswith("harness-memset"):
+        return memset_flush(torch.empty(nbytes, dtype=torch.int8, device="cuda"), 1 if mode.endswith("8") else 4)
     flush = L2Flusher("cuda")  # 256 MB; FlashInfer's 2 x L2 is the cupti tier's flush since 5d4fc77
     return flush.for_tier(Tier.CUPTI) if mode == "harness-2xL2" else flush
 
 
-def memset_flush(buffer) -> Callable[[], None]:
-    """``buffer`` (a CUDA tensor of a multiple of 4 bytes) zeroed as the timing core zeroes its flush:
-    ``cuMemsetD32Async`` on the current stream (cuda-bindings, which cupti-python needs).
+def memset_flush(buffer, width: int = 4) -> Callable[[], None]:
+    """``buffer`` (a CUDA tensor of a multiple of ``width`` bytes) zeroed by the driver's memset of ``width``-byte
+    elements on the current stream (cuda-bindings, which cupti-python needs): ``cuMemsetD32Async`` (``width`` 4)
+    as the timing core zeroes its flush, or ``cuMemsetD8Async`` (1).
 
     Raises (when called):
         RuntimeError: the driver refused the memset (its error code in the message).
@@ -129,14 +138,27 @@ def memset_flush(buffer) -> Callable[[], None]:
     import torch
     from cuda.bindings import driver
 
-    words = buffer.numel() * buffer.element_size() // 4
+    memset = {4: driver.cuMemsetD32Async, 1: driver.cuMemsetD8Async}[width]
+    count = buffer.numel() * buffer.element_size() // width
 
     def flush() -> None:
-        (err,) = driver.cuMemsetD32Async(buffer.data_ptr(), 0, words, torch.cuda.current_stream().cuda_stream)
+        (err,) = memset(buffer.data_ptr(), 0, count, torch.cuda.current_stream().cuda_stream)
         if err != driver.CUresult.CUDA_SUCCESS:
-            raise RuntimeError(f"cuMemsetD32Async (the core's flush) failed: {err}")
+            raise RuntimeError(f"cuMemsetD{8 * width}Async failed: {err}")
 
     return flush
+
+
+def graph_flush(buffer) -> Callable[[], None]:
+    """``buffer.zero_()`` captured once in a CUDA graph; the returned flush replays it on the current stream."""
+    import torch
+
+    buffer.zero_()  # outside the capture: torch's fill kernel loaded before it is captured
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        buffer.zero_()
+    return graph.replay
 
 
 def window_recording():
@@ -170,8 +192,9 @@ def time_mode(mode: str, call: Callable[[], object]) -> float:
     if mode.startswith("harness"):
         from harness.judge.cupti_recorder import recording
 
+        flush = recorder_flush(mode)  # before the recording: the graph mode captures its flush here
         with window_recording() if mode.endswith("-window") else recording() as recorder:
-            records = recorder.time_calls(lambda _: call(), lambda index: None, recorder_flush(mode), ITERS, warmup=1)
+            records = recorder.time_calls(lambda _: call(), lambda index: None, flush, ITERS, warmup=1)
         return statistics.median(r.kernel_sum_us for r in records)
     from flashinfer.testing import bench_gpu_time_with_cupti
 
@@ -207,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     return run_probe(argv, __doc__, "1,8", "idle_start_probe", measure, "point", str,
                      timer="back-to-back, idle-start, flashinfer-100, flashinfer-256: "
                            "flashinfer.testing.bench_gpu_time_with_cupti(cold_l2_cache=True), median; harness, "
-                           f"harness-2xL2, harness-int8, harness-memset, harness-int8-window: harness.judge.cupti_recorder, median of {ITERS} kernel sums "
+                           f"harness-2xL2, harness-int8, harness-memset, harness-int8-window, harness-memset8, harness-int8-graph: harness.judge.cupti_recorder, median of {ITERS} kernel sums "
                            "(the module's docstring gives each mode's flush and count)", modes=list(MODES), iters=ITERS)
 
 

@@ -289,8 +289,8 @@ def test_each_tier_flushes_what_its_named_timer_flushes(l2_mb, tier, flush_mb):
 
 
 def test_measure_hands_each_tier_its_own_flush_from_one_buffer(monkeypatch):
-    """An L2Flusher given to ``measure`` zeroes the tier's bytes (the first 2 x L2 of its buffer for the
-    cupti tier), and any other callable is passed as is."""
+    """An L2Flusher given to ``measure`` zeroes the tier's bytes (the first 2 x L2 of its buffer, as int8, for
+    the cupti tier), and any other callable is passed as is."""
     from harness.judge.timing import L2Flusher, tiers
 
     flusher = object.__new__(L2Flusher)  # no GPU here: a CPU buffer stands in for the device's
@@ -301,8 +301,11 @@ def test_measure_hands_each_tier_its_own_flush_from_one_buffer(monkeypatch):
     for tier in ("cupti", "events"):
         monkeypatch.setitem(tiers.TIMERS, tier, lambda fn, setup, flush, *rest, tier=tier: given.update({tier: flush}))
         tiers.measure(tier, lambda args: None, lambda index=None: {}, flusher, "cuda", TimingConfig())
-    zeroes = given["cupti"].__self__
-    assert zeroes.data_ptr() == flusher.buffer.data_ptr() and zeroes.numel() * 4 == 2 * 4096
+    zeroes = given["cupti"].__self__  # the cupti tier's: 2 x L2 as int8, FlashInfer's fill (not torch's int32 one)
+    assert zeroes.data_ptr() == flusher.buffer.data_ptr() and zeroes.dtype == torch.int8 and zeroes.numel() == 2 * 4096
+    flusher.buffer.fill_(-1)
+    given["cupti"]()
+    assert (flusher.buffer.view(torch.int8)[:2 * 4096] == 0).all() and (flusher.buffer.view(torch.int8)[2 * 4096:] == -1).all()
     assert given["events"] is flusher
     plain = lambda: None  # noqa: E731
     tiers.measure("cupti", lambda args: None, lambda index=None: {}, plain, "cuda", TimingConfig())

@@ -1,6 +1,7 @@
 """The idle-start probe (tools/idle_start_probe.py) on the CPU: its idle start waits for the GPU's
 queue before the call, and every mode is timed; the timing itself needs a GPU."""
 
+import pytest
 import torch
 
 from tools import idle_start_probe
@@ -45,16 +46,18 @@ def test_the_window_mode_records_without_an_external_id_and_finds_each_call_by_i
     assert {r.kernel_sum_us for r in records} == {2.0}
 
 
-def test_the_memset_flush_zeroes_the_whole_buffer_in_words_on_the_current_stream(monkeypatch):
+@pytest.mark.parametrize("width, name, count", [(4, "D32", 1024), (1, "D8", 4096)])
+def test_the_memset_flush_zeroes_the_whole_buffer_on_the_current_stream(monkeypatch, width, name, count):
     import sys
     import types
 
     calls = []
     driver = types.SimpleNamespace(CUresult=types.SimpleNamespace(CUDA_SUCCESS=0),
-                                   cuMemsetD32Async=lambda *args: calls.append(args) or (0,))
+                                   cuMemsetD32Async=lambda *args: calls.append(("D32", *args)) or (0,),
+                                   cuMemsetD8Async=lambda *args: calls.append(("D8", *args)) or (0,))
     monkeypatch.setitem(sys.modules, "cuda.bindings", types.SimpleNamespace(driver=driver))
     monkeypatch.setitem(sys.modules, "cuda.bindings.driver", driver)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda: types.SimpleNamespace(cuda_stream=7))
     buffer = torch.empty(4096, dtype=torch.int8)
-    idle_start_probe.memset_flush(buffer)()
-    assert calls == [(buffer.data_ptr(), 0, 1024, 7)]
+    idle_start_probe.memset_flush(buffer, width)()
+    assert calls == [(name, buffer.data_ptr(), 0, count, 7)]
