@@ -106,7 +106,7 @@ def describe_timer(tier: str, config: TimingConfig, by_core: bool, sets: int = 1
     Raises:
         KeyError: an unknown tier.
     """
-    flush = ("L2 flush: 2 x L2 zeroed, as FlashInfer's CUPTI timer" if tier == Tier.CUPTI
+    flush = ("L2 flush: 2 x L2 zeroed by torch's int8 fill, as FlashInfer's CUPTI timer" if tier == Tier.CUPTI
              else f"L2 flush: max(2 x L2, {MIN_FLUSH_BYTES >> 20} MB) zeroed")
     if tier == Tier.CONTEST:
         return (f"{_CONTEST_LOOP}; {CONTEST_SETTINGS}; {CONTEST_TRIALS} trials of "
