@@ -42,7 +42,6 @@ from harness.judge import protocol as msg
 from harness.judge.isolation import die_with_parent
 from harness.judge.solutions import import_package
 from harness.judge.timing import LIBRARY_TIERS, L2Flusher, TierUnavailable, TimingConfig, measure
-from harness.judge.timing.gpu_state import flush_graph
 
 #: Timed calls write into a ring of destination sets, so the worker reads the
 #: judge's answer for call i only before call i + ring size reuses its set: no
@@ -343,7 +342,7 @@ def arm_core(device: str, key_fd: int, area_fd: int):
 
     from harness.judge.core import cupti_library
 
-    index, flush_bytes, cupti_flush_bytes, cupti_path, flush = -1, 0, 0, "", None
+    index, flush_bytes, cupti_flush_bytes, cupti_path = -1, 0, 0, ""
 
     if device.startswith("cuda"):
         chosen = torch.device(device).index
@@ -352,19 +351,8 @@ def arm_core(device: str, key_fd: int, area_fd: int):
         torch.zeros(1, device=index)  # the device's primary context, current on this thread
         flush_bytes, cupti_flush_bytes = L2Flusher.size(index), L2Flusher.size(index, Tier.CUPTI)
         cupti_path = cupti_library()
-        flush = cupti_flush_graph(index)
-    graph = int(flush[1].raw_cuda_graph_exec()) if flush else 0
-    _gdn_core.arm(key_fd, area_fd, os.fstat(area_fd).st_size, index, flush_bytes, cupti_flush_bytes, cupti_path,
-                  graph, flush)  # the core holds `flush` from here: the graph's handle stays valid
+    _gdn_core.arm(key_fd, area_fd, os.fstat(area_fd).st_size, index, flush_bytes, cupti_flush_bytes, cupti_path)
     return _gdn_core
-
-
-def cupti_flush_graph(index: int) -> tuple[torch.Tensor, torch.cuda.CUDAGraph]:
-    """The cupti tier's flush on GPU ``index`` as the core launches it: FlashInfer's int8 fill of 2 x L2
-    (:meth:`L2Flusher.for_tier`) captured in a graph (:func:`~harness.judge.timing.gpu_state.flush_graph`);
-    ``(the buffer it zeroes, the graph)``, both to be kept alive while the graph's handle is used."""
-    buffer = torch.empty(L2Flusher.size(index, Tier.CUPTI), dtype=torch.int8, device=index)
-    return buffer, flush_graph(buffer.zero_)
 
 
 def load(job: msg.Solution) -> tuple[Entry | None, msg.LoadFailed | None]:

@@ -270,7 +270,9 @@ def test_each_tier_says_which_timer_made_it_and_with_what_settings():
     contest = describe_timer("contest", config, by_core=False)
     assert "bench_gpu_time_with_cupti" in contest and f"{timing.CONTEST_TRIALS} trials of 50 calls" in contest
     cupti = describe_timer("cupti", config, by_core=True)
-    assert "2 x L2 zeroed by torch's int8 fill, as FlashInfer's CUPTI timer" in cupti and "256 MB" not in cupti
+    assert "2 x L2 zeroed, as FlashInfer's CUPTI timer" in cupti and "256 MB" not in cupti
+    assert "cuMemsetD32Async" in cupti  # the core's flush, said as it is
+    assert "torch's int8 fill" in describe_timer("cupti", config, by_core=False)  # the in-process loop's
     with pytest.raises(KeyError):
         describe_timer("no-such-tier", config, by_core=True)
 

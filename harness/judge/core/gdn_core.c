@@ -224,7 +224,6 @@ static struct {
     CUresult (*memcpy2DAsync)(const CUDA_MEMCPY2D *, CUstream);
     CUresult (*memsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
     CUresult (*memsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
-    CUresult (*graphLaunch)(void *, CUstream);
     CUresult (*eventCreate)(CUevent *, unsigned);
     CUresult (*eventRecord)(CUevent, CUstream);
     CUresult (*streamCreate)(CUstream *, unsigned);
@@ -252,7 +251,7 @@ static int load_driver(void) {
     SYM(memAllocHost, "cuMemAllocHost_v2"); SYM(memFreeHost, "cuMemFreeHost"); SYM(memHostRegister, "cuMemHostRegister_v2");
     SYM(memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"); SYM(memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
     SYM(memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"); SYM(memcpy2DAsync, "cuMemcpy2DAsync_v2");
-    SYM(memsetD32Async, "cuMemsetD32Async"); SYM(memsetD16Async, "cuMemsetD16Async"); SYM(graphLaunch, "cuGraphLaunch");
+    SYM(memsetD32Async, "cuMemsetD32Async"); SYM(memsetD16Async, "cuMemsetD16Async");
     SYM(eventCreate, "cuEventCreate"); SYM(eventRecord, "cuEventRecord"); SYM(ctxSynchronize, "cuCtxSynchronize");
     SYM(streamCreate, "cuStreamCreate"); SYM(streamWaitEvent, "cuStreamWaitEvent");
     SYM(getErrorString, "cuGetErrorString");
@@ -303,8 +302,6 @@ static struct {
     uint64_t seq;                     /* the next command's sequence number */
     uint8_t *area; size_t area_size;  /* the capture area */
     CUdeviceptr flush; size_t flush_bytes, cupti_flush_bytes; /* the buffer; the CUPTI tier zeroes its first cupti_flush_bytes */
-    void *cupti_flush_graph;          /* a CUgraphExec: the CUPTI tier's flush as its named timer launches it, or NULL */
-    PyObject *cupti_flush_owner;      /* what keeps that graph and the buffer it zeroes alive (held here, not in Python) */
     CUstream stream;                  /* the core's own GPU work: inputs, poison, flush, capture */
     CUevent ready, ran;               /* the core's stream and the solution's (stream 0) wait on each other */
     CUevent start[MAX_EVENTS], end[MAX_EVENTS];
@@ -859,15 +856,8 @@ static int capture(uint32_t tier, uint64_t call, uint8_t *at, int set) {
 /* ------------------------------------------------------------------ run_chunk */
 
 /* The flush before a call of `tier`: what the timer the tier names zeroes (harness.judge.timing.gpu_state.
- * flush_bytes_for): the CUPTI tier 2 x L2, as FlashInfer's CUPTI timer, and where the worker gave one at arm,
- * by the same kernel (torch's int8 fill, captured in a graph: harness.judge.timing.gpu_state.flush_graph; the
- * fill kernel, not only the size, moves a B = 8 figure by up to three CUPTI ticks,
- * results/proof/20261128-H100-idle-start-modes); the others at least 256 MB. */
+ * flush_bytes_for): the CUPTI tier 2 x L2, as FlashInfer's CUPTI timer; the others at least 256 MB. */
 static int flush_l2_on(uint32_t tier, CUstream stream) {
-    if (S.gpu && tier == TIER_CUPTI && S.cupti_flush_graph) {
-        CU(cu.graphLaunch(S.cupti_flush_graph, stream), "cuGraphLaunch (L2 flush)");
-        return 0;
-    }
     size_t bytes = tier == TIER_CUPTI ? S.cupti_flush_bytes : S.flush_bytes;
     if (S.gpu && bytes) CU(cu.memsetD32Async(S.flush, 0, bytes / 4, stream), "cuMemsetD32Async (L2 flush)");
     return 0;
@@ -1076,24 +1066,16 @@ static PyObject *run_chunk(PyObject *self, PyObject *args) {
 
 /* ------------------------------------------------------------------ arm and load */
 
-/* arm(key_fd, area_fd, area_size, device_index, flush_bytes, cupti_flush_bytes, cupti_path[, cupti_flush_graph,
- * owner]): device_index < 0 for a CPU run; flush_bytes the flush buffer (every tier's but CUPTI's flush),
- * cupti_flush_bytes (at most flush_bytes) the CUPTI tier's; cupti_path: the libcupti to load when this process has
- * none loaded ("" for none); cupti_flush_graph: a CUgraphExec the CUPTI tier launches as its flush instead of the
- * memset (0: none), owner: the object that keeps it and its buffer alive, which the core holds from then on. Armed
- * once, before the solution is imported: nothing of the solution's can swap or free the graph from Python. */
+/* arm(key_fd, area_fd, area_size, device_index, flush_bytes, cupti_flush_bytes, cupti_path): device_index
+ * < 0 for a CPU run; flush_bytes the flush buffer (every tier's but CUPTI's flush), cupti_flush_bytes (at
+ * most flush_bytes) the CUPTI tier's; cupti_path: the libcupti to load when this process has none loaded
+ * ("" for none). */
 static PyObject *arm(PyObject *self, PyObject *args) {
     int key_fd, area_fd, device;
     Py_ssize_t area_size, flush_bytes, cupti_flush_bytes;
     const char *cupti_path;
-    unsigned long long cupti_flush_graph = 0;
-    PyObject *owner = Py_None;
-    if (!PyArg_ParseTuple(args, "iininnz|KO", &key_fd, &area_fd, &area_size, &device, &flush_bytes, &cupti_flush_bytes,
-                          &cupti_path, &cupti_flush_graph, &owner)) return NULL;
-    if (cupti_flush_graph && owner == Py_None) {
-        PyErr_SetString(PyExc_ValueError, "timing core: a CUPTI flush graph needs the object that keeps it alive");
-        return NULL;
-    }
+    if (!PyArg_ParseTuple(args, "iininnz", &key_fd, &area_fd, &area_size, &device, &flush_bytes, &cupti_flush_bytes,
+                          &cupti_path)) return NULL;
     if (flush_bytes < 0 || cupti_flush_bytes < 0 || cupti_flush_bytes > flush_bytes) {
         PyErr_SetString(PyExc_ValueError, "timing core: flush sizes must satisfy 0 <= cupti_flush_bytes <= flush_bytes");
         return NULL;
@@ -1125,9 +1107,6 @@ static PyObject *arm(PyObject *self, PyObject *args) {
         if (cu_failed(cu.memHostRegister(S.area, S.area_size, 0), "cuMemHostRegister (capture area)")) return NULL;
         S.flush_bytes = (size_t)flush_bytes;
         S.cupti_flush_bytes = (size_t)cupti_flush_bytes;
-        S.cupti_flush_graph = (void *)(uintptr_t)cupti_flush_graph;
-        Py_INCREF(owner);
-        S.cupti_flush_owner = owner;
         if (cu_failed(cu.memAlloc(&S.flush, S.flush_bytes), "cuMemAlloc (L2 flush)")) return NULL;
         for (int i = 0; i < MAX_EVENTS; i++)
             if (cu_failed(cu.eventCreate(&S.start[i], 0), "cuEventCreate") || cu_failed(cu.eventCreate(&S.end[i], 0), "cuEventCreate")) return NULL;

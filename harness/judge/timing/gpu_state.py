@@ -79,22 +79,6 @@ class L2Flusher:
         return self if nbytes >= self.nbytes else self.buffer[:nbytes // 4].zero_
 
 
-def flush_graph(flush: Callable[[], None]) -> torch.cuda.CUDAGraph:
-    """``flush`` (GPU work launched on the current stream, no allocation) captured in a CUDA graph, for the
-    timing core to launch by its handle (``raw_cuda_graph_exec()``) where it cannot call torch: the cupti
-    tier's flush by the very kernel its named timer launches. The caller keeps the graph (and the buffer it
-    zeroes) alive as long as the handle is used.
-
-    Raises:
-        RuntimeError: CUDA refused the capture (torch's message).
-    """
-    flush()  # once outside the capture, so the kernel is loaded before it is captured
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        flush()
-    return graph
-
 
 class ClockWarmth:
     """When this process last kept the GPU busy, so a tier warms the clock only as long as it must.

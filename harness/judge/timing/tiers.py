@@ -86,6 +86,12 @@ _IN_PROCESS_LOOPS = {
     Tier.EVENTS: "in-process: a CUDA event pair around the call, the flush before it, no synchronize inside a chunk",
     Tier.WALLCLOCK: "in-process: perf_counter around the call",
 }
+#: How the cupti tier's flush zeroes its bytes, by the core's loop (True) or in process (False). FlashInfer's timer
+#: uses torch's int8 fill; the in-process loop does too (L2Flusher.for_tier); the core, which cannot call torch
+#: safely, a memset, which read B = 8 kernels up to two CUPTI ticks over it on an H100
+#: (results/proof/20261128-H100-idle-start-modes). A graph of torch's fill launched by the core was tried and
+#: taken back (results/proof/20261128-H100-parity-int8-flush).
+_CUPTI_FILL = {True: "by cuMemsetD32Async (the core)", False: "by torch's int8 fill, as it does"}
 _CONTEST_LOOP = ("FlashInfer's bench_gpu_time_with_cupti as flashinfer-bench main's time_runnable calls it "
                  "(since #196, 0cd5b6e): the span of each call's kernels; each trial on an input set of its own, "
                  "the same inputs every call of a trial, as its evaluator makes one a trial")
@@ -106,7 +112,7 @@ def describe_timer(tier: str, config: TimingConfig, by_core: bool, sets: int = 1
     Raises:
         KeyError: an unknown tier.
     """
-    flush = ("L2 flush: 2 x L2 zeroed by torch's int8 fill, as FlashInfer's CUPTI timer" if tier == Tier.CUPTI
+    flush = (f"L2 flush: 2 x L2 zeroed, as FlashInfer's CUPTI timer, {_CUPTI_FILL[by_core]}" if tier == Tier.CUPTI
              else f"L2 flush: max(2 x L2, {MIN_FLUSH_BYTES >> 20} MB) zeroed")
     if tier == Tier.CONTEST:
         return (f"{_CONTEST_LOOP}; {CONTEST_SETTINGS}; {CONTEST_TRIALS} trials of "
