@@ -79,7 +79,6 @@ class L2Flusher:
         return self if nbytes >= self.nbytes else self.buffer[:nbytes // 4].zero_
 
 
-
 class ClockWarmth:
     """When this process last kept the GPU busy, so a tier warms the clock only as long as it must.
 
