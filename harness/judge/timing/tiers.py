@@ -90,7 +90,8 @@ _IN_PROCESS_LOOPS = {
 #: uses torch's int8 fill; the in-process loop does too (L2Flusher.for_tier); the core, which cannot call torch
 #: safely, a memset, which read B = 8 kernels up to two CUPTI ticks over it on an H100
 #: (results/proof/20261128-H100-idle-start-modes). A graph of torch's fill launched by the core was tried and
-#: taken back (results/proof/20261128-H100-parity-int8-flush).
+#: taken back: with it in the worker the core's events tier read 21-40% high at B = 1
+#: (results/proof/20261128-H100-flush-graph-ab).
 _CUPTI_FILL = {True: "by cuMemsetD32Async (the core)", False: "by torch's int8 fill, as it does"}
 _CONTEST_LOOP = ("FlashInfer's bench_gpu_time_with_cupti as flashinfer-bench main's time_runnable calls it "
                  "(since #196, 0cd5b6e): the span of each call's kernels; each trial on an input set of its own, "
