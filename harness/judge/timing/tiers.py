@@ -92,7 +92,7 @@ _IN_PROCESS_LOOPS = {
 #: (results/proof/20261128-H100-idle-start-modes). A graph of torch's fill launched by the core was tried and
 #: taken back: with it in the worker the core's events tier read 21-40% high at B = 1
 #: (results/proof/20261128-H100-flush-graph-ab).
-_CUPTI_FILL = {True: "by cuMemsetD32Async (the core)", False: "by torch's int8 fill, as it does"}
+_CUPTI_FILL = {True: "but by cuMemsetD32Async (the core), not its int8 fill", False: "by torch's int8 fill, as it does"}
 _CONTEST_LOOP = ("FlashInfer's bench_gpu_time_with_cupti as flashinfer-bench main's time_runnable calls it "
                  "(since #196, 0cd5b6e): the span of each call's kernels; each trial on an input set of its own, "
                  "the same inputs every call of a trial, as its evaluator makes one a trial")
