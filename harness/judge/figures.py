@@ -39,8 +39,17 @@ class Rejected(Exception):
         self.status, self.log, self.check = status, log, check
 
 
-def _reject(log: str) -> Rejected:
-    return Rejected(Status.RUNTIME_ERROR, "timing rejected: " + log)
+class CutTooFast(Rejected):
+    """A contest or sync tier cut as a slow solution's, yet faster than half its budget by the judge's clock
+    (:func:`check_cut`): a solution claiming to be slow, or an honest one whose estimate calls met a hiccup.
+    The judge times such a tier once more on fresh inputs before this is the verdict
+    (``harness.judge.session.CUT_RETIMES``); ``calls`` is set to the timed calls of the order given up."""
+
+    calls = 0
+
+
+def _reject(log: str, kind: type[Rejected] = Rejected) -> Rejected:
+    return kind(Status.RUNTIME_ERROR, "timing rejected: " + log)
 
 
 def expected_samples(tier: str, calls: int) -> int:
@@ -119,7 +128,8 @@ def check_cut(tier: str, count: int, wall_s: float, config: TimingConfig) -> Non
     estimate calls included).
 
     Raises:
-        Rejected: any other count, or a cut tier faster than that.
+        Rejected: any other count.
+        CutTooFast: a cut tier faster than that.
     """
     trials, least, full = cut_rule(tier, config)
     per_trial, rest = divmod(count, trials)
@@ -128,7 +138,7 @@ def check_cut(tier: str, count: int, wall_s: float, config: TimingConfig) -> Non
                       f"{least} to {full - 1} for a slow solution, expected")
     if wall_s < 0.5 * config.budget_s:
         raise _reject(f"{tier} tier cut to {per_trial} calls a trial in {wall_s:.3f} s: only a tier slower than "
-                      f"its {config.budget_s} s budget is cut")
+                      f"its {config.budget_s} s budget is cut", CutTooFast)
 
 
 def tier_value(tier: str, samples: list[float], trials: int) -> float | None:

@@ -45,6 +45,12 @@ from harness.records.trace import (Correctness, CorrectnessExtra, Environment, E
 
 #: First trial number of the timed calls (the correctness trials are 0, 1, ...).
 TIMED_TRIAL_BASE = 1000
+#: A contest or sync tier cut as a slow solution's yet faster than half its budget (figures.CutTooFast) is
+#: timed this many times more, on fresh inputs, before it is rejected. An honest solution's estimate calls
+#: can meet a host hiccup: pt-compiled was rejected so on one contest-v1 workload of 240 in two of the
+#: H100 runs (2026-11-26 and results/judge-check/20261128-H100-int8-flush), the rest of each run fast.
+#: A solution that claims to be slow on purpose is cut again and rejected all the same.
+CUT_RETIMES = 1
 
 
 @dataclass(frozen=True)
@@ -386,15 +392,7 @@ class VariantJudge:
             if tier in CORE_TIERS:
                 measured[tier] = self.core_tier(worker, workload, tier, deadline)
                 continue
-            worker.send(msg.TimeTier(tier=tier, index=index))
-            self.awaiting_order = False
-            message = worker.recv(deadline, msg.TierBegin, msg.Failed)
-            if isinstance(message, msg.Failed):
-                self.failed(message)
-            if message.tier != tier:
-                raise msg.ProtocolError(f"tier {message.tier!r} begun, expected {tier!r}")
-            measured[tier] = self.time_tier(worker, workload, tier, index, deadline)
-            self.awaiting_order = True
+            measured[tier] = self.worker_tier(worker, workload, tier, index, deadline)
         try:
             self.check_brackets(measured)
         except Rejected as verdict:
@@ -439,11 +437,43 @@ class VariantJudge:
             self.unbelievable = self.unbelievable or verdict
             return TierFigure(tier=tier, available=False, reason=verdict.log)
 
-    def time_tier(self, worker, workload: Workload, tier: str, tier_index: int, deadline: float) -> TierFigure:
+    def worker_tier(self, worker, workload: Workload, tier: str, index: int, deadline: float) -> TierFigure:
+        """A tier the worker times with its own timers (:meth:`time_tier`), ordered once and, where it comes
+        back cut yet fast (:class:`~harness.judge.figures.CutTooFast`), again up to :data:`CUT_RETIMES` times.
+        Each order has a tier index of its own, so its timed calls draw inputs the solution has not seen
+        (``protocol.timed_trial``); the calls of an order given up are verified all the same."""
+        retimed = 0
+        for attempt in range(CUT_RETIMES + 1):
+            order = index + attempt * len(self.ctx.config.tiers)
+            worker.send(msg.TimeTier(tier=tier, index=order))
+            self.awaiting_order = False
+            message = worker.recv(deadline, msg.TierBegin, msg.Failed)
+            if isinstance(message, msg.Failed):
+                self.failed(message)
+            if message.tier != tier:
+                raise msg.ProtocolError(f"tier {message.tier!r} begun, expected {tier!r}")
+            try:
+                figure = self.time_tier(worker, workload, tier, order, deadline, final=attempt == CUT_RETIMES)
+            except figures.CutTooFast as given_up:
+                retimed += given_up.calls
+                continue
+            finally:
+                self.awaiting_order = True
+            return figure.model_copy(update={"retimed_calls": retimed}) if retimed else figure
+        raise AssertionError("unreachable: the final order's figure is always returned")
+
+    def time_tier(self, worker, workload: Workload, tier: str, tier_index: int, deadline: float,
+                  final: bool = True) -> TierFigure:
         """Follow a tier the worker times (the contest tier: FlashInfer's timer, one reported call a
         trial, the trial's calls sharing its input set; the sync tier: flashinfer-bench 0.1.2's loop,
         one reported call a trial, an untimed call on the trial's own inputs after its timed calls on clones),
-        verify every call it reports, then check the figure."""
+        verify every call it reports, then check the figure.
+
+        Raises:
+            CutTooFast: the tier came back cut yet fast and this is not the ``final`` order (its ``calls``: the
+                timed calls it made; :meth:`worker_tier` orders it again). On the final order that verdict is
+                kept for the workload, as every other rejected figure is.
+        """
         started = time.monotonic()
         calls, verified, asked = 0, 0, []  # asked: calls whose outputs have not come yet, oldest first
         while True:
@@ -484,6 +514,12 @@ class VariantJudge:
             return TierFigure(tier=tier, available=False, reason=message.reason)
         try:
             return self.tier_result(workload, tier, message, calls, verified, wall_s)
+        except figures.CutTooFast as verdict:
+            if not final:
+                verdict.calls = calls
+                raise
+            self.unbelievable = self.unbelievable or verdict
+            return TierFigure(tier=tier, available=False, reason=verdict.log)
         except Rejected as verdict:  # judged once the sampled outputs are (see judge_workload)
             self.unbelievable = self.unbelievable or verdict
             return TierFigure(tier=tier, available=False, reason=verdict.log)

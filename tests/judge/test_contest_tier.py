@@ -235,3 +235,45 @@ def test_a_contest_tier_cut_in_a_fast_judge_run_is_rejected():
     figure = contest_judge().time_tier(ScriptedWorker(*trial_reports(), contest_end(per_trial=5)),
                                        WORKLOAD, "contest", 1, deadline=time.monotonic() + 5)
     assert not figure.available and "only a tier slower" in figure.reason
+
+
+def retimed_judge():
+    judge = contest_judge()
+    judge.ctx.config.tiers = ("cupti", "contest")
+    return judge
+
+
+def test_a_tier_cut_yet_fast_is_timed_once_more_on_fresh_inputs_and_kept_if_it_runs_in_full():
+    """A hiccup in an honest solution's estimate calls cuts its tier; the judge orders it again, under a tier index
+    of its own (inputs the solution has not seen), and keeps the full run, saying how many calls it gave up."""
+    from harness.judge.session import CUT_RETIMES
+
+    worker = ScriptedWorker(msg.TierBegin(tier="contest"), *trial_reports(), contest_end(per_trial=5),
+                            msg.TierBegin(tier="contest"), *trial_reports(), contest_end())
+    judge = retimed_judge()
+    figure = judge.worker_tier(worker, WORKLOAD, "contest", 1, deadline=time.monotonic() + 5)
+    assert CUT_RETIMES == 1
+    assert [m.index for m in worker.sent if isinstance(m, msg.TimeTier)] == [1, 1 + 2]
+    assert figure.available and figure.stop == "iters" and figure.retimed_calls == CONTEST_TRIALS
+    assert judge.unbelievable is None
+    assert len(judge.pending) == 2 * CONTEST_TRIALS  # the calls of the order given up are verified too
+
+
+def test_a_tier_cut_yet_fast_twice_is_rejected():
+    """A solution that claims to be slow on purpose is cut again on the second order, and rejected as before."""
+    worker = ScriptedWorker(msg.TierBegin(tier="contest"), *trial_reports(), contest_end(per_trial=5),
+                            msg.TierBegin(tier="contest"), *trial_reports(), contest_end(per_trial=5))
+    judge = retimed_judge()
+    figure = judge.worker_tier(worker, WORKLOAD, "contest", 1, deadline=time.monotonic() + 5)
+    assert not figure.available and "only a tier slower" in figure.reason
+    assert isinstance(judge.unbelievable, Rejected) and "only a tier slower" in judge.unbelievable.log
+    assert len([m for m in worker.sent if isinstance(m, msg.TimeTier)]) == 2
+
+
+def test_a_tier_rejected_for_another_reason_is_not_timed_again():
+    """Only the cut-yet-fast verdict earns a second order: a figure under the floor or a wrong count does not."""
+    worker = ScriptedWorker(msg.TierBegin(tier="contest"), *trial_reports(), contest_end(per_trial=4))
+    judge = retimed_judge()
+    figure = judge.worker_tier(worker, WORKLOAD, "contest", 1, deadline=time.monotonic() + 5)
+    assert not figure.available and "samples" in figure.reason
+    assert len([m for m in worker.sent if isinstance(m, msg.TimeTier)]) == 1 and not worker.messages
