@@ -454,11 +454,11 @@ class VariantJudge:
                 raise msg.ProtocolError(f"tier {message.tier!r} begun, expected {tier!r}")
             try:
                 figure = self.time_tier(worker, workload, tier, order, deadline, final=attempt == CUT_RETIMES)
-            except figures.CutTooFast as given_up:
+            except figures.CutTooFast as given_up:  # the tier ended: the worker waits for the next order
+                self.awaiting_order = True
                 retimed += given_up.calls
                 continue
-            finally:
-                self.awaiting_order = True
+            self.awaiting_order = True
             return figure.model_copy(update={"retimed_calls": retimed}) if retimed else figure
         raise AssertionError("unreachable: the final order's figure is always returned")
 
