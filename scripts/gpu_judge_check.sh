@@ -23,7 +23,10 @@
 #                 BG_DIR (/tmp); wait:STEP waits for it (up to WAIT_S, 570 s by default, less if it ends or
 #                 was never started), then packs it here. 570 s leaves no room in a 600-s command for
 #                 anything before it (the bundle's install took 40 s to over 2 min): in the same command as the
-#                 install, set WAIT_S to what is left (2026-11-27: two calls cut off with nothing printed).
+#                 install, set WAIT_S to what is left (2026-11-27: two calls cut off with nothing printed), or
+#                 export CALL_DEADLINE=$(( $(date +%s) + LIMIT )) first thing in the command (LIMIT: the call's
+#                 limit in seconds): wait: then stops 20 s before it, whatever came before (2026-11-28: a WAIT_S
+#                 reckoned from after the install ran past the call's limit, and nothing came back)
 #                 v2-one-start and v2-one-wait are start:v2-one and wait:v2-one, by their earlier names
 #   entries-gpu   the GPU tests of contest entries and the contest tier (CUDA builds, torch binding, CUPTI counts)
 #   v2-contest    issue #32 item 5: the own solutions, fi-baseline, pt-reference and baselines/'s wrapper on
@@ -186,10 +189,12 @@ for step in "$@"; do
                    GDN_BENCH_COMMIT=$COMMIT setsid bash -c 'echo $$ > "$1.pid"; exec bash scripts/gpu_judge_check.sh "$1" "$2"' \
                    _ "$bg" "$inner" > "$bg.log" 2>&1 < /dev/null &)
                  echo "started $inner in its own session from $tree; log $bg.log" ;;
-    wait:*)      inner=${step#wait:}; bg=$BG_DIR/gdn-bg-$inner; waited=0
+    wait:*)      inner=${step#wait:}; bg=$BG_DIR/gdn-bg-$inner; waited=0; limit=${WAIT_S:-570}
+                 if [ -n "${CALL_DEADLINE:-}" ]; then left=$(( CALL_DEADLINE - $(date +%s) - 20 ))
+                   [ "$left" -lt "$limit" ] && limit=$(( left > 0 ? left : 0 )); fi
                  # no start on this machine (a fresh one, or a start that failed): say so now, not after WAIT_S
                  if [ ! -f "$bg.log" ]; then echo "no start:$inner on this machine ($bg.log missing)"; continue; fi
-                 while [ ! -f "$bg/$inner.tgz" ] && bg_running "$bg" && [ "$waited" -lt "${WAIT_S:-570}" ]; do
+                 while [ ! -f "$bg/$inner.tgz" ] && bg_running "$bg" && [ "$waited" -lt "$limit" ]; do
                    sleep 2; waited=$((waited + 2)); done
                  tail -40 "$bg.log"
                  if [ -f "$bg/$inner.tgz" ]; then cp "$bg/$inner.tgz" "$OUT/"; echo "packed $OUT/$inner.tgz"

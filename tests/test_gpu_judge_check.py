@@ -62,3 +62,24 @@ def test_a_pack_appears_under_its_name_only_once_written(tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["step.tgz"]
     listed = subprocess.run(["tar", "tzf", str(tmp_path / "out" / "step.tgz")], capture_output=True, text=True)
     assert "./report.md" in listed.stdout.split()
+
+
+def test_wait_stops_before_the_calls_deadline(tmp_path):
+    """A step still running: wait: sits out WAIT_S, or stops 20 s before CALL_DEADLINE (a device call's limit,
+    set at its start), whichever comes first, and says how to wait again."""
+    bg = tmp_path / "gdn-bg-slow"
+    bg.mkdir()
+    (tmp_path / "gdn-bg-slow.log").write_text("running\n")
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        (tmp_path / "gdn-bg-slow.pid").write_text(str(sleeper.pid))
+        began = time.monotonic()
+        done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), "wait:slow"], cwd=SCRIPT.parents[1],
+                              env={"PATH": "/usr/bin:/bin", "BG_DIR": str(tmp_path), "WAIT_S": "60",
+                                   "CALL_DEADLINE": str(int(time.time()) + 24), "GDN_BENCH_COMMIT": "test"},
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "slow still running" in done.stdout and "call wait:slow again" in done.stdout
+        assert time.monotonic() - began < 15  # 24 s to the deadline, less its 20 s margin: not WAIT_S's 60
+    finally:
+        sleeper.kill()
