@@ -514,13 +514,10 @@ class VariantJudge:
             return TierFigure(tier=tier, available=False, reason=message.reason)
         try:
             return self.tier_result(workload, tier, message, calls, verified, wall_s)
-        except figures.CutTooFast as verdict:
-            if not final:
+        except Rejected as verdict:  # judged once the sampled outputs are (see judge_workload)
+            if isinstance(verdict, figures.CutTooFast) and not final:
                 verdict.calls = calls
                 raise
-            self.unbelievable = self.unbelievable or verdict
-            return TierFigure(tier=tier, available=False, reason=verdict.log)
-        except Rejected as verdict:  # judged once the sampled outputs are (see judge_workload)
             self.unbelievable = self.unbelievable or verdict
             return TierFigure(tier=tier, available=False, reason=verdict.log)
 
