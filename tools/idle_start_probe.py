@@ -25,7 +25,7 @@ harness's clock warm-up (``tools.tier_parity.warm``):
 * ``harness``: the harness's in-process recorder (:func:`harness.judge.cupti_recorder.time_calls_with_cupti`,
   its 256 MB flush, a synchronize, the call), median of the kernel sums over 100 calls (the cupti tier's
   flush until 5d4fc77, which made it 2 x L2 after these runs: the mode keeps the 256 MB it measured);
-* ``harness-2xL2``: the same recorder with FlashInfer's flush (2 x L2, 100 MB on an H100);
+* ``harness-2xL2``: the same recorder with FlashInfer's flush size (2 x L2, 100 MB on an H100), by torch's int32 fill;
 * ``flashinfer-100``: FlashInfer's timer with 10 dry runs and 100 timed calls, where by default it
   calibrates its count to 100 ms of calls (~2,500 at B = 1).
 * ``flashinfer-256``: FlashInfer's timer with the harness's 256 MB flush (its deprecated
@@ -127,8 +127,10 @@ def recorder_flush(mode: str) -> Callable[[], object]:
         return torch.empty(nbytes, dtype=torch.int8, device="cuda").zero_
     if mode.startswith("harness-memset"):
         return memset_flush(torch.empty(nbytes, dtype=torch.int8, device="cuda"), 1 if mode.endswith("8") else 4)
-    flush = L2Flusher("cuda")  # 256 MB; FlashInfer's 2 x L2 is the cupti tier's flush since 5d4fc77
-    return flush.for_tier(Tier.CUPTI) if mode == "harness-2xL2" else flush
+    flush = L2Flusher("cuda")  # torch's int32 fill of 256 MB, the harness's flush before 5d4fc77
+    # harness-2xL2: the same int32 fill of 2 x L2, written out: L2Flusher.for_tier(CUPTI) is the int8 fill since
+    # d485dd9 (c8a7c66 for its run in results/proof/20261128-H100-idle-start-modes, whose column says so)
+    return flush.buffer[:nbytes // 4].zero_ if mode == "harness-2xL2" else flush
 
 
 def memset_flush(buffer, width: int = 4) -> Callable[[], None]:

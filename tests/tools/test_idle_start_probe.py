@@ -61,3 +61,17 @@ def test_the_memset_flush_zeroes_the_whole_buffer_on_the_current_stream(monkeypa
     buffer = torch.empty(4096, dtype=torch.int8)
     idle_start_probe.memset_flush(buffer, width)()
     assert calls == [(name, buffer.data_ptr(), 0, count, 7)]
+
+
+def test_each_recorder_mode_zeroes_its_own_fill(monkeypatch):
+    """harness-2xL2 is torch's int32 fill of 2 x L2 whatever the cupti tier's flush became (the int8 fill), and
+    harness-int8 the int8 fill of the same bytes: the probe's columns keep their meaning."""
+    from harness.judge.timing import L2Flusher
+
+    empty = torch.empty
+    monkeypatch.setattr(L2Flusher, "l2_size", staticmethod(lambda device: 4096))
+    monkeypatch.setattr(torch, "empty", lambda *shape, device=None, **kw: empty(*shape, **kw))  # no GPU here
+    int32_fill = idle_start_probe.recorder_flush("harness-2xL2").__self__
+    assert int32_fill.dtype == torch.int32 and int32_fill.numel() * 4 == 2 * 4096
+    int8_fill = idle_start_probe.recorder_flush("harness-int8").__self__
+    assert int8_fill.dtype == torch.int8 and int8_fill.numel() == 2 * 4096
