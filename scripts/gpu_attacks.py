@@ -56,9 +56,11 @@ def judged(root: Path, solutions: Path, expected: dict, results: Path, dataset: 
     for name in sorted(picked, key=lambda n: (n == attacks.LONG_NAME, n)):
         label = attacks.label_in(name, result.traces)
         mine = [t for t in result.traces if t.solution == label]
-        problems = attacks.check_expectation(name, result.traces, list(attacks.WORKLOADS), expected)
+        problems = (attacks.check_expectation(name, result.traces, list(attacks.WORKLOADS), expected)
+                    + attacks.figure_problems(name, result.traces))
         statuses = ", ".join(t.evaluation.status.value for t in mine)
-        reason = next((t.evaluation.log.strip().splitlines()[0][:140] for t in mine if t.evaluation.log.strip()), "")
+        reason = next((t.evaluation.log.strip().splitlines()[0][:140] for t in mine if t.evaluation.log.strip()),
+                      "; ".join(problems)[:140])
         shown = name if len(name) < 40 else f"{name[:6]}…({len(name)} chars)"
         rows.append(f"| {solutions.name} | {shown} | {statuses} | {'as expected' if not problems else 'NOT AS EXPECTED'}"
                     f" | {cupti_figures(mine)} | {reason.replace('|', '/')} |")
