@@ -471,7 +471,7 @@ class VariantJudge:
 
         Raises:
             CutTooFast: the tier came back cut yet fast and this is not the ``final`` order (its ``calls``: the
-                timed calls it made; :meth:`worker_tier` orders it again). On the final order that verdict is
+                calls it reported, one a trial; :meth:`worker_tier` orders it again). On the final order that verdict is
                 kept for the workload, as every other rejected figure is.
         """
         started = time.monotonic()

@@ -265,9 +265,9 @@ class TierFigure(Record):
     retimed_calls: int = 0
     """``cupti``: timed calls whose chunk CUPTI could not time (a record without timestamps), so
     the judge timed the chunk again on fresh calls; none of their samples is in the figure
-    (``harness.judge.core_tier.CUPTI_RETIMES``). ``contest``, ``sync``: timed calls of an order of
-    the tier given up because it came back cut yet fast, so the judge ordered it again on fresh
-    inputs (``harness.judge.session.CUT_RETIMES``)."""
+    (``harness.judge.core_tier.CUPTI_RETIMES``). ``contest``, ``sync``: the calls the judge saw (one a
+    trial) of an order of the tier given up because it came back cut yet fast, so the judge ordered it
+    again on fresh inputs (``harness.judge.session.CUT_RETIMES``)."""
     timer: str | None = None
     """Which timer made the figure and with what settings, in words: the timing core's loop or an
     in-process timer's, FlashInfer's for ``contest``; the flush, the counts, the statistic
