@@ -42,7 +42,6 @@ from harness.judge import protocol as msg
 from harness.judge.isolation import die_with_parent
 from harness.judge.solutions import import_package
 from harness.judge.timing import LIBRARY_TIERS, L2Flusher, TierUnavailable, TimingConfig, measure
-from harness.judge.timing.tiers import import_library_timers
 
 #: Timed calls write into a ring of destination sets, so the worker reads the
 #: judge's answer for call i only before call i + ring size reuses its set: no
@@ -119,7 +118,6 @@ class Worker:
         if self.device.startswith("cuda"):  # the stored inputs come and the outputs go as DMA
             channel.send_area.pin()
             channel.recv_area.pin()
-            import_library_timers(job.tiers)  # not inside the judge's clock of the first such tier
 
     # ------------------------------------------------------------------ inputs
 

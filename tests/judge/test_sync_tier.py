@@ -287,20 +287,3 @@ def test_the_judge_keeps_each_sync_trials_mean_and_the_hosts_speed_beside_it(rep
 def test_asking_for_the_sync_tier_brings_cupti():
     assert parse_tiers("sync", "cuda") == ("cupti", "sync")
     assert parse_tiers("events,sync,cupti", "cuda") == ("events", "sync", "cupti")
-
-
-def test_the_worker_imports_the_library_tiers_timers_before_any_tier_runs(monkeypatch):
-    """The judge's clock of a cut tier (figures.check_cut) must not hold the library's import: the worker
-    imports each asked-for library tier's timer up front, those alone, and a missing library is no error."""
-    from harness.judge import worker
-    from harness.judge.timing import tiers
-
-    imported = []
-    monkeypatch.setattr(tiers, "LIBRARY_IMPORTS", {
-        "sync": lambda: imported.append("sync") or (None, "not here"),
-        "contest": lambda: imported.append("contest") or (None, "not here")})
-    tiers.import_library_timers(("cupti", "events", "sync"))
-    assert imported == ["sync"]
-    tiers.import_library_timers(("cupti", "contest", "sync"))
-    assert imported == ["sync", "contest", "sync"]
-    assert "import_library_timers(job.tiers)" in inspect.getsource(worker.Worker.__init__)

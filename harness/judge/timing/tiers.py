@@ -10,7 +10,7 @@ from typing import Callable, Protocol
 
 from harness.facts import LIBRARY_TIERS, Tier
 from harness.judge.core import MAX_SETS, SET_BYTES
-from harness.judge.timing.contest import bench_contest, flashinfer_timer
+from harness.judge.timing.contest import bench_contest
 from harness.judge.timing.cupti import bench_cupti
 from harness.judge.timing.events import bench_events
 from harness.judge.timing.gpu_state import MIN_FLUSH_BYTES, L2Flusher, gpu_tier_unavailable_reason
@@ -18,7 +18,7 @@ from harness.judge.timing.settings import (CONTEST_SETTINGS, CONTEST_TRIALS, SYN
                                            TimingConfig)
 from harness.judge.timing.stats import TierUnavailable, TimingStats, nothing_after
 from harness.judge.timing.stop_rule import STOP_MIN_SAMPLES
-from harness.judge.timing.sync import bench_sync, fib_timing
+from harness.judge.timing.sync import bench_sync
 from harness.judge.timing.wallclock import bench_wallclock
 
 
@@ -35,25 +35,6 @@ class Timer(Protocol):
 #: Each tier's timer.
 TIMERS: dict[str, Timer] = {Tier.WALLCLOCK: bench_wallclock, Tier.EVENTS: bench_events, Tier.SYNC: bench_sync,
                             Tier.CUPTI: bench_cupti, Tier.CONTEST: bench_contest}
-
-
-#: The import of each library tier's timer (None and the reason where it cannot be imported).
-LIBRARY_IMPORTS: dict[str, Callable[[], tuple]] = {Tier.CONTEST: flashinfer_timer, Tier.SYNC: fib_timing}
-
-
-def import_library_timers(tiers) -> None:
-    """Import the libraries the ``tiers`` among :data:`LIBRARY_TIERS` time with, before any tier runs.
-
-    Why: the judge decides whether a cut contest or sync tier may stand by its own clock of the whole tier
-    (``harness.judge.figures.check_cut``: at least half the budget), and a worker's first such tier spent
-    that library's import inside it: every solution's first sync tier took 0.33-0.62 s on an H100, its later
-    ones 0.03-0.4 s (results/judge-check/20261128-H100-v1-all-456a842), flashinfer-bench's timing module
-    importing in 0.17 s on a CPU machine, so the rule against a solution claiming to be slow could pass a
-    worker's first workload on the import's time. A library that cannot be imported is left for its tier to
-    report unavailable."""
-    for tier in tiers:
-        if tier in LIBRARY_IMPORTS:
-            LIBRARY_IMPORTS[tier]()
 
 
 def spread(entry: Callable) -> Callable:
