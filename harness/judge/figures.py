@@ -43,7 +43,8 @@ class CutTooFast(Rejected):
     """A contest or sync tier cut as a slow solution's, yet faster than half its budget by the judge's clock
     (:func:`check_cut`): a solution claiming to be slow, or an honest one whose estimate calls met a hiccup.
     The judge times such a tier once more on fresh inputs before this is the verdict
-    (``harness.judge.session.CUT_RETIMES``); ``calls`` is set to the calls the judge saw of the order given up (one a trial)."""
+    (``harness.judge.session.CUT_RETIMES``); ``calls`` is set to the calls the judge saw of the order given up
+    (one a trial)."""
 
     calls = 0
 
