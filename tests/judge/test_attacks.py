@@ -129,9 +129,9 @@ def figure_problems(name: str, traces: list) -> list[str]:
         return []
     from harness.judge.timing.settings import SYNC_ITERS
 
-    problems = []
+    problems, label = [], label_in(name, traces)
     for trace in traces:
-        if _field(trace, "solution") != label_in(name, traces) or _status(trace) != PASSED:
+        if _field(trace, "solution") != label or _status(trace) != PASSED:
             continue
         sync = _field(_field(trace, "evaluation", "performance"), "tiers")["sync"]
         retimed, iters = _field(sync, "retimed_calls"), _field(sync, "iters")
