@@ -184,10 +184,13 @@ for step in "$@"; do
                  # and a process the step spawns while that copy is under way finds no module (2026-11-27:
                  # tier_parity's plain repeat died so, 8 min into a 16-min H200 run)
                  tar -cf - --exclude=./.git --exclude=./.gpubundle . | tar -xf - -C "$tree"
-                 # the step writes its own pid: under job control setsid forks, and $! is a process that has left
+                 # the step writes its own pid: under job control setsid forks, and $! is a process that has left.
+                 # The redirections are the whole group's: the shell that runs `cd && setsid ...` in the background
+                 # would otherwise keep this command's stdout open until the step ends (2026-11-28: a
+                 # `start:parity | tail` on an H200 sat out the 9-min cross-check)
                  (cd "$tree" && V2_LIMIT_S=${V2_LIMIT_S:-1500} PARITY_LIMIT_S=${PARITY_LIMIT_S:-1500} \
                    GDN_BENCH_COMMIT=$COMMIT setsid bash -c 'echo $$ > "$1.pid"; exec bash scripts/gpu_judge_check.sh "$1" "$2"' \
-                   _ "$bg" "$inner" > "$bg.log" 2>&1 < /dev/null &)
+                   _ "$bg" "$inner" &) > "$bg.log" 2>&1 < /dev/null
                  echo "started $inner in its own session from $tree; log $bg.log" ;;
     wait:*)      inner=${step#wait:}; bg=$BG_DIR/gdn-bg-$inner; waited=0; limit=${WAIT_S:-570}
                  if [ -n "${CALL_DEADLINE:-}" ]; then left=$(( CALL_DEADLINE - $(date +%s) - 20 ))

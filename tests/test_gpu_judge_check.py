@@ -83,3 +83,28 @@ def test_wait_stops_before_the_calls_deadline(tmp_path):
         assert time.monotonic() - began < 15  # 24 s to the deadline, less its 20 s margin: not WAIT_S's 60
     finally:
         sleeper.kill()
+
+
+def test_start_hands_back_the_callers_pipe_at_once(tmp_path):
+    """start:STEP returns while STEP runs, even when its console is read through a pipe (on 2026-11-28 a
+    `start:parity | tail -3` on an H200 sat until the cross-check ended, 9 minutes, and the steps after it
+    in that call lost their time): nothing the started step runs may keep the caller's stdout open."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "python").write_text("#!/bin/bash\nsleep 30\n")  # the step's probe, a long run without a GPU
+    (stub / "python").chmod(0o755)
+    began = time.monotonic()
+    done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), "start:idle-start"], cwd=SCRIPT.parents[1],
+                          env={"PATH": f"{stub}:/usr/bin:/bin", "BG_DIR": str(tmp_path), "GDN_BENCH_COMMIT": "test"},
+                          capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - began
+    pid_file = tmp_path / "gdn-bg-idle-start.pid"
+    for _ in range(50):
+        if pid_file.exists():
+            break
+        time.sleep(0.1)
+    if pid_file.exists() and shutil.which("pkill"):  # best effort: the stub's sleep ends by itself in 30 s
+        subprocess.run(["pkill", "-s", pid_file.read_text().strip()])  # the started session, sleep and all
+    assert done.returncode == 0, done.stderr
+    assert "started idle-start" in done.stdout
+    assert took < 20  # the step's 30-s sleep ran on without holding the caller
