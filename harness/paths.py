@@ -18,3 +18,12 @@ LOCAL_RESULTS_DIR = RESULTS_DIR / "local"
 def cache_dir() -> Path:
     """Cache root: ``$GDN_BENCH_CACHE`` or ``~/.cache/gdn-decode-bench``."""
     return Path(os.environ.get("GDN_BENCH_CACHE", Path.home() / ".cache" / "gdn-decode-bench")).expanduser()
+
+
+def set_aside_root() -> Path:
+    """Where a run's file vault moves what it takes out of the checkout (harness/judge/vault.py):
+    ``$GDN_BENCH_SET_ASIDE`` or ``~/.cache/gdn-decode-bench/set-aside``. Not under :func:`cache_dir`,
+    which the test suite points at a temporary folder it deletes: a file a person saved into
+    ``results/`` while the tests judged must outlive them."""
+    default = Path.home() / ".cache" / "gdn-decode-bench" / "set-aside"
+    return Path(os.environ.get("GDN_BENCH_SET_ASIDE", default)).expanduser()

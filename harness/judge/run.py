@@ -51,11 +51,11 @@ from harness.judge.floor import measure_floor
 from harness.judge.isolation import (GPU_PRELOAD, Timeouts, Zygote, become_subreaper,
                                      protect_memory, read_tree)
 from harness.judge.references import References
-from harness.judge.vault import FileVault
+from harness.judge.vault import FileVault, prune_set_aside
 from harness.judge.session import RunContext, Variant, VariantJudge
 from harness.judge.solutions import SolutionLoadError, SolutionMeta
 from harness.judge.timing import L2Flusher, TimingConfig
-from harness.paths import REPO_ROOT, RESULTS_DIR, SOLUTIONS_DIR
+from harness.paths import REPO_ROOT, RESULTS_DIR, SOLUTIONS_DIR, set_aside_root
 from harness.records.annotate import annotate
 from harness.records.environment import environment, git_commit, hardware_name, version_drift, without_bytecode
 from harness.records.store import RunWriter, stored_references
@@ -262,13 +262,27 @@ def run_vault(dataset: Dataset, candidates: list[Candidate], results_dir: Path) 
     """Everything this run, or the next, reads from disk (see :mod:`harness.judge.vault`): the
     harness (its bytecode compiled first, so the judge's own later imports write none), the
     solutions' folders and their cached builds, the dataset's files, the whole results tree
-    and this run's results folder, and the importable entries of the checkout's root."""
+    and this run's results folder, and the importable entries of the checkout's root. What it takes
+    out after a worker goes to :func:`set_aside_dir`, outside the checkout."""
     compileall.compile_dir(HARNESS_DIR, quiet=1)
     libraries = [c.library_file for c in candidates if c.library_file is not None]
     folders = [c.folder for c in candidates if c.folder.is_dir()]
     single = [c.folder for c in candidates if c.folder.is_file()]  # Solution JSON files
     return FileVault(roots=[HARNESS_DIR, RESULTS_DIR, results_dir, *folders],
-                     files=[*dataset.read_files(), *libraries, *single], shallow=[REPO_ROOT])
+                     files=[*dataset.read_files(), *libraries, *single], shallow=[REPO_ROOT],
+                     set_aside=set_aside_dir())
+
+
+def set_aside_dir() -> Path:
+    """Where this run's vault moves what a worker left in the checkout (a solution's writes, or a file a
+    person added while the run went): ``<set-aside root>/<UTC time>-<pid>`` (:func:`harness.paths.set_aside_root`),
+    named per run so no run mixes with another's; nothing reads it, and a folder goes after
+    :data:`~harness.judge.vault.SET_ASIDE_DAYS` days (:func:`prune_set_aside`)."""
+    root = set_aside_root()
+    prune_set_aside(root)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return root / f"{stamp}-{os.getpid()}"
+
 
 
 def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: Path, *,
@@ -387,9 +401,10 @@ def judge_variant(ctx: RunContext, candidate: Candidate, variant: Variant, vault
         changed = vault.restore()
         if changed:
             traces = tampered(judge, ctx, traces, changed)
+            aside = f"; what it wrote is kept aside in {vault.set_aside}" if vault.kept_aside else ""
             result.notes.append(f"{variant.label} changed files it must not touch: {', '.join(changed[:10])}; "
                                 "the run kept using the copies it took when it started, and put every one of "
-                                "them back as it was (files it added removed)")
+                                f"them back as it was (files it added taken out){aside}")
         result.traces += traces
     return judge
 

@@ -9,7 +9,14 @@ the leaderboard and the README table read. A :class:`FileVault` holds the
 bytes of every such file, taken before the first worker starts. After each
 worker, :meth:`FileVault.changes` lists what differs and
 :meth:`FileVault.restore` puts it back: a changed or deleted file gets its
-bytes again, a file that was not there is deleted. A *shallow* root (the
+bytes again, a file that was not there is taken out. What it takes out (an
+added file or folder, and the changed version of a changed file) goes to a
+*set-aside* folder outside the checkout when the vault has one, so nothing a
+person wrote into the checkout while a run went is lost with the solution's
+writes (2026-11-28: a prediction written into ``results/`` during the test run
+was deleted as tampering); a move within one file system costs no bytes, and a
+copy across file systems is capped (:data:`SET_ASIDE_COPY_BYTES`), past which
+the file is deleted as before. A *shallow* root (the
 checkout's root, which is the first entry of the next run's ``sys.path``) keeps
 only its importable entries: its modules, and any new module, extension or
 package put there (a ``torch.py`` would shadow torch for the next run's judge)
@@ -28,6 +35,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import time
 from pathlib import Path
 
 #: What a stat signature holds (see module doc).
@@ -45,6 +53,13 @@ def signature(path: Path) -> Signature | None:
         return None
     return st.st_size, st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns
 
+
+#: At most this many bytes a vault copies into its set-aside folder where a move is not possible (another file
+#: system): a solution that writes gigabytes into results/ costs the judge no more disk than this.
+SET_ASIDE_COPY_BYTES = 256 * 2**20
+
+#: A set-aside run folder is deleted this many days after it last changed (by the next run that prunes).
+SET_ASIDE_DAYS = 14
 
 #: Suffixes of the files Python imports a module from (a folder with ``__init__.py`` is a package).
 MODULE_SUFFIXES = (".py", ".pyc", ".so", ".pyd")
@@ -71,10 +86,13 @@ class FileVault:
     Memory: the bytes of every file kept (a dataset's tensors included: 0.7 GB for contest-v2).
     """
 
-    def __init__(self, roots=(), files=(), shallow=()):
+    def __init__(self, roots=(), files=(), shallow=(), set_aside: Path | None = None):
         self.roots = [Path(r) for r in roots]
         self.files = [Path(f) for f in files]
         self.shallow = [Path(r) for r in shallow]
+        self.set_aside = Path(set_aside) if set_aside is not None else None  # outside every root
+        self.kept_aside: list[Path] = []  # where each path taken out went, in the set-aside folder
+        self.copied_bytes = 0
         self.saved: dict[Path, bytes] = {}
         self.signatures: dict[Path, Signature | None] = {}
         self.entries: dict[Path, set[str]] = {}  # names directly under each shallow root
@@ -133,10 +151,12 @@ class FileVault:
         return sorted(changed)
 
     def restore(self) -> list[str]:
-        """Put every kept file back and remove what was added; returns the paths it touched."""
+        """Put every kept file back and take out what was added (into the set-aside folder, if any:
+        :attr:`kept_aside` lists where); returns the paths it touched."""
         touched = self.changes()
         for name in touched:
             path = Path(name)
+            self._put_aside(path)
             if path in self.saved:
                 _write_back(path, self.saved[path])
                 self.signatures[path] = signature(path)
@@ -146,6 +166,31 @@ class FileVault:
                 path.unlink(missing_ok=True)
                 self._remove_new_folders(path.parent)
         return touched
+
+    def _put_aside(self, path: Path) -> None:
+        """Move what is now at ``path`` (a file, link or folder) into the set-aside folder under its
+        absolute path, or copy a file there within :data:`SET_ASIDE_COPY_BYTES` where a move fails (another
+        file system); without a set-aside folder, or past the cap, leave it to be deleted."""
+        if self.set_aside is None or not os.path.lexists(path):
+            return
+        target = self.set_aside / path.relative_to(path.anchor)
+        for n in range(1, 1000):  # a later worker's version of the same path beside the first's
+            if not os.path.lexists(target):
+                break
+            target = target.with_name(f"{path.name}.{n}")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(path, target)
+        except OSError:
+            size = signature(path)[0] if signature(path) else None
+            if size is None or os.path.islink(path) or self.copied_bytes + size > SET_ASIDE_COPY_BYTES:
+                return
+            try:
+                shutil.copyfile(path, target)
+            except OSError:
+                return
+            self.copied_bytes += size
+        self.kept_aside.append(target)
 
     def _remove_new_folders(self, folder: Path) -> None:
         """Remove ``folder`` and its parents while they are empty and were not there when kept."""
@@ -166,3 +211,14 @@ def _write_back(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.restore")
     tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def prune_set_aside(root: Path, days: float | None = None) -> None:
+    """Delete the run folders under ``root`` (the set-aside root: one folder per run that took something
+    out) last changed more than ``days`` ago (default :data:`SET_ASIDE_DAYS`)."""
+    if not Path(root).is_dir():
+        return
+    cutoff = time.time() - 86400 * (SET_ASIDE_DAYS if days is None else days)
+    for run in Path(root).iterdir():
+        if run.is_dir() and not run.is_symlink() and run.stat().st_mtime < cutoff:
+            shutil.rmtree(run, ignore_errors=True)

@@ -312,6 +312,64 @@ def test_the_vault_puts_everything_back(tmp_path):
     assert vault.changes() == []
 
 
+def test_the_vault_keeps_aside_what_it_takes_out(tmp_path):
+    """An added file, a changed file's new bytes and an added package leave the checkout as before, but into
+    the set-aside folder under their absolute paths (a person's file written while a run went is not lost);
+    a second worker's version of the same path goes beside the first's."""
+    runs, root, aside = tmp_path / "runs", tmp_path / "root", tmp_path / "aside"
+    runs.mkdir()
+    root.mkdir()
+    (runs / "old.jsonl").write_text("old\n")
+    vault = FileVault([runs], shallow=[root], set_aside=aside)
+    (runs / "old.jsonl").write_text("edited\n")
+    (runs / "new").mkdir()
+    (runs / "new" / "PREDICTION.md").write_text("written during the run\n")
+    (root / "torch").mkdir()
+    (root / "torch" / "__init__.py").write_text("evil")
+    vault.restore()
+    assert (runs / "old.jsonl").read_text() == "old\n" and not (runs / "new").exists()
+    assert not (root / "torch").exists()
+    mirror = lambda path: aside / path.relative_to(path.anchor)  # noqa: E731
+    assert mirror(runs / "old.jsonl").read_text() == "edited\n"
+    assert mirror(runs / "new" / "PREDICTION.md").read_text() == "written during the run\n"
+    assert mirror(root / "torch" / "__init__.py").read_text() == "evil"
+    assert sorted(vault.kept_aside) == sorted(mirror(p) for p in (runs / "old.jsonl", runs / "new" / "PREDICTION.md",
+                                                                   root / "torch"))
+    (runs / "old.jsonl").write_text("edited again\n")
+    vault.restore()
+    assert (mirror(runs / "old.jsonl").parent / "old.jsonl.1").read_text() == "edited again\n"
+    assert vault.changes() == []
+
+
+def test_the_vault_copies_aside_across_file_systems_within_its_cap(tmp_path, monkeypatch):
+    """Where a move fails (another file system) a file is copied aside while the copies stay within
+    SET_ASIDE_COPY_BYTES; past that it is deleted, as without a set-aside folder."""
+    def no_rename(src, dst):
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(vault_module.os, "rename", no_rename)
+    monkeypatch.setattr(vault_module, "SET_ASIDE_COPY_BYTES", 100)
+    runs, aside = tmp_path / "runs", tmp_path / "aside"
+    runs.mkdir()
+    vault = FileVault([runs], set_aside=aside)
+    (runs / "small").write_bytes(b"s" * 60)
+    (runs / "second").write_bytes(b"t" * 60)  # 120 bytes in all: over the cap
+    vault.restore()
+    assert not (runs / "small").exists() and not (runs / "second").exists()
+    kept = [p.name for p in vault.kept_aside]
+    assert len(kept) == 1 and vault.copied_bytes == 60  # the first copied, the second deleted
+    assert (vault.kept_aside[0]).read_bytes() in (b"s" * 60, b"t" * 60)
+
+
+def test_set_aside_folders_go_after_their_days(tmp_path):
+    for stamp, age_days in (("20261101T000000Z-1", 20), ("20261120T000000Z-1", 1)):
+        (tmp_path / stamp).mkdir()
+        then = time.time() - 86400 * age_days
+        os.utime(tmp_path / stamp, (then, then))
+    vault_module.prune_set_aside(tmp_path, days=14)
+    assert [p.name for p in tmp_path.iterdir()] == ["20261120T000000Z-1"]
+
+
 def test_the_vault_knows_an_unchanged_file_without_reading_it(tmp_path, monkeypatch):
     """Same stat signature (size, inode, mtime, ctime): not read again; a rewrite with the same bytes
     and the mtime set back still moves the ctime, so the bytes are compared."""
