@@ -26,7 +26,8 @@
 #                 install, set WAIT_S to what is left (2026-11-27: two calls cut off with nothing printed), or
 #                 export CALL_DEADLINE=$(( $(date +%s) + LIMIT )) first thing in the command (LIMIT: the call's
 #                 limit in seconds): wait: then stops 20 s before it, whatever came before (2026-11-28: a WAIT_S
-#                 reckoned from after the install ran past the call's limit, and nothing came back)
+#                 reckoned from after the install ran past the call's limit, and nothing came back); every other
+#                 step's own time limit then stops 30 s before it too, and the step packs what finished
 #                 v2-one-start and v2-one-wait are start:v2-one and wait:v2-one, by their earlier names
 #   entries-gpu   the GPU tests of contest entries and the contest tier (CUDA builds, torch binding, CUPTI counts)
 #   v2-contest    issue #32 item 5: the own solutions, fi-baseline, pt-reference and baselines/'s wrapper on
@@ -108,6 +109,18 @@ AB_COMMIT=${AB_COMMIT:-unknown}
 EVENTS_ALGO=fla-recurrent,cuda-v4,fi-baseline
 BG_DIR=${BG_DIR:-/tmp}  # where start: keeps its tree copy, log, pid and pack
 mkdir -p "$OUT"
+# Every step's `timeout -s INT N` stops N short of the device call's end where CALL_DEADLINE is set (30 s
+# before it), so a step cut by the call's limit still writes and packs what finished: on 2026-11-28 an H200
+# call's idle-start probe ran into the 600-s limit and nothing of it came back. start: drops CALL_DEADLINE
+# (its step outlives the call).
+timeout() {
+  if [ -n "${CALL_DEADLINE:-}" ] && [ "${1:-}" = "-s" ] && [ "${3:-x}" -eq "${3:-x}" ] 2>/dev/null; then
+    local left=$(( CALL_DEADLINE - $(date +%s) - 30 ))
+    [ "$left" -lt 1 ] && left=1
+    [ "$3" -gt "$left" ] && set -- "$1" "$2" "$left" "${@:4}"
+  fi
+  command timeout "$@"
+}
 bg_running() {  # bg_running BG: start:'s step is still running (or has not yet written its pid)
   [ ! -f "$1.pid" ] || kill -0 "$(cat "$1.pid")" 2>/dev/null
 }
@@ -188,7 +201,7 @@ for step in "$@"; do
                  # The redirections are the whole group's: the shell that runs `cd && setsid ...` in the background
                  # would otherwise keep this command's stdout open until the step ends (2026-11-28: a
                  # `start:parity | tail` on an H200 sat out the 9-min cross-check)
-                 (cd "$tree" && V2_LIMIT_S=${V2_LIMIT_S:-1500} PARITY_LIMIT_S=${PARITY_LIMIT_S:-1500} \
+                 (cd "$tree" && V2_LIMIT_S=${V2_LIMIT_S:-1500} PARITY_LIMIT_S=${PARITY_LIMIT_S:-1500} CALL_DEADLINE= \
                    GDN_BENCH_COMMIT=$COMMIT setsid bash -c 'echo $$ > "$1.pid"; exec bash scripts/gpu_judge_check.sh "$1" "$2"' \
                    _ "$bg" "$inner" &) > "$bg.log" 2>&1 < /dev/null
                  echo "started $inner in its own session from $tree; log $bg.log" ;;

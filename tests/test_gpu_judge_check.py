@@ -88,14 +88,16 @@ def test_wait_stops_before_the_calls_deadline(tmp_path):
 def test_start_hands_back_the_callers_pipe_at_once(tmp_path):
     """start:STEP returns while STEP runs, even when its console is read through a pipe (on 2026-11-28 a
     `start:parity | tail -3` on an H200 sat until the cross-check ended, 9 minutes, and the steps after it
-    in that call lost their time): nothing the started step runs may keep the caller's stdout open."""
+    in that call lost their time): nothing the started step runs may keep the caller's stdout open. And the
+    started step outlives the call: the call's CALL_DEADLINE does not cut it."""
     stub = tmp_path / "bin"
     stub.mkdir()
     (stub / "python").write_text("#!/bin/bash\nsleep 30\n")  # the step's probe, a long run without a GPU
     (stub / "python").chmod(0o755)
     began = time.monotonic()
     done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), "start:idle-start"], cwd=SCRIPT.parents[1],
-                          env={"PATH": f"{stub}:/usr/bin:/bin", "BG_DIR": str(tmp_path), "GDN_BENCH_COMMIT": "test"},
+                          env={"PATH": f"{stub}:/usr/bin:/bin", "BG_DIR": str(tmp_path), "GDN_BENCH_COMMIT": "test",
+                               "CALL_DEADLINE": str(int(time.time()) + 32)},
                           capture_output=True, text=True, timeout=120)
     took = time.monotonic() - began
     pid_file = tmp_path / "gdn-bg-idle-start.pid"
@@ -103,8 +105,29 @@ def test_start_hands_back_the_callers_pipe_at_once(tmp_path):
         if pid_file.exists():
             break
         time.sleep(0.1)
+    time.sleep(max(0.0, began + 6 - time.monotonic()))  # past the 2 s a deadline-cut step would have had
+    still_running = subprocess.run(["kill", "-0", pid_file.read_text().strip()]).returncode == 0
     if pid_file.exists() and shutil.which("pkill"):  # best effort: the stub's sleep ends by itself in 30 s
         subprocess.run(["pkill", "-s", pid_file.read_text().strip()])  # the started session, sleep and all
     assert done.returncode == 0, done.stderr
     assert "started idle-start" in done.stdout
     assert took < 20  # the step's 30-s sleep ran on without holding the caller
+    assert still_running
+
+
+def test_a_step_stops_before_the_calls_deadline_and_packs(tmp_path):
+    """With CALL_DEADLINE set, a step's own limit (idle-start: 300 s) is cut to 30 s before it, so the step is
+    stopped, writes its console and packs it before the device call's limit ends the command with nothing back."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "python").write_text("#!/bin/bash\necho probing\nexec sleep 60\n")
+    (stub / "python").chmod(0o755)
+    began = time.monotonic()
+    done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), "idle-start"], cwd=SCRIPT.parents[1],
+                          env={"PATH": f"{stub}:/usr/bin:/bin", "BG_DIR": str(tmp_path), "GDN_BENCH_COMMIT": "test",
+                               "CALL_DEADLINE": str(int(time.time()) + 32)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - began < 20  # 32 s to the deadline less the 30-s margin, not the probe's 300 s
+    assert "probing" in done.stdout and "packed" in done.stdout
+    assert (tmp_path / "out" / "idle-start.tgz").exists()
