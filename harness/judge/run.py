@@ -284,7 +284,6 @@ def set_aside_dir() -> Path:
     return root / f"{stamp}-{os.getpid()}"
 
 
-
 def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: Path, *,
                   solutions_root: Path | None = None, progress: bool = True, timeouts: Timeouts | None = None,
                   on_trace: Callable[[Trace], None] | None = None) -> RunResult:

@@ -182,14 +182,14 @@ class FileVault:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.rename(path, target)
         except OSError:
-            size = signature(path)[0] if signature(path) else None
-            if size is None or os.path.islink(path) or self.copied_bytes + size > SET_ASIDE_COPY_BYTES:
+            sig = signature(path)
+            if sig is None or os.path.islink(path) or self.copied_bytes + sig[0] > SET_ASIDE_COPY_BYTES:
                 return
             try:
                 shutil.copyfile(path, target)
             except OSError:
                 return
-            self.copied_bytes += size
+            self.copied_bytes += sig[0]
         self.kept_aside.append(target)
 
     def _remove_new_folders(self, folder: Path) -> None:
