@@ -7,6 +7,7 @@ the variable must be set before triton is first imported, hence here.
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,10 +28,14 @@ TRITON_DEVICE = "cpu" if TRITON_INTERPRETED else "cuda"
 SESSION_CACHE_ENV = "GDN_BENCH_TEST_SESSION_CACHE"
 if "GDN_BENCH_CACHE" not in os.environ:
     import atexit
-    import tempfile
 
     os.environ["GDN_BENCH_CACHE"] = os.environ[SESSION_CACHE_ENV] = tempfile.mkdtemp(prefix="gdn-bench-test-cache-")
     atexit.register(shutil.rmtree, os.environ["GDN_BENCH_CACHE"], ignore_errors=True)
+# Nor into the user's set-aside folder (harness.paths.set_aside_root), where a run's file vault moves what
+# it takes out of the checkout: the attack set's fixtures spoil files on purpose. The tests' runs move it to
+# one folder under the system's temporary folder instead, which outlives the session, so a file a person
+# saved into results/ while the tests judged can still be found there.
+os.environ.setdefault("GDN_BENCH_SET_ASIDE", str(Path(tempfile.gettempdir()) / "gdn-bench-test-set-aside"))
 #: That folder when this session made it (empty at the start), in the controller and its
 #: xdist workers alike; None where the user named a cache.
 SESSION_CACHE = (Path(os.environ["GDN_BENCH_CACHE"])
