@@ -76,11 +76,11 @@ def test_wait_stops_before_the_calls_deadline(tmp_path):
         began = time.monotonic()
         done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), "wait:slow"], cwd=SCRIPT.parents[1],
                               env={"PATH": "/usr/bin:/bin", "BG_DIR": str(tmp_path), "WAIT_S": "60",
-                                   "CALL_DEADLINE": str(int(time.time()) + 24), "GDN_BENCH_COMMIT": "test"},
+                                   "CALL_DEADLINE": str(int(time.time()) + 22), "GDN_BENCH_COMMIT": "test"},
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         assert "slow still running" in done.stdout and "call wait:slow again" in done.stdout
-        assert time.monotonic() - began < 15  # 24 s to the deadline, less its 20 s margin: not WAIT_S's 60
+        assert time.monotonic() - began < 15  # 22 s to the deadline, less its 20 s margin: not WAIT_S's 60
     finally:
         sleeper.kill()
 
@@ -97,7 +97,7 @@ def test_start_hands_back_the_callers_pipe_at_once(tmp_path):
     began = time.monotonic()
     done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), "start:idle-start"], cwd=SCRIPT.parents[1],
                           env={"PATH": f"{stub}:/usr/bin:/bin", "BG_DIR": str(tmp_path), "GDN_BENCH_COMMIT": "test",
-                               "CALL_DEADLINE": str(int(time.time()) + 32)},
+                               "CALL_DEADLINE": str(int(time.time()) + 31)},
                           capture_output=True, text=True, timeout=120)
     took = time.monotonic() - began
     pid_file = tmp_path / "gdn-bg-idle-start.pid"
@@ -105,7 +105,7 @@ def test_start_hands_back_the_callers_pipe_at_once(tmp_path):
         if pid_file.exists():
             break
         time.sleep(0.1)
-    time.sleep(max(0.0, began + 6 - time.monotonic()))  # past the 2 s a deadline-cut step would have had
+    time.sleep(max(0.0, began + 4 - time.monotonic()))  # past the 1 s a deadline-cut step would have had
     still_running = subprocess.run(["kill", "-0", pid_file.read_text().strip()]).returncode == 0
     if pid_file.exists() and shutil.which("pkill"):  # best effort: the stub's sleep ends by itself in 30 s
         subprocess.run(["pkill", "-s", pid_file.read_text().strip()])  # the started session, sleep and all
