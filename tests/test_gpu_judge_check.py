@@ -85,20 +85,26 @@ def test_wait_stops_before_the_calls_deadline(tmp_path):
         sleeper.kill()
 
 
+def run_with_a_slow_probe(tmp_path: Path, step: str, deadline_in_s: int) -> subprocess.CompletedProcess:
+    """The script's ``step`` with a stand-in ``python`` (the step's probe) that prints a line and sleeps 30 s,
+    CALL_DEADLINE ``deadline_in_s`` from now."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "python").write_text("#!/bin/bash\necho probing\nexec sleep 30\n")
+    (stub / "python").chmod(0o755)
+    return subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), step], cwd=SCRIPT.parents[1],
+                          env={"PATH": f"{stub}:/usr/bin:/bin", "BG_DIR": str(tmp_path), "GDN_BENCH_COMMIT": "test",
+                               "CALL_DEADLINE": str(int(time.time()) + deadline_in_s)},
+                          capture_output=True, text=True, timeout=120)
+
+
 def test_start_hands_back_the_callers_pipe_at_once(tmp_path):
     """start:STEP returns while STEP runs, even when its console is read through a pipe (on 2026-11-28 a
     `start:parity | tail -3` on an H200 sat until the cross-check ended, 9 minutes, and the steps after it
     in that call lost their time): nothing the started step runs may keep the caller's stdout open. And the
     started step outlives the call: the call's CALL_DEADLINE does not cut it."""
-    stub = tmp_path / "bin"
-    stub.mkdir()
-    (stub / "python").write_text("#!/bin/bash\nsleep 30\n")  # the step's probe, a long run without a GPU
-    (stub / "python").chmod(0o755)
     began = time.monotonic()
-    done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), "start:idle-start"], cwd=SCRIPT.parents[1],
-                          env={"PATH": f"{stub}:/usr/bin:/bin", "BG_DIR": str(tmp_path), "GDN_BENCH_COMMIT": "test",
-                               "CALL_DEADLINE": str(int(time.time()) + 31)},
-                          capture_output=True, text=True, timeout=120)
+    done = run_with_a_slow_probe(tmp_path, "start:idle-start", deadline_in_s=31)
     took = time.monotonic() - began
     pid_file = tmp_path / "gdn-bg-idle-start.pid"
     for _ in range(50):
@@ -118,15 +124,8 @@ def test_start_hands_back_the_callers_pipe_at_once(tmp_path):
 def test_a_step_stops_before_the_calls_deadline_and_packs(tmp_path):
     """With CALL_DEADLINE set, a step's own limit (idle-start: 300 s) is cut to 30 s before it, so the step is
     stopped, writes its console and packs it before the device call's limit ends the command with nothing back."""
-    stub = tmp_path / "bin"
-    stub.mkdir()
-    (stub / "python").write_text("#!/bin/bash\necho probing\nexec sleep 60\n")
-    (stub / "python").chmod(0o755)
     began = time.monotonic()
-    done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), "idle-start"], cwd=SCRIPT.parents[1],
-                          env={"PATH": f"{stub}:/usr/bin:/bin", "BG_DIR": str(tmp_path), "GDN_BENCH_COMMIT": "test",
-                               "CALL_DEADLINE": str(int(time.time()) + 32)},
-                          capture_output=True, text=True, timeout=120)
+    done = run_with_a_slow_probe(tmp_path, "idle-start", deadline_in_s=32)
     assert done.returncode == 0, done.stderr
     assert time.monotonic() - began < 20  # 32 s to the deadline less the 30-s margin, not the probe's 300 s
     assert "probing" in done.stdout and "packed" in done.stdout
