@@ -19,7 +19,9 @@
 #   v2-gpus       `--algo all --workloads contest-v2 --gpus all`, timed (issue #31: a machine of several GPUs)
 #   v2-one        the same on one GPU, timed, to set beside v2-gpus (stops at V2_LIMIT_S, 570 s by default)
 #   start:STEP    STEP in a session of its own (setsid), so it outlives this command: for a run longer
-#                 than one command may be (V2_LIMIT_S=1500 unless set), from a copy of the tree under
+#                 than one command may be (V2_LIMIT_S=1500 unless set). It returns at once, so a GPU step
+#                 after it in the same command shares the GPU with it: start one last, or follow it with
+#                 its wait: only (2026-11-28). From a copy of the tree under
 #                 BG_DIR (/tmp); wait:STEP waits for it (up to WAIT_S, 570 s by default, less if it ends or
 #                 was never started), then packs it here. 570 s leaves no room in a 600-s command for
 #                 anything before it (the bundle's install took 40 s to over 2 min): in the same command as the
