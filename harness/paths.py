@@ -15,15 +15,19 @@ RESULTS_DIR = REPO_ROOT / "results"
 LOCAL_RESULTS_DIR = RESULTS_DIR / "local"
 
 
+def user_cache() -> Path:
+    """``~/.cache/gdn-decode-bench``: where the cache root and the set-aside folder lie unless set."""
+    return Path.home() / ".cache" / "gdn-decode-bench"
+
+
 def cache_dir() -> Path:
-    """Cache root: ``$GDN_BENCH_CACHE`` or ``~/.cache/gdn-decode-bench``."""
-    return Path(os.environ.get("GDN_BENCH_CACHE", Path.home() / ".cache" / "gdn-decode-bench")).expanduser()
+    """Cache root: ``$GDN_BENCH_CACHE`` or :func:`user_cache`."""
+    return Path(os.environ.get("GDN_BENCH_CACHE", user_cache())).expanduser()
 
 
 def set_aside_root() -> Path:
     """Where a run's file vault moves what it takes out of the checkout (harness/judge/vault.py):
-    ``$GDN_BENCH_SET_ASIDE`` or ``~/.cache/gdn-decode-bench/set-aside``. Not under :func:`cache_dir`,
+    ``$GDN_BENCH_SET_ASIDE`` or :func:`user_cache`'s ``set-aside``. Not under :func:`cache_dir`,
     which the test suite points at a temporary folder it deletes: a file a person saved into
     ``results/`` while the tests judged must outlive them."""
-    default = Path.home() / ".cache" / "gdn-decode-bench" / "set-aside"
-    return Path(os.environ.get("GDN_BENCH_SET_ASIDE", default)).expanduser()
+    return Path(os.environ.get("GDN_BENCH_SET_ASIDE", user_cache() / "set-aside")).expanduser()

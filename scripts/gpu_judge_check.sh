@@ -115,9 +115,12 @@ mkdir -p "$OUT"
 # before it), so a step cut by the call's limit still writes and packs what finished: on 2026-11-28 an H200
 # call's idle-start probe ran into the 600-s limit and nothing of it came back. start: drops CALL_DEADLINE
 # (its step outlives the call).
+call_left() {  # call_left MARGIN: seconds to MARGIN s before CALL_DEADLINE (set: the caller checks)
+  echo $(( CALL_DEADLINE - $(date +%s) - $1 ))
+}
 timeout() {
   if [ -n "${CALL_DEADLINE:-}" ] && [ "${1:-}" = "-s" ] && [ "${3:-x}" -eq "${3:-x}" ] 2>/dev/null; then
-    local left=$(( CALL_DEADLINE - $(date +%s) - 30 ))
+    local left; left=$(call_left 30)
     [ "$left" -lt 1 ] && left=1
     [ "$3" -gt "$left" ] && set -- "$1" "$2" "$left" "${@:4}"
   fi
@@ -208,7 +211,7 @@ for step in "$@"; do
                    _ "$bg" "$inner" &) > "$bg.log" 2>&1 < /dev/null
                  echo "started $inner in its own session from $tree; log $bg.log" ;;
     wait:*)      inner=${step#wait:}; bg=$BG_DIR/gdn-bg-$inner; waited=0; limit=${WAIT_S:-570}
-                 if [ -n "${CALL_DEADLINE:-}" ]; then left=$(( CALL_DEADLINE - $(date +%s) - 20 ))
+                 if [ -n "${CALL_DEADLINE:-}" ]; then left=$(call_left 20)
                    [ "$left" -lt "$limit" ] && limit=$(( left > 0 ? left : 0 )); fi
                  # no start on this machine (a fresh one, or a start that failed): say so now, not after WAIT_S
                  if [ ! -f "$bg.log" ]; then echo "no start:$inner on this machine ($bg.log missing)"; continue; fi

@@ -13,11 +13,13 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_judge_check.sh"
 
 
-def check(tmp_path: Path, *steps: str) -> str:
-    """The script's console for ``steps``, with its start: files under ``tmp_path``."""
-    done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), *steps], cwd=SCRIPT.parents[1],
-                          env={"PATH": "/usr/bin:/bin", "BG_DIR": str(tmp_path), "WAIT_S": "60",
-                               "GDN_BENCH_COMMIT": "test"},
+def check(tmp_path: Path, *steps: str, deadline_in_s: int | None = None, path: tuple = ("/usr/bin", "/bin")) -> str:
+    """The script's console for ``steps``, with its start: files under ``tmp_path``; CALL_DEADLINE (a device
+    call's end) ``deadline_in_s`` from now where given; ``path``: the PATH's folders, a stand-in's first."""
+    env = {"PATH": ":".join(map(str, path)), "BG_DIR": str(tmp_path), "WAIT_S": "60", "GDN_BENCH_COMMIT": "test"}
+    if deadline_in_s is not None:
+        env["CALL_DEADLINE"] = str(int(time.time()) + deadline_in_s)
+    done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), *steps], cwd=SCRIPT.parents[1], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -74,28 +76,21 @@ def test_wait_stops_before_the_calls_deadline(tmp_path):
     try:
         (tmp_path / "gdn-bg-slow.pid").write_text(str(sleeper.pid))
         began = time.monotonic()
-        done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), "wait:slow"], cwd=SCRIPT.parents[1],
-                              env={"PATH": "/usr/bin:/bin", "BG_DIR": str(tmp_path), "WAIT_S": "60",
-                                   "CALL_DEADLINE": str(int(time.time()) + 22), "GDN_BENCH_COMMIT": "test"},
-                              capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr
-        assert "slow still running" in done.stdout and "call wait:slow again" in done.stdout
+        console = check(tmp_path, "wait:slow", deadline_in_s=22)
+        assert "slow still running" in console and "call wait:slow again" in console
         assert time.monotonic() - began < 15  # 22 s to the deadline, less its 20 s margin: not WAIT_S's 60
     finally:
         sleeper.kill()
 
 
-def run_with_a_slow_probe(tmp_path: Path, step: str, deadline_in_s: int) -> subprocess.CompletedProcess:
-    """The script's ``step`` with a stand-in ``python`` (the step's probe) that prints a line and sleeps 30 s,
-    CALL_DEADLINE ``deadline_in_s`` from now."""
+def slow_probe(tmp_path: Path) -> tuple:
+    """PATH folders for :func:`check` with a stand-in ``python`` (a step's probe) first, which prints a line and
+    sleeps 30 s."""
     stub = tmp_path / "bin"
     stub.mkdir()
     (stub / "python").write_text("#!/bin/bash\necho probing\nexec sleep 30\n")
     (stub / "python").chmod(0o755)
-    return subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), step], cwd=SCRIPT.parents[1],
-                          env={"PATH": f"{stub}:/usr/bin:/bin", "BG_DIR": str(tmp_path), "GDN_BENCH_COMMIT": "test",
-                               "CALL_DEADLINE": str(int(time.time()) + deadline_in_s)},
-                          capture_output=True, text=True, timeout=120)
+    return stub, "/usr/bin", "/bin"
 
 
 def test_start_hands_back_the_callers_pipe_at_once(tmp_path):
@@ -103,8 +98,9 @@ def test_start_hands_back_the_callers_pipe_at_once(tmp_path):
     `start:parity | tail -3` on an H200 sat until the cross-check ended, 9 minutes, and the steps after it
     in that call lost their time): nothing the started step runs may keep the caller's stdout open. And the
     started step outlives the call: the call's CALL_DEADLINE does not cut it."""
+    path = slow_probe(tmp_path)
     began = time.monotonic()
-    done = run_with_a_slow_probe(tmp_path, "start:idle-start", deadline_in_s=31)
+    console = check(tmp_path, "start:idle-start", deadline_in_s=31, path=path)
     took = time.monotonic() - began
     pid_file = tmp_path / "gdn-bg-idle-start.pid"
     for _ in range(50):
@@ -115,8 +111,7 @@ def test_start_hands_back_the_callers_pipe_at_once(tmp_path):
     still_running = subprocess.run(["kill", "-0", pid_file.read_text().strip()]).returncode == 0
     if pid_file.exists() and shutil.which("pkill"):  # best effort: the stub's sleep ends by itself in 30 s
         subprocess.run(["pkill", "-s", pid_file.read_text().strip()])  # the started session, sleep and all
-    assert done.returncode == 0, done.stderr
-    assert "started idle-start" in done.stdout
+    assert "started idle-start" in console
     assert took < 20  # the step's 30-s sleep ran on without holding the caller
     assert still_running
 
@@ -124,9 +119,9 @@ def test_start_hands_back_the_callers_pipe_at_once(tmp_path):
 def test_a_step_stops_before_the_calls_deadline_and_packs(tmp_path):
     """With CALL_DEADLINE set, a step's own limit (idle-start: 300 s) is cut to 30 s before it, so the step is
     stopped, writes its console and packs it before the device call's limit ends the command with nothing back."""
+    path = slow_probe(tmp_path)
     began = time.monotonic()
-    done = run_with_a_slow_probe(tmp_path, "idle-start", deadline_in_s=32)
-    assert done.returncode == 0, done.stderr
+    console = check(tmp_path, "idle-start", deadline_in_s=32, path=path)
     assert time.monotonic() - began < 20  # 32 s to the deadline less the 30-s margin, not the probe's 300 s
-    assert "probing" in done.stdout and "packed" in done.stdout
+    assert "probing" in console and "packed" in console
     assert (tmp_path / "out" / "idle-start.tgz").exists()

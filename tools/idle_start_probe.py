@@ -52,8 +52,8 @@ in one run which part of the recorder adds the tick if ``harness-int8`` still re
 memset read a tick over FlashInfer's timer at B = 8 and the int8 fill none: which flush could the core use.
 Measured on two H100s (results/proof/20261128-H100-idle-start-modes): the int8 fill reads FlashInfer's timer to
 the nanosecond at 8 of 8 points on the second, the graph-replayed one within a tick, both memsets one or two ticks
-over at B = 8, the window mode like ``harness-int8``. The H200 run is still to be made (its prediction:
-results/proof/20261128-H200-idle-start-modes/PREDICTION.md).
+over at B = 8, the window mode like ``harness-int8``. On an H200 (results/proof/20261128-H200-idle-start-modes)
+no mode read a tick at B = 1, and both memsets read B = 8 two to five ticks over.
 
 Subjects: cuda-v4 as its launch table picks, torch ``copy_`` and the copy floor's Triton streaming
 copies, on the sweep workload's inputs. Writes ``DIR/idle_start_probe.json`` and prints each point's

@@ -76,10 +76,12 @@ def figures_table(runs: list[dict]) -> None:
     print("|---|---|---|---|---|")
     for solution in per_solution(runs[0], "cupti", "median_us"):
         for tier, field in fields.items():
-            series = {id(r): per_solution(r, tier, field)[solution] for r in runs}
-            pairs = [geomean_ratio(series[id(a)], series[id(b)]) for a, b in ((main[0], main[1]), (main[1], main[2]), (main[0], main[2]))]
-            med = {s: [statistics.median(v) for v in zip(*(series[id(r)] for r in group))] for s, group in (("m", main), ("c", cand))}
-            per_run = ", ".join(f"{side(r)[0]} {geomean(series[id(r)]):.1f}" for r in runs)
+            series = {r["run"]: per_solution(r, tier, field)[solution] for r in runs}
+            pairs = [geomean_ratio(series[a["run"]], series[b["run"]])
+                     for a, b in ((main[0], main[1]), (main[1], main[2]), (main[0], main[2]))]
+            med = {s: [statistics.median(v) for v in zip(*(series[r["run"]] for r in group))]
+                   for s, group in (("m", main), ("c", cand))}
+            per_run = ", ".join(f"{side(r)[0]} {geomean(series[r['run']]):.1f}" for r in runs)
             print(f"| {solution} | {tier} | {min(pairs):.3f}–{max(pairs):.3f} | {geomean_ratio(med['c'], med['m']):.3f} | {per_run} |")
 
 
