@@ -51,7 +51,7 @@ from harness.judge.floor import measure_floor
 from harness.judge.isolation import (GPU_PRELOAD, Timeouts, Zygote, become_subreaper,
                                      protect_memory, read_tree)
 from harness.judge.references import References
-from harness.judge.vault import FileVault, prune_set_aside
+from harness.judge.vault import FileVault, new_set_aside
 from harness.judge.session import RunContext, Variant, VariantJudge
 from harness.judge.solutions import SolutionLoadError, SolutionMeta
 from harness.judge.timing import L2Flusher, TimingConfig
@@ -263,25 +263,15 @@ def run_vault(dataset: Dataset, candidates: list[Candidate], results_dir: Path) 
     harness (its bytecode compiled first, so the judge's own later imports write none), the
     solutions' folders and their cached builds, the dataset's files, the whole results tree
     and this run's results folder, and the importable entries of the checkout's root. What it takes
-    out after a worker goes to :func:`set_aside_dir`, outside the checkout."""
+    out after a worker goes to a set-aside folder of this run, outside the checkout
+    (:func:`harness.paths.set_aside_root`, :func:`harness.judge.vault.new_set_aside`)."""
     compileall.compile_dir(HARNESS_DIR, quiet=1)
     libraries = [c.library_file for c in candidates if c.library_file is not None]
     folders = [c.folder for c in candidates if c.folder.is_dir()]
     single = [c.folder for c in candidates if c.folder.is_file()]  # Solution JSON files
     return FileVault(roots=[HARNESS_DIR, RESULTS_DIR, results_dir, *folders],
                      files=[*dataset.read_files(), *libraries, *single], shallow=[REPO_ROOT],
-                     set_aside=set_aside_dir())
-
-
-def set_aside_dir() -> Path:
-    """Where this run's vault moves what a worker left in the checkout (a solution's writes, or a file a
-    person added while the run went): ``<set-aside root>/<UTC time>-<pid>`` (:func:`harness.paths.set_aside_root`),
-    named per run so no run mixes with another's; nothing reads it, and a folder goes after
-    :data:`~harness.judge.vault.SET_ASIDE_DAYS` days (:func:`prune_set_aside`)."""
-    root = set_aside_root()
-    prune_set_aside(root)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return root / f"{stamp}-{os.getpid()}"
+                     set_aside=new_set_aside(set_aside_root()))
 
 
 def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: Path, *,

@@ -33,9 +33,11 @@ bytes without hashing hundreds of MB after every worker.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 #: What a stat signature holds (see module doc).
@@ -178,6 +180,8 @@ class FileVault:
             if not os.path.lexists(target):
                 break
             target = target.with_name(f"{path.name}.{n}")
+        if not self._lands_aside(target):
+            return
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.rename(path, target)
@@ -191,6 +195,17 @@ class FileVault:
                 return
             self.copied_bytes += sig[0]
         self.kept_aside.append(target)
+
+    def _lands_aside(self, target: Path) -> bool:
+        """Whether ``target`` lies, links resolved, inside the set-aside folder, and that folder outside every
+        folder the vault keeps. A worker can write links there as anywhere (the set-aside root itself a link
+        into the checkout, or a link where a mirrored folder will be) to have the judge move its files where
+        the next run reads them; then nothing is moved and the file is deleted, as without a set-aside folder.
+        Restoring runs once the worker's processes are gone, so nothing changes the links after this check."""
+        aside = Path(os.path.realpath(self.set_aside))
+        kept = [Path(os.path.realpath(folder)) for folder in (*self.roots, *self.shallow)]
+        return (Path(os.path.realpath(target.parent)).is_relative_to(aside)
+                and not any(aside.is_relative_to(folder) for folder in kept))
 
     def _remove_new_folders(self, folder: Path) -> None:
         """Remove ``folder`` and its parents while they are empty and were not there when kept."""
@@ -213,12 +228,27 @@ def _write_back(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+#: The name of a run's set-aside folder, ``<UTC time>-<pid>`` (:func:`new_set_aside`): the only folders
+#: :func:`prune_set_aside` deletes.
+SET_ASIDE_NAME = re.compile(r"\d{8}T\d{6}Z-\d+")
+
+
+def new_set_aside(root: Path) -> Path:
+    """A run's set-aside folder under ``root`` (made when first used): ``<UTC time>-<pid>``, so no run mixes
+    with another's; the folders of :data:`SET_ASIDE_DAYS` ago go first (:func:`prune_set_aside`)."""
+    prune_set_aside(root)
+    return Path(root) / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{os.getpid()}"
+
+
 def prune_set_aside(root: Path, days: float | None = None) -> None:
     """Delete the run folders under ``root`` (the set-aside root: one folder per run that took something
-    out) last changed more than ``days`` ago (default :data:`SET_ASIDE_DAYS`)."""
-    if not Path(root).is_dir():
+    out, named as :data:`SET_ASIDE_NAME`) last changed more than ``days`` ago (default :data:`SET_ASIDE_DAYS`).
+    Nothing where ``root`` is a link: a worker could point it at the checkout or the home folder."""
+    root = Path(root)
+    if root.is_symlink() or not root.is_dir():
         return
     cutoff = time.time() - 86400 * (SET_ASIDE_DAYS if days is None else days)
-    for run in Path(root).iterdir():
-        if run.is_dir() and not run.is_symlink() and run.stat().st_mtime < cutoff:
+    for run in root.iterdir():
+        if (SET_ASIDE_NAME.fullmatch(run.name) and run.is_dir() and not run.is_symlink()
+                and run.stat().st_mtime < cutoff):
             shutil.rmtree(run, ignore_errors=True)

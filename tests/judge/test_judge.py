@@ -362,12 +362,46 @@ def test_the_vault_copies_aside_across_file_systems_within_its_cap(tmp_path, mon
 
 
 def test_set_aside_folders_go_after_their_days(tmp_path):
-    for stamp, age_days in (("20261101T000000Z-1", 20), ("20261120T000000Z-1", 1)):
+    for stamp, age_days in (("20261101T000000Z-1", 20), ("20261120T000000Z-1", 1), ("old-notes", 20)):
         (tmp_path / stamp).mkdir()
         then = time.time() - 86400 * age_days
         os.utime(tmp_path / stamp, (then, then))
     vault_module.prune_set_aside(tmp_path, days=14)
-    assert [p.name for p in tmp_path.iterdir()] == ["20261120T000000Z-1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["20261120T000000Z-1", "old-notes"]  # only run folders go
+
+
+def test_a_set_aside_root_made_a_link_prunes_nothing(tmp_path):
+    """A worker that points the set-aside root at the checkout (or home) must not have the next run delete
+    old folders there."""
+    elsewhere = tmp_path / "checkout"
+    (elsewhere / "20261101T000000Z-1").mkdir(parents=True)
+    then = time.time() - 86400 * 20
+    os.utime(elsewhere / "20261101T000000Z-1", (then, then))
+    (tmp_path / "set-aside").symlink_to(elsewhere)
+    vault_module.prune_set_aside(tmp_path / "set-aside", days=14)
+    assert (elsewhere / "20261101T000000Z-1").is_dir()
+
+
+def test_links_in_the_set_aside_folder_do_not_steer_a_file_into_the_checkout(tmp_path):
+    """The set-aside root a link into a kept folder, or a link planted where the mirrored folder will be:
+    the judge moves nothing through them (the next run would read the file there); the file is taken out
+    as without a set-aside folder."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (tmp_path / "aside-link").symlink_to(runs)  # the whole set-aside folder a link into the checkout
+    vault = FileVault([runs], set_aside=tmp_path / "aside-link")
+    (runs / "torch.py").write_text("planted")
+    vault.restore()
+    assert sorted(p.name for p in runs.iterdir()) == [] and vault.kept_aside == []
+
+    aside = tmp_path / "aside"
+    vault = FileVault([runs], set_aside=aside)
+    mirrored = aside / runs.relative_to(runs.anchor)
+    mirrored.parent.mkdir(parents=True)
+    mirrored.symlink_to(runs)  # a link where the mirrored runs/ folder would be made
+    (runs / "planted.py").write_text("planted")
+    vault.restore()
+    assert sorted(p.name for p in runs.iterdir()) == [] and vault.kept_aside == []
 
 
 def test_the_vault_knows_an_unchanged_file_without_reading_it(tmp_path, monkeypatch):
