@@ -74,6 +74,9 @@
 #   idle-start    tools/idle_start_probe.py: cuda-v4 and the copy floor's kernels at B = 1, 8 under FlashInfer's CUPTI
 #                 timer and under the harness's recorder, each with its own flush and the other's, and with a second
 #                 synchronize before the call (issue #29: what separates the cupti tier from its named timer? ~3 min)
+#   core-layout   tools/core_layout_probe.py: cuda-v4 and torch copy_ at B = 1, 8 on buffers laid out as PyTorch, as the
+#                 timing core (a cuMemAlloc per tensor and set) and pooled a set an allocation, FlashInfer's CUPTI timer
+#                 (issue #29: is the H200's cuda-v4 B = 1 cupti offset the core's layout? ~2 min)
 #   l2-persist    tools/l2_persist_probe.py: a copy of one of 8 state sets, fresh inputs and a 256 MB flush before each, with
 #                 and without a persisting-L2 window on the copy's stream, and with the judge resetting persisting lines
 #                 (can a solution keep a timed call's inputs in L2 through the flush? about 1 min)
@@ -308,6 +311,7 @@ for step in "$@"; do
     events-loops) probe_step "$step" events_loop_probe 240 ;;
     code-warm)   probe_step "$step" code_warm_probe 300 ;;
     idle-start)  probe_step "$step" idle_start_probe 300 ;;
+    core-layout) probe_step "$step" core_layout_probe 300 ;;
     l2-persist)  probe_step "$step" l2_persist_probe 240 ;;
     events-rerun) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  events_run . "$COMMIT" "$work/run-a"; events_run . "$COMMIT" "$work/run-b"

@@ -1,5 +1,6 @@
 """What the one-question GPU probes share (tools/placement_probe.py, tools/events_loop_probe.py, tools/code_warm_probe.py,
-tools/ablation_probe.py, tools/idle_start_probe.py, tools/l2_persist_probe.py): their command line (``--out DIR --batches B,B --repeats N``), its
+tools/ablation_probe.py, tools/idle_start_probe.py, tools/l2_persist_probe.py,
+tools/core_layout_probe.py): their command line (``--out DIR --batches B,B --repeats N``), its
 errors (a clear line and exit 2, never a traceback), each measured point's spread over the
 repeats, the loop over batch sizes in fresh processes, and the JSON report with the date, commit and GPU it was measured on;
 for a probe with nothing more to its command line, the whole of it (:func:`run_probe`)."""
