@@ -226,6 +226,51 @@ def test_the_buffer_set_rule_is_the_cores():
     assert core.buffer_sets(8 << 20, on_gpu=False) == 1
 
 
+LAYOUT_SCRIPT = r'''
+import json, os, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+import _gdn_core
+key_fd, area_fd, commands = int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
+torch.zeros(1, device="cuda")  # the primary context, current, as the worker makes it before arming
+_gdn_core.arm(key_fd, area_fd, os.fstat(area_fd).st_size, 0, 1 << 20, 1 << 20, "")
+NAMES = ["q", "state", "A_log", "missing", "scale", "output", "new_state"]  # the positional DPS order
+seen = []
+def run(*values):
+    seen.append({n: t.data_ptr() for n, t in zip(NAMES, values) if isinstance(t, torch.Tensor)})
+_gdn_core.load(run)
+_gdn_core.set_workload(bytes.fromhex(commands[0]), {"A_log": torch.arange(8, dtype=torch.float32).numpy()})
+for command in commands[1:]:
+    _gdn_core.run_chunk(bytes.fromhex(command))
+print(json.dumps(seen))
+'''
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the core's buffer sets lie in GPU memory")
+def test_each_buffer_set_lies_in_one_allocation_its_tensors_side_by_side_as_pytorch_would_lay_them(core_dir):
+    """Where a set's tensors lie moves a B = 1 kernel's CUPTI figure by a tick or two: the core lays
+    each set out as a PyTorch caller's small tensors lie, one after another at 512-byte steps (the
+    caching allocator's rounding), not a cuMemAlloc each (tools/core_layout_probe.py)."""
+    link = CoreLink(1 << 26)
+    workload = link.workload_command(1, core.SCALE_GIVEN, 0.25, INPUTS, OUTPUTS)
+    warm, _ = link.chunk_command("wallclock", MODE_WARM, warm_s=10.0, max_calls=2 * core.MAX_SETS)
+    done = subprocess.run([sys.executable, "-c", LAYOUT_SCRIPT, str(core_dir), str(link.key_fd), str(link.area.fd),
+                           json.dumps([workload.hex(), warm.hex()])],
+                          pass_fds=(link.key_fd, link.area.fd), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    calls = json.loads(done.stdout.strip().splitlines()[-1])
+    sets = core.buffer_sets(sum(math.prod(s.shape) * (4 if s.dtype == "float32" else 2)
+                                for s in INPUTS + OUTPUTS if s.source != "none" or s in OUTPUTS))
+    assert len(calls) == 2 * core.MAX_SETS and sets > 1
+    laid = [s for s in INPUTS if s.source != "none"] + OUTPUTS
+    for k, call in enumerate(calls):
+        assert call == calls[k % sets]  # the sets in turn
+        for before, after in zip(laid, laid[1:]):
+            step = -(-math.prod(before.shape) * (4 if before.dtype == "float32" else 2) // 512) * 512
+            assert call[after.name] - call[before.name] == step, (before.name, after.name)
+    assert len({call["q"] for call in calls}) == sets  # a set of its own per allocation
+
+
 def test_the_cupti_record_offsets_the_core_reads_are_the_headers():
     """gdn_core.c reads CUPTI's activity records at fixed byte offsets (it is built without the
     CUDA headers); where the headers are installed, they must agree."""
