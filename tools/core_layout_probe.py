@@ -39,6 +39,13 @@ of its own before the flush, the event pair around the call). Where it holds, th
 would change to ``core-pooled`` (a candidate built beside this probe, bb4ffd7, not on main): then, in
 ``run_local.py --algo cuda-v4,cuda-v1 --workloads sweep --tiers cupti`` alternated with main on one H200, cuda-v4 at
 B = 1 reads one or two ticks under main's figure in every round, and every figure from B = 16 up within 1%.
+
+Measured (H200, 4ba9beb, results/proof/20261128-H200-core-layout): cuda-v4 at B = 1 read ``core`` one tick over
+``torch`` (window mean +18 ns) and ``core-pooled`` 3 ns under it; at B = 8 ``core`` a tick under, ``core-pooled``
+within 2 ns. The copy missed: ``core`` two ticks under ``torch`` at B = 8, ``core-pooled`` a tick over at B = 1. The
+A/B held on the same H200 (cuda-v4 at B = 1 one tick lower both rounds, B >= 16 within 0.9%; results/judge-check/
+20261128-H200-core-pooled-ab), and the core takes the pooled layout since 10a990b. On an H100 the pooled core read
+B = 1 a tick lower and B = 8 one or two ticks higher than the old (results/judge-check/20261128-H100-core-pooled-ab).
 """
 
 from __future__ import annotations

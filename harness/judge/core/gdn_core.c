@@ -621,8 +621,11 @@ static int read_slot(Reader *r, Slot *s, int output) {
 
 /* The bytes a slot takes in its set's pool: rounded up to POOL_ALIGN, as PyTorch's caching allocator
  * rounds a block, so a set lies as a PyTorch caller's small tensors do, side by side in one allocation.
- * A cuMemAlloc per tensor (until this) read cuda-v4 at B = 1 on H200s one or two CUPTI ticks over the
- * same kernel on PyTorch's buffers (tools/core_layout_probe.py). */
+ * Why: how a set's tensors lie against each other moves a B = 1 kernel by a CUPTI tick or two. The core
+ * gave each tensor a cuMemAlloc of its own until 2026-11-28, which read cuda-v4 at B = 1 on an H200 a tick
+ * over the same kernel on PyTorch's buffers, and the pooled layout within 3 ns of them
+ * (tools/core_layout_probe.py, results/proof/20261128-H200-core-layout). PyTorch keeps tensors over 1 MB in
+ * a pool apart from the small ones; this does not (docs/timing.md). */
 #define POOL_ALIGN 512
 static int has_buffer(const Slot *s) { return !(s->kind == K_NONE && s->nbytes == 0); }
 static size_t pooled_bytes(const Slot *s) { return ((s->nbytes ? s->nbytes : 1) + POOL_ALIGN - 1) / POOL_ALIGN * POOL_ALIGN; }
