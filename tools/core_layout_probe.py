@@ -6,7 +6,7 @@ offset, cuda-v4 at B = 1 (issue #29; docs/timing.md, "Where the tiers stand agai
 Why ask: on every H200 the cross-check reads cuda-v4 at B = 1 one or two CUPTI ticks over FlashInfer's
 timer in a plain process (1.018-1.036), while the `contest` tier, FlashInfer's timer inside the judge's
 worker on the worker's own PyTorch buffers, reads it within 2%. What the core's cupti tier does that neither
-does: its buffers. gdn_core.c (``alloc_slot``) gives every tensor of every buffer set a ``cuMemAlloc`` of its
+does: its buffers. gdn_core.c (``alloc_slot``) gave every tensor of every buffer set a ``cuMemAlloc`` of its
 own, after the flush buffer's, where a PyTorch caller's small tensors share the caching allocator's 2 MB
 blocks. Placement on the plain side was tried (every placement there came from PyTorch's allocator,
 ``tools/placement_probe.py``), the flush and the call's start were tried (``tools/idle_start_probe.py``); the
@@ -18,11 +18,11 @@ torch ``copy_`` of the state, each on the sweep workload's inputs in as many buf
 
 * ``torch``: the sets of :func:`harness.judge.core.placement_copies`, as ``tools.tier_parity``'s plain side
   takes them (the original and PyTorch clones);
-* ``core``: every tensor of every set in a ``cuMemAlloc`` of its own, in gdn_core.c's order (a flush buffer of
-  the core's size first, then per slot, inputs then outputs, one allocation per set and a stored input's
-  pristine copy), the values copied in;
+* ``core``: the core's layout until 10a990b, every tensor of every set in a ``cuMemAlloc`` of its own, in its
+  order (a flush buffer of the core's size first, then per slot, inputs then outputs, one allocation per set and
+  a stored input's pristine copy), the values copied in;
 * ``core-pooled``: each set's tensors carved from one ``cuMemAlloc`` of the set, 512-byte aligned, in the
-  call's argument order: a layout the core could take instead.
+  call's argument order: the layout the core takes since 10a990b (``alloc_pools``).
 
 Each is timed with FlashInfer's ``bench_gpu_time_with_cupti(cold_l2_cache=True)`` (the plain cupti timer),
 after the harness's clock warm-up, ``--repeats`` times in rounds over the points; each repeat keeps the median
@@ -36,7 +36,7 @@ cuda-v4 at B = 1 reads ``core`` one or two ticks (32-64 ns, window mean 25-65 ns
 tensors a set, moves less: within a tick at both B. If ``core`` reads like ``torch``, the layout is not the
 offset, and what is left is the core's call sequence (its inputs written and destinations poisoned on a stream
 of its own before the flush, the event pair around the call). Where it holds, the core's layout
-would change to ``core-pooled`` (a candidate built beside this probe, bb4ffd7, not on main): then, in
+would change to ``core-pooled`` (a candidate built beside this probe; landed as 10a990b): then, in
 ``run_local.py --algo cuda-v4,cuda-v1 --workloads sweep --tiers cupti`` alternated with main on one H200, cuda-v4 at
 B = 1 reads one or two ticks under main's figure in every round, and every figure from B = 16 up within 1%.
 
@@ -67,7 +67,7 @@ WARM_S = 0.3
 
 
 class DriverMemory:
-    """Device allocations made with the driver's ``cuMemAlloc`` (as gdn_core.c makes its slots), each
+    """Device allocations made with the driver's ``cuMemAlloc`` (as gdn_core.c makes its buffers), each
     lent to PyTorch as a tensor (``__cuda_array_interface__``), all freed by :meth:`close`."""
 
     def __init__(self):
@@ -128,7 +128,7 @@ def core_order(definition, workload) -> list[tuple[str, bool]]:
 
 def core_sets(memory: DriverMemory, named: dict, order: list[tuple[str, bool]], count: int,
               flush_bytes: int) -> list[dict]:
-    """``count`` sets of ``named``'s tensors laid out as gdn_core.c lays out its slots: its flush buffer
+    """``count`` sets of ``named``'s tensors laid out as gdn_core.c laid out its slots until 10a990b: its flush buffer
     (``flush_bytes``) first (``arm``), then per tensor one allocation per set and, for a stored input, its
     pristine copy (``alloc_slot``); anything not a tensor is shared."""
     memory.alloc(flush_bytes)

@@ -253,21 +253,24 @@ def test_each_buffer_set_lies_in_one_allocation_its_tensors_side_by_side_as_pyto
     caching allocator's rounding), not a cuMemAlloc each (tools/core_layout_probe.py)."""
     link = CoreLink(1 << 26)
     workload = link.workload_command(1, core.SCALE_GIVEN, 0.25, INPUTS, OUTPUTS)
-    warm, _ = link.chunk_command("events", MODE_WARM, warm_s=10.0, max_calls=2 * core.MAX_SETS)  # a GPU times no wallclock
+    # the events tier: on a GPU the core times no wallclock
+    warm, _ = link.chunk_command("events", MODE_WARM, warm_s=10.0, max_calls=2 * core.MAX_SETS)
     done = subprocess.run([sys.executable, "-c", LAYOUT_SCRIPT, str(core_dir), str(link.key_fd), str(link.area.fd),
                            json.dumps([workload.hex(), warm.hex()])],
                           pass_fds=(link.key_fd, link.area.fd), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     calls = json.loads(done.stdout.strip().splitlines()[-1])
-    sets = core.buffer_sets(sum(math.prod(s.shape) * (4 if s.dtype == "float32" else 2)
-                                for s in INPUTS + OUTPUTS if s.source != "none" or s in OUTPUTS))
+    laid = [s for s in INPUTS if s.source != "none"] + OUTPUTS  # what the core allocates, in its order
+
+    def nbytes(slot: TensorSlot) -> int:
+        return math.prod(slot.shape) * (4 if slot.dtype == "float32" else 2)
+
+    sets = core.buffer_sets(sum(nbytes(s) for s in laid))
     assert len(calls) == 2 * core.MAX_SETS and sets > 1
-    laid = [s for s in INPUTS if s.source != "none"] + OUTPUTS
     for k, call in enumerate(calls):
         assert call == calls[k % sets]  # the sets in turn
         for before, after in zip(laid, laid[1:]):
-            step = -(-math.prod(before.shape) * (4 if before.dtype == "float32" else 2) // 512) * 512
-            assert call[after.name] - call[before.name] == step, (before.name, after.name)
+            assert call[after.name] - call[before.name] == -(-nbytes(before) // 512) * 512, (before.name, after.name)
     assert len({call["q"] for call in calls}) == sets  # a set of its own per allocation
 
 

@@ -633,7 +633,7 @@ static size_t pooled_bytes(const Slot *s) { return ((s->nbytes ? s->nbytes : 1) 
 /* One allocation per buffer set for every slot of the set: inputs, then outputs, in the command's order. */
 static int alloc_pools(void) {
     size_t per_set = 0;
-    for (int i = 0; i < S.n_in; i++) if (S.in[i].kind != K_NONE && has_buffer(&S.in[i])) per_set += pooled_bytes(&S.in[i]);
+    for (int i = 0; i < S.n_in; i++) if (S.in[i].kind != K_NONE) per_set += pooled_bytes(&S.in[i]); /* as set_workload allocates */
     for (int i = 0; i < S.n_out; i++) if (has_buffer(&S.out[i])) per_set += pooled_bytes(&S.out[i]);
     if (!S.gpu || !per_set) return 0;
     for (int set = 0; set < S.n_sets; set++) CU(cu.memAlloc(&S.pool[set], per_set), "cuMemAlloc (buffer set)");
