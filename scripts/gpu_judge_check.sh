@@ -74,9 +74,9 @@
 #   idle-start    tools/idle_start_probe.py: cuda-v4 and the copy floor's kernels at B = 1, 8 under FlashInfer's CUPTI
 #                 timer and under the harness's recorder, each with its own flush and the other's, and with a second
 #                 synchronize before the call (issue #29: what separates the cupti tier from its named timer? ~3 min)
-#   core-layout   tools/core_layout_probe.py: cuda-v4 and torch copy_ at B = 1, 8 on buffers laid out as PyTorch, as the
-#                 timing core (a cuMemAlloc per tensor and set) and pooled a set an allocation, FlashInfer's CUPTI timer
-#                 (issue #29: is the H200's cuda-v4 B = 1 cupti offset the core's layout? ~2 min)
+#   core-layout   tools/core_layout_probe.py: cuda-v4 and torch copy_ at B = 1, 8 on buffers laid out as PyTorch's, as the
+#                 timing core's until 10a990b (a cuMemAlloc per tensor and set), pooled a set an allocation (the core's
+#                 since), and pooled with the tensors over 1 MB apart, FlashInfer's CUPTI timer (issue #29; ~3 min)
 #   l2-persist    tools/l2_persist_probe.py: a copy of one of 8 state sets, fresh inputs and a 256 MB flush before each, with
 #                 and without a persisting-L2 window on the copy's stream, and with the judge resetting persisting lines
 #                 (can a solution keep a timed call's inputs in L2 through the flush? about 1 min)

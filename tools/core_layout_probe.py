@@ -22,7 +22,9 @@ torch ``copy_`` of the state, each on the sweep workload's inputs in as many buf
   order (a flush buffer of the core's size first, then per slot, inputs then outputs, one allocation per set and
   a stored input's pristine copy), the values copied in;
 * ``core-pooled``: each set's tensors carved from one ``cuMemAlloc`` of the set, 512-byte aligned, in the
-  call's argument order: the layout the core takes since 10a990b (``alloc_pools``).
+  call's argument order: the layout the core takes since 10a990b (``alloc_pools``);
+* ``core-split``: the same, but the tensors over 1 MB (the state and new_state from B = 4 up) from a second
+  allocation of the set, as PyTorch keeps them apart from the small ones (added after the runs below).
 
 Each is timed with FlashInfer's ``bench_gpu_time_with_cupti(cold_l2_cache=True)`` (the plain cupti timer),
 after the harness's clock warm-up, ``--repeats`` times in rounds over the points; each repeat keeps the median
@@ -46,6 +48,11 @@ within 2 ns. The copy missed: ``core`` two ticks under ``torch`` at B = 8, ``cor
 A/B held on the same H200 (cuda-v4 at B = 1 one tick lower both rounds, B >= 16 within 0.9%; results/judge-check/
 20261128-H200-core-pooled-ab), and the core takes the pooled layout since 10a990b. On an H100 the pooled core read
 B = 1 a tick lower and B = 8 one or two ticks higher than the old (results/judge-check/20261128-H100-core-pooled-ab).
+
+Prediction for ``core-split`` (written 2026-11-28 after those runs, before any run of it; low confidence): on an H100,
+cuda-v4 at B = 8 reads ``core-split`` within a tick of ``torch`` where ``core-pooled`` reads one or two ticks over it;
+at B = 1 ``core-split`` is ``core-pooled`` (every tensor under 1 MB), so the two read alike. If it holds on an H100 and
+an H200, the core's pools split the same way.
 """
 
 from __future__ import annotations
@@ -58,10 +65,13 @@ from typing import Callable
 
 from tools.probe_cli import run_probe
 
-LAYOUTS = ("torch", "core", "core-pooled")
+LAYOUTS = ("torch", "core", "core-pooled", "core-split")
 SUBJECTS = ("cuda-v4", "torch copy_")
-#: PyTorch's caching allocator rounds every block to 512 bytes; the pooled layout aligns each tensor so.
+#: PyTorch's caching allocator rounds every block to 512 bytes; the pooled layouts align each tensor so.
 POOL_ALIGN = 512
+#: ... and serves a request of at most this many bytes from its small pool (``kSmallSize``), a larger one from
+#: blocks of its own pool, apart from the small tensors (the ``core-split`` layout).
+TORCH_SMALL_BYTES = 1 << 20
 #: Seconds of back-to-back calls before each point (tools.tier_parity.warm).
 WARM_S = 0.3
 
@@ -143,21 +153,32 @@ def core_sets(memory: DriverMemory, named: dict, order: list[tuple[str, bool]], 
     return sets
 
 
-def pooled_sets(memory: DriverMemory, named: dict, count: int) -> list[dict]:
+def pooled_sets(memory: DriverMemory, named: dict, count: int, apart_over: int | None = None) -> list[dict]:
     """``count`` sets of ``named``'s tensors, each set carved from one allocation of its own in ``named``'s
-    order, every tensor at a multiple of :data:`POOL_ALIGN`."""
+    order, every tensor at a multiple of :data:`POOL_ALIGN`; with ``apart_over``, the tensors of more bytes than
+    that from a second allocation of the set, as PyTorch keeps them apart from the small ones
+    (:data:`TORCH_SMALL_BYTES`)."""
     import torch
 
     tensors = [name for name, value in named.items() if isinstance(value, torch.Tensor)]
-    offsets, size = {}, 0
-    for name in tensors:
-        offsets[name] = size
-        size += -(-named[name].numel() * named[name].element_size() // POOL_ALIGN) * POOL_ALIGN
+    large = [name for name in tensors if apart_over is not None and _nbytes(named[name]) > apart_over]
+    pools = [group for group in ([n for n in tensors if n not in large], large) if group]
     sets = []
     for _ in range(count):
-        base = memory.alloc(size)
-        sets.append({**named, **{name: memory.tensor_at(base + offsets[name], named[name]) for name in tensors}})
+        chosen = dict(named)
+        for group in pools:
+            offsets, size = {}, 0
+            for name in group:
+                offsets[name] = size
+                size += -(-_nbytes(named[name]) // POOL_ALIGN) * POOL_ALIGN
+            base = memory.alloc(size)
+            chosen.update({name: memory.tensor_at(base + offsets[name], named[name]) for name in group})
+        sets.append(chosen)
     return sets
+
+
+def _nbytes(tensor) -> int:
+    return tensor.numel() * tensor.element_size()
 
 
 def layouts(memory: DriverMemory, definition, workload, named: dict) -> dict[str, list[dict]]:
@@ -168,7 +189,8 @@ def layouts(memory: DriverMemory, definition, workload, named: dict) -> dict[str
     count = buffer_sets_for(named.values())
     return {"torch": placement_copies(named, count),
             "core": core_sets(memory, named, core_order(definition, workload), count, L2Flusher.size("cuda")),
-            "core-pooled": pooled_sets(memory, named, count)}
+            "core-pooled": pooled_sets(memory, named, count),
+            "core-split": pooled_sets(memory, named, count, apart_over=TORCH_SMALL_BYTES)}
 
 
 def subject_calls(batch: int, workdir: Path, memory: DriverMemory) -> dict[str, tuple[Callable, list[tuple]]]:

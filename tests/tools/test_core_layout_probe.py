@@ -71,3 +71,14 @@ def test_every_point_is_timed_in_every_round_with_its_window_mean(monkeypatch):
     times = probe.measure(1, repeats=2)
     assert set(times) == {"cuda-v4 core", "cuda-v4 core window", "torch copy_ torch", "torch copy_ torch window"}
     assert times["cuda-v4 core"] == [2.0, 2.0] and times["cuda-v4 core window"] == [2.0, 2.0]
+
+
+def test_the_split_layout_puts_the_tensors_over_its_limit_in_a_second_allocation_of_each_set():
+    named = {"q": torch.zeros(4), "state": torch.zeros(300), "b": torch.zeros(2), "scale": 0.5}
+    memory = FakeMemory()
+    sets = probe.pooled_sets(memory, named, count=2, apart_over=1000)  # state: 1,200 bytes
+    assert memory.sizes == [2 * probe.POOL_ALIGN, 3 * probe.POOL_ALIGN] * 2  # q and b, then state, per set
+    first_small, first_large = 1 << 20, (1 << 20) + 2 * probe.POOL_ALIGN
+    assert memory.placed[:3] == [(first_small, 16), (first_small + probe.POOL_ALIGN, 8), (first_large, 1200)]
+    assert all(s["state"].shape == (300,) and s["scale"] == 0.5 for s in sets)
+    assert probe.pooled_sets(FakeMemory(), named, count=1, apart_over=1 << 20)[0].keys() == named.keys()
