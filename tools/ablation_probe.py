@@ -75,7 +75,6 @@ ablation (+0.23 µs and more: its own lines come from DRAM) on an H100 (results/
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -182,10 +181,7 @@ def probe_batch(batch: int, repeats: int, names: list[str], state_dtype: str = "
     template arguments (WARPS, ROWS, POLICY, LANES, PASSES, STAGED), "misbuilt": [...], "times_us":
     {subject: [median µs per repeat]}, "window_means_us": {subject: [window mean µs per repeat]}}``;
     the copies copy that state."""
-    from flashinfer.testing import bench_gpu_time_with_cupti
-
-    from harness.judge.timing.stats import window_mean
-
+    from tools.probe_cli import cupti_point
     from tools.tier_parity import solution_inputs, warm
     from tools.tune.cuda_v4 import config_name
 
@@ -199,9 +195,9 @@ def probe_batch(batch: int, repeats: int, names: list[str], state_dtype: str = "
         for _ in range(repeats):
             for name, call in calls.items():
                 warm(call, (), WARM_S)
-                samples_us = [ms * 1e3 for ms in bench_gpu_time_with_cupti(call, cold_l2_cache=True)]
-                times[name].append(statistics.median(samples_us))
-                window_means[name].append(window_mean(samples_us))
+                median, window = cupti_point(call)
+                times[name].append(median)
+                window_means[name].append(window)
         config = builds["full"].launch_config(batch, state_dtype)
         kernel = (config.warps_per_block, config.rows_per_warp, builds["full"].CACHE_POLICIES.index(config.cache_policy),
                   config.lanes_per_row, config.passes, int(config.staged))

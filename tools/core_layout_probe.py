@@ -57,7 +57,6 @@ an H200, the core's pools split the same way.
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -66,7 +65,6 @@ from typing import Callable
 from tools.probe_cli import run_probe
 
 LAYOUTS = ("torch", "core", "core-pooled", "core-split")
-SUBJECTS = ("cuda-v4", "torch copy_")
 #: PyTorch's caching allocator rounds every block to 512 bytes; the pooled layouts align each tensor so.
 POOL_ALIGN = 512
 #: ... and serves a request of at most this many bytes from its small pool (``kSmallSize``), a larger one from
@@ -74,6 +72,10 @@ POOL_ALIGN = 512
 TORCH_SMALL_BYTES = 1 << 20
 #: Seconds of back-to-back calls before each point (tools.tier_parity.warm).
 WARM_S = 0.3
+
+
+def _nbytes(tensor) -> int:
+    return tensor.numel() * tensor.element_size()
 
 
 class DriverMemory:
@@ -102,8 +104,7 @@ class DriverMemory:
         """A tensor of ``like``'s dtype and shape over the device bytes at ``address``, holding ``like``'s values."""
         import torch
 
-        nbytes = like.numel() * like.element_size()
-        raw = torch.as_tensor(_ArrayAt(address, nbytes), device=like.device)
+        raw = torch.as_tensor(_ArrayAt(address, _nbytes(like)), device=like.device)
         tensor = raw.view(like.dtype).view(like.shape)
         tensor.copy_(like)
         return tensor
@@ -145,11 +146,10 @@ def core_sets(memory: DriverMemory, named: dict, order: list[tuple[str, bool]], 
     sets: list[dict] = [dict(named) for _ in range(count)]
     for name, stored in order:
         like = named[name]
-        nbytes = like.numel() * like.element_size()
         for chosen in sets:
-            chosen[name] = memory.tensor_at(memory.alloc(nbytes), like)
+            chosen[name] = memory.tensor_at(memory.alloc(_nbytes(like)), like)
         if stored:
-            memory.alloc(nbytes)
+            memory.alloc(_nbytes(like))
     return sets
 
 
@@ -177,10 +177,6 @@ def pooled_sets(memory: DriverMemory, named: dict, count: int, apart_over: int |
     return sets
 
 
-def _nbytes(tensor) -> int:
-    return tensor.numel() * tensor.element_size()
-
-
 def layouts(memory: DriverMemory, definition, workload, named: dict) -> dict[str, list[dict]]:
     """``{layout: [named inputs and destinations of one set]}`` for every layout of :data:`LAYOUTS`."""
     from harness.judge.core import buffer_sets_for, placement_copies
@@ -198,10 +194,10 @@ def subject_calls(batch: int, workdir: Path, memory: DriverMemory) -> dict[str, 
     from harness.judge import dps
     from harness.judge.solutions import load_meta
     from harness.paths import SOLUTIONS_DIR
-    from tools.tier_parity import solution_inputs, sweep_workload
+    from tools.tier_parity import given_inputs, sweep_workload
 
-    definition, named = solution_inputs(batch)
-    workload = sweep_workload(batch)[1]
+    definition, workload, inputs = sweep_workload(batch)
+    named = given_inputs(definition, workload, inputs)
     v4 = dps.load_entry(load_meta(SOLUTIONS_DIR / "cuda-v4"), definition, workdir)
     order = dps.argument_order(definition)
     calls = {}
@@ -217,9 +213,7 @@ def measure(batch: int, repeats: int) -> dict[str, list[float]]:
     batch size, in rounds over the points."""
     import warnings
 
-    from flashinfer.testing import bench_gpu_time_with_cupti
-
-    from harness.judge.timing.stats import window_mean
+    from tools.probe_cli import cupti_point
     from tools.tier_parity import rotating, warm
 
     memory = DriverMemory()
@@ -232,9 +226,9 @@ def measure(batch: int, repeats: int) -> dict[str, list[float]]:
                     warm(fn, sets[0], WARM_S)
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore", DeprecationWarning)
-                        samples = [ms * 1e3 for ms in bench_gpu_time_with_cupti(rotating(fn, sets), cold_l2_cache=True)]
-                    times[point].append(statistics.median(samples))
-                    times[f"{point} window"].append(window_mean(samples))
+                        median, window = cupti_point(rotating(fn, sets))
+                    times[point].append(median)
+                    times[f"{point} window"].append(window)
         return times
     finally:
         memory.close()

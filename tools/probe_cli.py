@@ -52,6 +52,18 @@ def spread(times_us: list[float]) -> dict:
             "repeats": list(times_us)}
 
 
+def cupti_point(call) -> tuple[float, float]:
+    """``(median, window mean)`` µs of ``call`` (no arguments) timed by FlashInfer's
+    ``bench_gpu_time_with_cupti(cold_l2_cache=True)``: the median of its calls, and the mean of those
+    around it (:func:`harness.judge.timing.stats.window_mean`), which resolves below one CUPTI step."""
+    from flashinfer.testing import bench_gpu_time_with_cupti
+
+    from harness.judge.timing.stats import window_mean
+
+    samples_us = [ms * 1e3 for ms in bench_gpu_time_with_cupti(call, cold_l2_cache=True)]
+    return statistics.median(samples_us), window_mean(samples_us)
+
+
 def time_batches(measure, batches: list[int], repeats: int, key: str, label) -> list[dict]:
     """Rows ``{"batch_size", key: subject, **spread}``: per batch size, in a process of its own
     (one CUPTI client each), ``measure(batch, repeats)`` -> ``{subject: [µs per repeat]}``; each row

@@ -146,12 +146,17 @@ def solution_inputs(batch: int, state_dtype: str = "float32", device: str = "cud
     """``(definition, given)``: what the judge's worker gives a solution on the sweep workload of
     batch ``batch``: its inputs (the state in ``state_dtype``, "float32" or "bfloat16") and
     NaN-filled destinations of that state dtype, by name, on ``device``."""
+    definition, workload, inputs = sweep_workload(batch, device)
+    return definition, given_inputs(definition, workload, inputs, state_dtype, device)
+
+
+def given_inputs(definition, workload, inputs: dict, state_dtype: str = "float32", device: str = "cuda") -> dict:
+    """:func:`solution_inputs`'s ``given`` of a workload already loaded (:func:`sweep_workload`'s)."""
     from harness.data.definition import TORCH_DTYPES
     from harness.judge.worker import destinations
 
-    definition, workload, inputs = sweep_workload(batch, device)
     inputs = {**inputs, "state": inputs["state"].to(TORCH_DTYPES[state_dtype])}
-    return definition, {**inputs, **destinations(definition, workload.axes, state_dtype, device)}
+    return {**inputs, **destinations(definition, workload.axes, state_dtype, device)}
 
 
 def subject_call(subject: str, batch: int, workdir: Path, state_dtype: str = "float32"):
