@@ -53,6 +53,12 @@ Prediction for ``core-split`` (written 2026-11-28 after those runs, before any r
 cuda-v4 at B = 8 reads ``core-split`` within a tick of ``torch`` where ``core-pooled`` reads one or two ticks over it;
 at B = 1 ``core-split`` is ``core-pooled`` (every tensor under 1 MB), so the two read alike. If it holds on an H100 and
 an H200, the core's pools split the same way.
+
+Measured (H100 and H200, 6137de7, results/proof/20261128-core-split-probe): missed. On the H100 every core layout read
+cuda-v4 at B = 8 under ``torch`` (window mean: ``core-pooled`` −56 ns, ``core-split`` −33), and the copy at B = 1 read
+``core-pooled`` and ``core-split``, the same pattern allocated twice, 30 ns apart; on the H200 both read like ``torch``
+within 6 ns at every point. A core with split pools, A/B'd anyway, bought nothing (results/judge-check/
+20261128-core-split-ab); the core keeps one allocation a set.
 """
 
 from __future__ import annotations

@@ -625,7 +625,8 @@ static int read_slot(Reader *r, Slot *s, int output) {
  * gave each tensor a cuMemAlloc of its own until 2026-11-28, which read cuda-v4 at B = 1 on an H200 a tick
  * over the same kernel on PyTorch's buffers, and the pooled layout within 3 ns of them
  * (tools/core_layout_probe.py, results/proof/20261128-H200-core-layout). PyTorch keeps tensors over 1 MB in
- * a pool apart from the small ones; this does not (docs/timing.md). */
+ * a pool apart from the small ones; this does not: a core that did bought nothing on two H100s and an H200
+ * (results/judge-check/20261128-core-split-ab; docs/timing.md). */
 #define POOL_ALIGN 512
 static int has_buffer(const Slot *s) { return !(s->kind == K_NONE && s->nbytes == 0); }
 static size_t pooled_bytes(const Slot *s) { return ((s->nbytes ? s->nbytes : 1) + POOL_ALIGN - 1) / POOL_ALIGN * POOL_ALIGN; }
