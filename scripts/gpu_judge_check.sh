@@ -7,6 +7,9 @@
 #   attacks-cpu   tests/fixtures/attacks, judged with the GPU tiers (about 5 min)
 #   new-a, new-b  the side-by-side sweep (results/targets.md's kernels) with this tree, in two groups
 #   old           the same sweep with the harness in .before/ (`git archive 2026d30 | tar -x -C .before`)
+#   targets-sweep issue #33's sweep: `run_local.py --algo $TARGETS_ALGO --workloads sweep --tiers cupti` (results/targets.md's
+#                 own kernels and FlashInfer's; about 1.5-2 min), its run folder packed for results/runs/ (a run folder
+#                 left under OUT does not come back whole: 2026-11-28, a sweep's folder was left out for its depth)
 #   v1-all        the README's `python run_local.py --algo all` (contest-v1), timed (issue #17: under 3 min)
 #   parity        tools/tier_parity.py: each tier beside the timer it names, in a plain process (issue #29);
 #                 PARITY_SOLUTIONS picks the solutions (default cuda-v4,fla-recurrent; the copy always),
@@ -107,6 +110,7 @@ shift
 export PYTHONUNBUFFERED=1
 GROUP_A=fla-recurrent,fla-upstream,fla-upstream-kernel,cuda-v1
 GROUP_B=cuda-v4,cutedsl-bf16,fi-baseline,fi-bf16state
+TARGETS_ALGO=${TARGETS_ALGO:-cuda-v4,cuda-v1,fla-recurrent,cutedsl-bf16,fi-baseline,fi-bf16state}
 OWN=cuda-v1,cuda-v4,fla-recurrent,cutedsl-bf16
 COMMIT=${GDN_BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 AB_TREE=${AB_TREE:-.before/ab}
@@ -136,10 +140,10 @@ bg_running() {  # bg_running BG: start:'s step is still running (or has not yet 
 # file as soon as it exists, and on 2026-11-27 copied an H200 cross-check's pack while tar was still
 # writing it (0 bytes came back; results/proof/20261127-H200-parity-2xL2).
 pack() { tar czf "$OUT/.$1.tgz.part" -C "$2" . && mv "$OUT/.$1.tgz.part" "$OUT/$1.tgz" && echo "packed $OUT/$1.tgz"; }
-sweep() {  # sweep STEP ROOT ALGO LIMIT_S COMMIT
+sweep() {  # sweep STEP ROOT ALGO LIMIT_S COMMIT [RUN_LOCAL_ARGS...]
   local work=/tmp/gdn-check-$1
   (cd "$2" && GDN_BENCH_COMMIT=$5 timeout -s INT "$4" python run_local.py --results "$work" --no-progress \
-     --algo "$3" --workloads sweep > "$work.log" 2>&1; echo "rc=$?" >> "$work.log")
+     --algo "$3" --workloads sweep "${@:6}" > "$work.log" 2>&1; echo "rc=$?" >> "$work.log")
   mkdir -p "$work" && cp "$work.log" "$work/console.log" && tail -25 "$work.log" && pack "$1" "$work"
 }
 events_run() {  # events_run ROOT COMMIT WORK: one run of the events rerun command
@@ -189,6 +193,7 @@ for step in "$@"; do
     new-a)       sweep "$step" . "$GROUP_A" 540 "$COMMIT" ;;
     new-b)       sweep "$step" . "$GROUP_B" 540 "$COMMIT" ;;
     old)         sweep "$step" .before "$GROUP_A,$GROUP_B" 540 2026d30 ;;
+    targets-sweep) sweep "$step" . "$TARGETS_ALGO" 300 "$COMMIT" --tiers cupti ;;
     v1-all)      mkdir -p /tmp/gdn-check-v1
                  ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT 540 python run_local.py --results /tmp/gdn-check-v1 \
                    --no-progress --algo all ) > /tmp/gdn-check-v1/console.log 2>&1
