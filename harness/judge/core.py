@@ -203,12 +203,17 @@ class TensorSlot:
     stride: int = 1
 
     @property
+    def nbytes(self) -> int:
+        """Bytes of the whole tensor (the core's allocation for it, before its pool's rounding)."""
+        return int(np.prod(self.shape)) * _itemsize(self.dtype)
+
+    @property
     def row_bytes(self) -> int:
         return (self.shape[-1] if self.shape else 1) * _itemsize(self.dtype)
 
     @property
     def rows(self) -> int:
-        return max(1, int(np.prod(self.shape)) * _itemsize(self.dtype) // self.row_bytes)
+        return max(1, self.nbytes // self.row_bytes)
 
     @property
     def captured_row_slots(self) -> int:

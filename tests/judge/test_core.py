@@ -268,13 +268,10 @@ def test_each_buffer_set_lies_in_one_allocation_its_tensors_side_by_side_as_pyto
     calls = json.loads(done.stdout.strip().splitlines()[-1])
     laid = [s for s in INPUTS if s.source != "none"] + OUTPUTS  # what the core allocates, in its order
 
-    def nbytes(slot: TensorSlot) -> int:
-        return math.prod(slot.shape) * (4 if slot.dtype == "float32" else 2)
-
     def pooled(slot: TensorSlot) -> int:
-        return -(-nbytes(slot) // 512) * 512
+        return -(-slot.nbytes // 512) * 512
 
-    sets = core.buffer_sets(sum(nbytes(s) for s in laid))
+    sets = core.buffer_sets(sum(s.nbytes for s in laid))
     assert len(calls) == 2 * core.MAX_SETS and sets > 1
     for k, call in enumerate(calls):
         assert call == calls[k % sets]  # the sets in turn
