@@ -17,6 +17,7 @@
 #                 PARITY_HARNESS_REPEATS the harness runs, in rounds with them (default 1; each ~3 min with 4 solutions);
 #                 PARITY_PLAIN_SETS the argument sets the plain cupti and events timers take in turn (default: the tool's, as many as the
 #                 timing core takes, up to 8; 1: the runs before 2026-11-26);
+#                 PARITY_BATCHES the batch sizes (default the tool's, 1,8,64,512);
 #                 it stops at PARITY_LIMIT_S, 540 s, or 1500 s under start:; beside it a stand-in pinned to the last
 #                 CPU logs the host's speed, --speed-log, into the pack's speed_log.txt)
 #   v2-gpus       `--algo all --workloads contest-v2 --gpus all`, timed (issue #31: a machine of several GPUs)
@@ -156,7 +157,7 @@ parity_run() {  # parity_run ROOT COMMIT WORK [ARGS...]: tools/tier_parity.py in
   (cd "$root" && GDN_BENCH_COMMIT=$commit timeout -s INT "${PARITY_LIMIT_S:-540}" python -m tools.tier_parity \
      --out "$work" --solutions "${PARITY_SOLUTIONS:-cuda-v4,fla-recurrent}" --repeats "${PARITY_REPEATS:-3}" \
      --harness-repeats "${PARITY_HARNESS_REPEATS:-1}" ${PARITY_PLAIN_SETS:+--plain-sets "$PARITY_PLAIN_SETS"} \
-     --speed-log "$@" \
+     ${PARITY_BATCHES:+--batches "$PARITY_BATCHES"} --speed-log "$@" \
      > "$work/console.log" 2>&1)
 }
 probe_step() {  # probe_step STEP MODULE LIMIT [ARGS...]: python -m tools.MODULE --out WORK, its console, packed

@@ -12,6 +12,8 @@ tools.tier_parity --rejudge``) without measuring anything:
 * :func:`compare_at_full_speed`: the sync tier on the trials (or repeats) that ran at the host's
   full speed;
 * :func:`slow_trials`: how often each side's host read slow, over the points both sides measured;
+* :func:`compare_contest_trials`: the contest tier's trials apart on both sides (where a miss is one
+  placement draw);
 * :func:`repeatability`: how often each side agrees with itself, its repeats split in two halves
   and judged by the same targets: the yardstick a harness / plain ratio is read against;
 * :func:`machine_speed`: how often a stand-in pinned to one CPU read slow while each side ran
@@ -52,6 +54,11 @@ FULL_SPEED_FACTOR = 1.3
 #: beside it (``host_probe_trials_us``). A repeat holds three trials, so a trial is the finer unit to
 #: tell a slow host by (:func:`compare_at_full_speed`).
 TRIAL_MEANS, TRIAL_PROBES = "sync_trials", "host_probe_trials"
+#: The key of a point's contest trials, each apart (µs, in order, over the repeats): each trial's median
+#: (the trace's ``trial_medians_us``; the plain side's FlashInfer timer per trial). Each trial times one
+#: argument set, so its spread is where the buffers lie: a contest figure outside its target is read
+#: beside it (:func:`compare_contest_trials`).
+CONTEST_TRIAL_MEDIANS = "contest_trials"
 
 
 def compare(harness: dict, plain: dict) -> list[dict]:
@@ -124,6 +131,26 @@ def compare_at_full_speed(harness: dict, plain: dict) -> list[dict]:
         rows.append({"subject": key[0], "batch_size": key[1], "limit_us": limit, "unit": unit, "harness_us": ours,
                      "plain_us": other, "harness_count": len(mine), "plain_count": len(theirs), "ratio": ratio,
                      "within": None if ratio is None else abs(ratio - 1) <= TARGETS[Tier.SYNC]})
+    return rows
+
+
+def compare_contest_trials(harness: dict, plain: dict) -> list[dict]:
+    """One row per (subject, B) where both sides kept each contest trial's median
+    (:data:`CONTEST_TRIAL_MEDIANS`): each side's trials (µs, in order over the repeats), their min and
+    max, and ``ranges_meet``: whether the harness's trials and the plain ones, widened by the contest
+    target, overlap. A diagnostic beside the contest rows, no target of its own: where a contest figure
+    misses and the trials' ranges meet, one argument set's placement made the gap (each trial times
+    one set, as flashinfer-bench main's evaluator does); where they do not, every trial of one side
+    read apart, and the placement draw does not explain it."""
+    rows, target = [], TARGETS[Tier.CONTEST]
+    for key in sorted(set(harness) & set(plain)):
+        ours, theirs = harness[key].get(CONTEST_TRIAL_MEDIANS, []), plain[key].get(CONTEST_TRIAL_MEDIANS, [])
+        if not ours or not theirs:
+            continue
+        rows.append({"subject": key[0], "batch_size": key[1], "harness_trials_us": list(ours),
+                     "plain_trials_us": list(theirs), "harness_min_us": min(ours), "harness_max_us": max(ours),
+                     "plain_min_us": min(theirs), "plain_max_us": max(theirs),
+                     "ranges_meet": min(ours) <= max(theirs) * (1 + target) and max(ours) >= min(theirs) * (1 - target)})
     return rows
 
 
@@ -256,10 +283,12 @@ def points_from_figures(stored: dict[str, dict[str, list[float]]]) -> dict:
 def judged(report: dict, harness: dict, plain: dict) -> dict:
     """``report`` with its comparisons made from the two sides' figures: ``rows`` (:func:`compare`),
     ``host_rows`` (:func:`compare_host`), ``full_speed_rows`` (:func:`compare_at_full_speed`),
-    ``slow_trials`` (:func:`slow_trials`) and ``repeatability`` (:func:`repeatability`)."""
+    ``slow_trials`` (:func:`slow_trials`), ``contest_trial_rows`` (:func:`compare_contest_trials`) and
+    ``repeatability`` (:func:`repeatability`)."""
     return {**report, "figures": {"harness": figures_by_point(harness), "plain": figures_by_point(plain)},
             "rows": compare(harness, plain), "host_rows": compare_host(harness, plain),
             "full_speed_rows": compare_at_full_speed(harness, plain), "slow_trials": slow_trials(harness, plain),
+            "contest_trial_rows": compare_contest_trials(harness, plain),
             "repeatability": repeatability(harness, plain)}
 
 
@@ -373,6 +402,17 @@ def write_report(out: Path, report: dict) -> None:
         lines += [f"| {r['subject']} | {r['batch_size']} | {r['unit']} | {_cell(r['harness_us'], 3)} | "
                   f"{r['harness_count']} | {_cell(r['plain_us'], 3)} | {r['plain_count']} | {_cell(r['ratio'], 3)} | "
                   f"{'–' if r['within'] is None else ('yes' if r['within'] else '**no**')} |" for r in rows]
+    if report.get("contest_trial_rows"):
+        contest = {(r["subject"], r["batch_size"]): r for r in report["rows"] if r["tier"] == Tier.CONTEST}
+        lines += ["", "The contest tier trial by trial: each trial's median (µs, in order over the repeats), each trial on "
+                      "an argument set of its own, as flashinfer-bench main's evaluator. \"Ranges meet\": the harness's "
+                      f"trials and the plain ones widened by ±{TARGETS[Tier.CONTEST]:.0%} overlap, so a contest miss there "
+                      "is within one placement draw of the buffers. A diagnostic, no target.",
+                  "", "| subject | B | harness trials | plain trials | contest ratio | ranges meet |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['subject']} | {r['batch_size']} | {' '.join(f'{v:.3f}' for v in r['harness_trials_us'])} | "
+                  f"{' '.join(f'{v:.3f}' for v in r['plain_trials_us'])} | "
+                  f"{_cell(contest[(r['subject'], r['batch_size'])]['ratio'] if (r['subject'], r['batch_size']) in contest else None, 3)} | "
+                  f"{'yes' if r['ranges_meet'] else '**no**'} |" for r in report["contest_trial_rows"]]
     if report.get("slow_trials"):
         lines += ["", f"Sync trials read slow (speed reading above {FULL_SPEED_FACTOR} x the fastest), over the points "
                       f"both sides measured: {slow_share(report['slow_trials'])}. A diagnostic, no target: it decides "

@@ -64,8 +64,8 @@ from harness.judge.timing.sync import host_call_s
 from harness.records.store import load_run
 from harness.run_lock import writing_into
 from tools.host_speed_log import read_log
-from tools.parity_compare import (HOST, PROBE, TARGETS, TRIAL_MEANS, TRIAL_PROBES, judged, machine_speed, rejudge,
-                                  summary, write_report)
+from tools.parity_compare import (CONTEST_TRIAL_MEDIANS, HOST, PROBE, TARGETS, TRIAL_MEANS, TRIAL_PROBES, judged,
+                                  machine_speed, rejudge, summary, write_report)
 from tools.timing_proof import in_fresh_process, run_local
 
 #: What each plain-process timer is, as the report names it.
@@ -94,11 +94,13 @@ def harness_figures(run_dir: Path, batches: set[int]) -> dict[tuple[str, int], d
         if floor.method == COPY_METHOD and floor.batch_size in batches:
             found[(COPY, floor.batch_size)] = {t: f.value_us for t, f in floor.tiers.items() if f.available}
             found[(COPY, floor.batch_size)].update(diagnostics(floor.tiers.get(Tier.SYNC), host=False))
+            found[(COPY, floor.batch_size)].update(contest_trials(floor.tiers.get(Tier.CONTEST)))
     for trace in run.traces:
         performance = trace.evaluation.performance
         if performance and trace.workload.axes.get("batch_size") in batches:
             figures = {t: f.value_us for t, f in performance.tiers.items() if f.available}
             figures.update(diagnostics(performance.tiers.get(Tier.SYNC)))
+            figures.update(contest_trials(performance.tiers.get(Tier.CONTEST)))
             found[(trace.solution, trace.workload.axes["batch_size"])] = figures
     return found
 
@@ -115,6 +117,14 @@ def diagnostics(sync, host: bool = True) -> dict[str, float | list[float]]:
     if sync.trial_means_us and sync.host_probe_trials_us:
         found |= {TRIAL_MEANS: list(sync.trial_means_us), TRIAL_PROBES: list(sync.host_probe_trials_us)}
     return {key: value for key, value in found.items() if value is not None}
+
+
+def contest_trials(contest) -> dict[str, list[float]]:
+    """A contest tier's figure's trial medians as :data:`CONTEST_TRIAL_MEDIANS`, where they were
+    recorded (none of an unavailable tier or an older trace)."""
+    if contest is None or not contest.available or not contest.trial_medians_us:
+        return {}
+    return {CONTEST_TRIAL_MEDIANS: list(contest.trial_medians_us)}
 
 
 def as_repeats(figures: dict[str, float | list[float]]) -> dict[str, list[float]]:
@@ -229,7 +239,8 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
     its trials (:func:`harness.judge.timing.sync.host_call_s`, the sync tier's own), and
     :data:`PROBE`: the median over its trials of the host's speed read just before and after each
     trial's loop (:func:`harness.judge.timing.host_speed.speed_beside`, as the sync tier reads it),
-    and each trial's mean and reading apart (:data:`TRIAL_MEANS`, :data:`TRIAL_PROBES`)."""
+    and each trial's mean and reading apart (:data:`TRIAL_MEANS`, :data:`TRIAL_PROBES`). With the contest
+    timer, each trial's median (:data:`CONTEST_TRIAL_MEDIANS`)."""
     import warnings
 
     from flashinfer.testing import bench_gpu_time, bench_gpu_time_with_cuda_event, bench_gpu_time_with_cupti
@@ -242,10 +253,14 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
         warm(fn, args, warm_s)
         return statistics.median(bench_gpu_time_with_cupti(fn, input_args=args, cold_l2_cache=True, **flush))
 
+    contest_ms: list[float] = []  # each contest trial's median
+
     def contest(fn, args) -> float:  # each trial after the clock warm-up, as the harness's contest trials
-        return mean_over_trials(args, CONTEST_TRIALS, lambda trial_args: warm(fn, trial_args, warm_s),
-                                lambda trial_args: statistics.median(bench_gpu_time_with_cupti(
-                                    fn, input_args=trial_args, **{**CONTEST_SETTINGS, **flush})))
+        def trial(trial_args) -> float:
+            contest_ms.append(statistics.median(bench_gpu_time_with_cupti(
+                fn, input_args=trial_args, **{**CONTEST_SETTINGS, **flush})))
+            return contest_ms[-1]
+        return mean_over_trials(args, CONTEST_TRIALS, lambda trial_args: warm(fn, trial_args, warm_s), trial)
 
     def events(fn, args) -> float:
         warm(fn, args, warm_s)
@@ -276,6 +291,8 @@ def plain_figures(subject: str, batch: int, warm_s: float = 0.0, flush_mb: int |
         placed = placement_copies(args, sets)  # None: as many as the core takes
         turns = (rotating(fn, placed), ()) if len(placed) > 1 else (fn, args)
         found = {tier: timers[tier](*((fn, args) if tier in ONE_SET_A_TRIAL else turns)) * 1e3 for tier in tiers}
+        if contest_ms:
+            found[CONTEST_TRIAL_MEDIANS] = [ms * 1e3 for ms in contest_ms]
         if host_s:
             found |= {HOST: statistics.median(host_s) * 1e6, PROBE: statistics.median(probe_s) * 1e6,
                       TRIAL_MEANS: [ms * 1e3 for ms in trial_ms], TRIAL_PROBES: [s * 1e6 for s in probe_s]}

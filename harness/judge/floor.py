@@ -62,7 +62,7 @@ def tier_figure(tier: str, result, nbytes: int, **extra) -> TierFigure:
         return TierFigure(tier=tier, available=False, reason=result.reason)
     gbps = nbytes / (result.value_us * 1e-6) / 1e9 if result.value_us > 0 else None
     fields = {key: result.extra.get(key) for key in ("trials", "host_call_us", "host_probe_us", "host_probe_trials_us",
-                                                   "trial_means_us", "stop", "noise")} | extra
+                                                   "trial_means_us", "trial_medians_us", "stop", "noise")} | extra
     return TierFigure(tier=tier, available=True, value_us=result.value_us, median_us=result.median_us,
                       p10_us=result.p10_us, p90_us=result.p90_us, min_us=result.min_us, max_us=result.max_us,
                       iters=result.iters, achieved_gb_per_s=gbps, **fields)

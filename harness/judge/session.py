@@ -37,7 +37,7 @@ from harness.judge.references import References
 from harness.judge.solutions import SolutionMeta, materialize
 from harness.judge.timing import (CONTEST_TRIALS, STOP_RULE_TIERS, ClockWarmth, gpu_tier_unavailable_reason,
                                   median_noise, stop_reason, summarize)
-from harness.judge.timing.stats import trial_means
+from harness.judge.timing.stats import trial_means, trial_medians
 from harness.judge.timing.tiers import describe_timer
 from harness.records.trace import (Correctness, CorrectnessExtra, Environment, Evaluation,
                                    FloorMeasurement, Performance, TensorErrors, TierFigure, Trace, WorkloadRecord,
@@ -536,8 +536,9 @@ class VariantJudge:
                      after_return_us=end.after_return_us, retimed_calls=end.retimed_calls)
         if tier in STOP_RULE_TIERS:  # the judge's own account of why the tier stopped where it did
             extra.update(stop=stop_reason(samples, timing), noise=median_noise(samples))
-        elif tier == CONTEST_TIER:  # all the contest's calls, or fewer by the slow-solution rule
-            extra.update(stop="iters" if len(samples) == figures.expected_samples(tier, calls) else "budget")
+        elif tier == CONTEST_TIER:  # all the contest's calls, or fewer by the slow-solution rule; each trial apart
+            extra.update(stop="iters" if len(samples) == figures.expected_samples(tier, calls) else "budget",
+                         trial_medians_us=trial_medians(samples, CONTEST_TRIALS))
         stats.extra["trials"] = {Tier.SYNC: timing.trials, CONTEST_TIER: CONTEST_TRIALS}.get(tier)
         if tier == Tier.SYNC:  # each trial apart, the judge's split of its samples beside the worker's reading
             extra.update(trial_means_us=trial_means(samples, timing.trials),

@@ -285,6 +285,11 @@ class TierFigure(Record):
     trial_means_us: list[float] | None = None
     """``sync``: each trial's mean (µs), in order: the judge's split of the tier's samples
     (``value_us`` is their mean)."""
+    trial_medians_us: list[float] | None = None
+    """``contest``: each trial's median (µs), in order: the judge's split of the tier's samples
+    (``value_us`` is their mean). Each trial times one argument set, as flashinfer-bench main's
+    evaluator does, so the trials' spread is how far one placement of the buffers moves the figure
+    (docs/timing.md)."""
     host_probe_trials_us: list[float] | None = None
     """``sync``: ``host_probe_us``'s reading of each trial, in order, as the solution's process
     reported it (a diagnostic): beside ``trial_means_us``, it tells which trials ran while the

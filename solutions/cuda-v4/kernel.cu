@@ -187,8 +187,14 @@ constexpr int kCandidateWarmStores = 2048;   // lane 0 touches its destinations 
 constexpr int kCandidateOutputLast = 4096;   // the output stored after the state's rows (update_and_store)
 constexpr int kCandidateKqEarly = 8192;      // k . q all-reduced before the row sums (update_and_store)
 constexpr int kCandidateGatesEarly = 16384;  // g folded into k and q before the row sums (update_and_store)
+// The cost side of a cluster multicast of the small operands (issue #33; see cluster_barrier): the
+// blocks of a head launched in clusters, and one cluster barrier after the state's loads go out,
+// before the operands' (cluster-sync), or before any load (cluster-sync-first).
+constexpr int kCandidateClusterSync = 32768;
+constexpr int kCandidateClusterSyncFirst = 65536;
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-static_assert(kCandidate >= 0 && kCandidate < 32768 && !(kCandidate & kCandidateRemoved),
+constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
+static_assert(kCandidate >= 0 && kCandidate < 131072 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -716,6 +722,25 @@ __device__ __forceinline__ void load_shared_qk(const Params& p, int batch, int h
   }
 }
 
+// The cluster-sync candidates (kCandidateClusterSync, kCandidateClusterSyncFirst; issue #33). The one lead
+// results/cuda-notes.md left at B = 1: every warp of a head asks L2 for the same few sectors of q, k and the
+// gate inputs, up to 256 requests a sector, and one block of a thread-block cluster could fetch them for the
+// cluster with a TMA multicast into each block's shared memory. A multicast may only be issued once every
+// block of the cluster has initialized the mbarrier it completes, so one cluster barrier must stand either
+// between the state's loads and the operands' (then the operands go out later) or before every load (then
+// the state does). These builds pay that barrier and nothing else: the launch in clusters of up to 8 blocks
+// of one head (launch_kernel) and the barrier, with every load as shipped. The multicast's saving is bounded
+// by leaving q, k and the gates out altogether: -25 and -1 ns at B = 1 on the H100, -16 and -31 on the H200
+// (window means, results/ablation/20261127-H100-sub-tick, -H200-sub-tick). Prediction (before any run,
+// 2026-11-28): each build +40..+200 ns at B = 1-8 by the window mean on the H100 (a cluster barrier of a few
+// hundred cycles on a path the kq-early and gates-early builds showed already late for some warps, or on
+// the state's own), which closes the lead there; within +-10 ns of full would leave it open.
+__device__ __forceinline__ void cluster_barrier() {
+  // relaxed arrive: the barrier orders nothing of this build's memory; the multicast's would order the
+  // mbarrier's initialization, which fence.mbarrier_init does before a relaxed arrive.
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+
 // Tensor element offsets (all tensors contiguous), head = batch * HV + hv:
 //   q, k      [B, 1, HQ, K] : (batch * HQ + hq) * K + kk
 //   v, output [B, 1, HV, V] : head * V + vv
@@ -769,6 +794,7 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   float4 q4[kPieces], k4[kPieces];
   GateInputs in;
   float v_early = 0.0f;
+  if constexpr (kCandidate & kCandidateClusterSyncFirst) cluster_barrier();
   if constexpr (kOperandsFirst) load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
   StatePiece<S> s[kLaneRows][kPieces];
   // STAGED: the second pass's rows [kStagedFrom, kLaneRows) go to shared memory.
@@ -830,6 +856,7 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   }
   const auto* private_q = reinterpret_cast<const uint16_t*>(new_state_of<S>(p) + tile);  // the qk-private ablation's
   const auto* private_k = private_q + (std::is_same_v<S, float> ? kHeadK : 0);  // the fp32 row's second half
+  if constexpr ((kCandidate & kCandidateClusterSync) && !(kCandidate & kCandidateClusterSyncFirst)) cluster_barrier();
   if constexpr (!kOperandsFirst) {
     load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early,
                                                       private_q, private_k);
@@ -1113,7 +1140,22 @@ int current_device() {
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
   const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
-  gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S><<<grid, WARPS * kWarpSize, 0, stream>>>(params);
+  if constexpr (kClusterLaunch) {  // the cluster-sync candidates: the blocks of a head in clusters of up to 8
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = grid.x < 8 ? grid.x : 8;  // grid.x is a power of 2: the cluster divides it
+    cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = dim3(WARPS * kWarpSize);
+    config.stream = stream;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    TVM_FFI_CHECK_CUDA_ERROR(
+        cudaLaunchKernelEx(&config, gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>, params));
+  } else {
+    gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S><<<grid, WARPS * kWarpSize, 0, stream>>>(params);
+  }
 }
 
 template <int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>

@@ -151,6 +151,13 @@ def test_contest_value_is_the_mean_of_the_trial_medians():
         contest_value(samples[:-1])
 
 
+def test_bench_contest_reports_each_trials_median(monkeypatch, no_gpu_needed):
+    monkeypatch.setattr(contest, "flashinfer_timer", lambda: (FakeTimer(spans(0.002, 0.005, 0.003)), None))
+    stats = bench_contest(lambda args: None, lambda index=None: {}, lambda: None, TimingConfig())
+    assert stats.extra["trial_medians_us"] == pytest.approx([2.0, 5.0, 3.0])
+    assert stats.value_us == pytest.approx(statistics.mean([2.0, 5.0, 3.0]))
+
+
 def contest_judge(inplace=False):
     judge = make_judge(min_iters=5)  # no floor: a scripted tier's samples must fit its µs of wall clock
     judge.variant = SimpleNamespace(state_dtype="float32", meta=SimpleNamespace(inplace_state=inplace))
@@ -177,6 +184,16 @@ def test_the_judge_checks_the_outputs_each_contest_trial_left():
     assert figure.stop == "iters"
     assert [what for _, (_, what), _ in judge.pending] == [
         f"contest tier, timed call {t} (verified after it ran)" for t in range(CONTEST_TRIALS)]
+
+
+def test_the_judge_keeps_each_contest_trials_median_from_its_own_split_of_the_samples():
+    """One trial on a slower placement shows as one trial apart, where the figure (their mean) hides which."""
+    samples = [4.8] * PER_TRIAL + [5.3] * (PER_TRIAL - 1) + [90.0] + [4.9] * PER_TRIAL
+    end = msg.TierEnd(tier="contest", available=True, samples_us=[s / 1e3 for s in samples])
+    figure = contest_judge().time_tier(ScriptedWorker(*trial_reports(), end), WORKLOAD, "contest", 1,
+                                       deadline=time.monotonic() + 5)
+    assert figure.available and figure.trial_medians_us == pytest.approx([0.0048, 0.0053, 0.0049])
+    assert figure.value_us == pytest.approx(statistics.mean(figure.trial_medians_us))
 
 
 def test_a_contest_tier_that_reports_one_trial_of_three_is_rejected():

@@ -6,9 +6,10 @@ from support.records import make_floor, make_trace, write_run
 import pytest
 import torch
 
-from tools.parity_compare import (FULL_SPEED_FACTOR, HOST, PROBE, TARGETS, TRIAL_MEANS, TRIAL_PROBES, compare,
-                                  compare_at_full_speed, compare_host, judged, machine_speed, repeatability,
-                                  slow_trials, split_half_ratio, summary, write_report, yardstick)
+from tools.parity_compare import (CONTEST_TRIAL_MEDIANS, FULL_SPEED_FACTOR, HOST, PROBE, TARGETS, TRIAL_MEANS,
+                                  TRIAL_PROBES, compare, compare_at_full_speed, compare_contest_trials, compare_host,
+                                  judged, machine_speed, repeatability, slow_trials, split_half_ratio, summary,
+                                  write_report, yardstick)
 from tools.tier_parity import COPY, COPY_METHOD, extend, flashinfer_flush, harness_figures, solution_inputs
 
 
@@ -44,6 +45,40 @@ def test_the_harness_side_carries_the_sync_tiers_host_time_of_a_call_and_the_hos
     assert twice["sync"] == [80.0, 80.0] and twice[TRIAL_MEANS] == [60.0, 110.0, 70.0] * 2
     assert found[("cuda-v4", 8)] == {"cupti": 3.6, "sync": 25.0}
     assert found[(COPY, 8)] == {"cupti": 4.0, "sync": 20.0, PROBE: 12.5}  # the floor's host time is not set beside
+
+
+def test_the_harness_side_carries_each_contest_trials_median(tmp_path):
+    trace = make_trace("cuda-v1", "w8", {"cupti": 4.8, "contest": 5.0}, batch=8)
+    trace.evaluation.performance.tiers["contest"].trial_medians_us = [4.85, 5.30, 4.86]
+    older = make_trace("cuda-v4", "w8", {"cupti": 4.4, "contest": 4.5}, batch=8)  # recorded before: none
+    copy = make_floor("w8", {"cupti": 4.0, "contest": 4.1}, batch=8)
+    copy.tiers["contest"].trial_medians_us = [4.1, 4.1, 4.1]
+    found = harness_figures(write_run(tmp_path, "run", [trace, older, copy]), {8})
+    assert found[("cuda-v1", 8)][CONTEST_TRIAL_MEDIANS] == [4.85, 5.30, 4.86]
+    assert CONTEST_TRIAL_MEDIANS not in found[("cuda-v4", 8)]
+    assert found[(COPY, 8)][CONTEST_TRIAL_MEDIANS] == [4.1, 4.1, 4.1]
+
+
+def test_a_contest_miss_is_set_beside_each_sides_trials(tmp_path):
+    """One harness trial on a slow placement: the figure misses, the trials' ranges meet. Every harness trial
+    apart: they do not."""
+    plain_trials = [4.83, 4.85, 4.86]
+    harness = {("cuda-v1", 8): {"contest": [5.01], CONTEST_TRIAL_MEDIANS: [4.85, 5.30, 4.87]},
+               ("cuda-v4", 8): {"contest": [5.20], CONTEST_TRIAL_MEDIANS: [5.19, 5.20, 5.21]},
+               (COPY, 8): {"contest": [4.1]}}  # no trials kept: no row
+    plain = {("cuda-v1", 8): {"contest": [4.85], CONTEST_TRIAL_MEDIANS: plain_trials},
+             ("cuda-v4", 8): {"contest": [4.85], CONTEST_TRIAL_MEDIANS: plain_trials},
+             (COPY, 8): {"contest": [4.1], CONTEST_TRIAL_MEDIANS: [4.1, 4.1, 4.1]}}
+    rows = compare_contest_trials(harness, plain)
+    assert [(r["subject"], r["ranges_meet"]) for r in rows] == [("cuda-v1", True), ("cuda-v4", False)]
+    assert rows[0]["harness_max_us"] == 5.30 and rows[0]["plain_min_us"] == 4.83
+    assert [r["tier"] for r in compare(harness, plain)] == ["contest"] * 3  # the trials are no tier of their own
+    report = judged({"hardware": "a GPU", "date": "today", "git_commit": "abc", "command": "c", "plain_repeats": 1},
+                    harness, plain)
+    write_report(tmp_path, report)
+    text = (tmp_path / "tier_parity.md").read_text()
+    assert "| cuda-v1 | 8 | 4.850 5.300 4.870 | 4.830 4.850 4.860 | 1.033 | yes |" in text
+    assert "| cuda-v4 | 8 | 5.190 5.200 5.210 | 4.830 4.850 4.860 | 1.072 | **no** |" in text
 
 
 def test_the_host_times_are_compared_beside_the_tiers_with_no_target(tmp_path):
@@ -240,6 +275,27 @@ def test_with_several_sets_cupti_and_events_take_them_in_turn_and_contest_and_sy
     rotated = [entry for entry in given if not entry[1]]
     assert [name for name, _, _ in rotated] == ["cupti", "events"]
     assert [seen for _, _, seen in rotated] == ["set 0", "set 1"]
+
+
+def test_the_plain_contest_timer_keeps_each_trials_median(monkeypatch):
+    import sys
+    import types
+
+    import tools.tier_parity as parity
+
+    medians = iter([0.0048, 0.0053, 0.0049])  # ms: each trial's spans all alike
+    testing = types.ModuleType("flashinfer.testing")
+    testing.bench_gpu_time = testing.bench_gpu_time_with_cuda_event = None  # not asked
+    testing.bench_gpu_time_with_cupti = lambda fn, input_args=(), **kw: [next(medians)] * 3
+    monkeypatch.setitem(sys.modules, "flashinfer.testing", testing)
+    timing = types.ModuleType("flashinfer_bench.bench.timing")
+    timing.time_runnable = None  # imported, not asked
+    monkeypatch.setitem(sys.modules, "flashinfer_bench.bench.timing", timing)
+    monkeypatch.setattr(parity, "subject_call", lambda subject, batch, workdir: (lambda x: x, ("set 0",)))
+    monkeypatch.setattr(parity, "placement_copies", lambda args, count: [args] * (count or 3))
+    found = parity.plain_figures("cuda-v1", 8, 0.0, None, ("contest",), sets=1)
+    assert found[CONTEST_TRIAL_MEDIANS] == pytest.approx([4.8, 5.3, 4.9])
+    assert found["contest"] == pytest.approx(5.0)
 
 
 def test_the_plain_side_takes_as_many_sets_as_the_timing_core():

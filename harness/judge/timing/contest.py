@@ -29,7 +29,8 @@ import torch
 from harness.facts import Tier
 from harness.judge.timing import gpu_state
 from harness.judge.timing.settings import CONTEST_SETTINGS, CONTEST_TRIALS, TimingConfig
-from harness.judge.timing.stats import TierUnavailable, TimingStats, nothing_after, positional_call, summarize
+from harness.judge.timing.stats import (TierUnavailable, TimingStats, nothing_after, positional_call, summarize,
+                                        trial_medians)
 
 #: Words of FlashInfer's warning when it times with CUDA events instead of CUPTI.
 _FALLBACK_WORDS = ("falling back", "fall back", "not installed", "needs to be")
@@ -65,18 +66,14 @@ def contest_value(samples_us: list[float]) -> float:
     :data:`CONTEST_TRIALS` trials (equal parts of the samples, in order).
 
     How flashinfer-bench combines its trials is not asserted here: the mean of the trial
-    medians is what the sync tier does with the original contest's trials. The trace keeps the
-    samples' median, p10, p90, min and max, not every sample, so another combination needs the
-    run again.
+    medians is what the sync tier does with the original contest's trials. The trace keeps each
+    trial's median (``trial_medians_us``) and the samples' median, p10, p90, min and max, not every
+    sample, so a combination other than of the trial medians needs the run again.
 
     Raises:
         ValueError: the samples do not split into :data:`CONTEST_TRIALS` equal, non-empty trials.
     """
-    per_trial = len(samples_us) // CONTEST_TRIALS
-    if per_trial == 0 or per_trial * CONTEST_TRIALS != len(samples_us):
-        raise ValueError(f"{len(samples_us)} contest samples do not split into {CONTEST_TRIALS} equal trials")
-    return statistics.mean(statistics.median(samples_us[i * per_trial:(i + 1) * per_trial])
-                           for i in range(CONTEST_TRIALS))
+    return statistics.mean(trial_medians(samples_us, CONTEST_TRIALS))
 
 
 def flashinfer_timer():
@@ -120,7 +117,7 @@ def bench_contest(fn: Callable, setup: Callable, flush: Callable, config: Timing
     slow solution, then ``stop`` is ``budget``).
 
     Returns:
-        TimingStats in µs (``value_us``: :func:`contest_value`; ``trials``), or
+        TimingStats in µs (``value_us``: :func:`contest_value`; ``trials``; ``trial_medians_us``), or
         TierUnavailable when CUPTI or FlashInfer is missing, or the first trial fell back to CUDA
         events or came back short (:func:`_refusal`).
 
@@ -148,4 +145,4 @@ def bench_contest(fn: Callable, setup: Callable, flush: Callable, config: Timing
     gpu_state.CLOCKS.busy()
     cut = settings["repeat_iters"] < CONTEST_SETTINGS["repeat_iters"]
     return summarize(Tier.CONTEST, samples, value_us=contest_value(samples), trials=CONTEST_TRIALS,
-                     stop="budget" if cut else "iters")
+                     stop="budget" if cut else "iters", trial_medians_us=trial_medians(samples, CONTEST_TRIALS))

@@ -47,19 +47,39 @@ def positional_call(fn: Callable, entry: Callable | None, args: Any) -> tuple[Ca
     return entry or (lambda *given: fn(dict(zip(names, given)))), tuple(args.values())
 
 
+def split_trials(samples_us: list[float], trials: int, tier: str) -> list[list[float]]:
+    """``samples_us`` split into ``trials`` equal parts, in order: a sync or contest tier's trials
+    follow one another in its samples.
+
+    Raises:
+        ValueError: the samples do not split into ``trials`` equal, non-empty parts (the message
+            names ``tier``).
+    """
+    trials = max(1, trials)
+    per_trial = len(samples_us) // trials
+    if per_trial == 0 or per_trial * trials != len(samples_us):
+        raise ValueError(f"{len(samples_us)} {tier} samples do not split into {trials} trials")
+    return [samples_us[i * per_trial:(i + 1) * per_trial] for i in range(trials)]
+
+
 def trial_means(samples_us: list[float], trials: int) -> list[float]:
-    """Each trial's mean (µs), in order: ``samples_us`` split into ``trials`` equal parts, as the
-    sync tier's trials follow one another (flashinfer-bench 0.1.2's ``time_runnable`` returns each
+    """Each sync trial's mean (µs), in order (flashinfer-bench 0.1.2's ``time_runnable`` returns each
     one's mean).
 
     Raises:
         ValueError: the samples do not split into ``trials`` equal, non-empty parts.
     """
-    trials = max(1, trials)
-    per_trial = len(samples_us) // trials
-    if per_trial == 0 or per_trial * trials != len(samples_us):
-        raise ValueError(f"{len(samples_us)} sync samples do not split into {trials} trials")
-    return [statistics.mean(samples_us[i * per_trial:(i + 1) * per_trial]) for i in range(trials)]
+    return [statistics.mean(part) for part in split_trials(samples_us, trials, "sync")]
+
+
+def trial_medians(samples_us: list[float], trials: int) -> list[float]:
+    """Each contest trial's median (µs), in order (FlashInfer's CUPTI timer returns each call's span;
+    a trial's figure is their median).
+
+    Raises:
+        ValueError: the samples do not split into ``trials`` equal, non-empty parts.
+    """
+    return [statistics.median(part) for part in split_trials(samples_us, trials, "contest")]
 
 
 #: Half-width of :func:`window_mean`'s window, a fraction of the median: ±5% holds three 32-ns CUPTI
