@@ -71,6 +71,11 @@ in kernel.cu, were refuted: ``output-last`` (-4 / -1 ns at B = 1 / 2, +66 at B =
 ablation (+0.23 µs and more: its own lines come from DRAM) on an H100 (results/ablation/20261127-H100-output-last),
 ``kq-early`` and ``gates-early`` (0.08-0.18 µs slower at every B <= 8) on an H200
 (results/ablation/20261127-H200-early).
+
+The cluster builds (predictions in kernel.cu, before their runs, 2026-11-28): ``cluster-sync`` and
+``cluster-sync-first`` pay the cluster barrier a multicast of the small operands needs, ``qk-multicast`` is that
+multicast for q and k. Measured (H100, dbdca62 and ccaafb0, results/ablation/20261128-H100-cluster-multicast): the
+barrier after the state's loads costs nothing at B = 1-2 (+3 / -2 ns), the multicast +0.32 µs at B = 1.
 """
 
 from __future__ import annotations

@@ -736,7 +736,10 @@ __device__ __forceinline__ void load_shared_qk(const Params& p, int batch, int h
 // (window means, results/ablation/20261127-H100-sub-tick, -H200-sub-tick). Prediction (before any run,
 // 2026-11-28): each build +40..+200 ns at B = 1-8 by the window mean on the H100 (a cluster barrier of a few
 // hundred cycles on a path the kq-early and gates-early builds showed already late for some warps, or on
-// the state's own), which closes the lead there; within +-10 ns of full would leave it open.
+// the state's own), which closes the lead there; within +-10 ns of full would leave it open. Outcome (H100,
+// dbdca62 and ccaafb0, results/ablation/20261128-H100-cluster-multicast): cluster-sync +2..+3 / -2 ns at
+// B = 1 / 2 (refuted there: the barrier after the state's loads costs nothing), +124 / +252..+297 at B = 4 / 8;
+// cluster-sync-first +98..+207 at B = 1-8.
 __device__ __forceinline__ void cluster_barrier() {
   // relaxed arrive: the barrier orders nothing of this build's memory; the multicast's would order the
   // mbarrier's initialization, which fence.mbarrier_init does before a relaxed arrive.
@@ -755,7 +758,9 @@ __device__ __forceinline__ void cluster_barrier() {
 // Prediction (before any run, 2026-11-28): the no-qk ablation took 24.5 ns off B = 1 and 28 off B = 2 on an
 // H100 in the same run (window means), and a multicast keeps the reads from shared memory and k . q's
 // all-reduce that no-qk also drops: -5..-20 ns at B = 1 and 2 on the H100, a loss at B = 4 and 8 (the
-// barrier's cost there), and on the H200 at most no-qk's -16 ns at B = 1.
+// barrier's cost there), and on the H200 at most no-qk's -16 ns at B = 1. Outcome (H100, ccaafb0,
+// results/ablation/20261128-H100-cluster-multicast): refuted, +321 / +348 ns at B = 1 / 2, +505..+534 at
+// B = 4 / 8; the lead is closed.
 struct QKMulticast {
   uint16_t qk[2][kHeadK];  // q, then k, of the cluster's q/k head: 512 bytes, written by the copies
   uint64_t landed;         // the block's mbarrier: one arrival (thread 0's, with the bytes it expects)
