@@ -9,7 +9,7 @@ import torch
 from tools.parity_compare import (CONTEST_TRIAL_MEDIANS, FULL_SPEED_FACTOR, HOST, PROBE, TARGETS, TRIAL_MEANS,
                                   TRIAL_PROBES, compare, compare_at_full_speed, compare_contest_trials, compare_host,
                                   judged, machine_speed, repeatability, slow_trials, split_half_ratio, summary,
-                                  write_report, yardstick)
+                                  write_report, yardstick, yardstick_points)
 from tools.tier_parity import COPY, COPY_METHOD, extend, flashinfer_flush, harness_figures, solution_inputs
 
 
@@ -79,6 +79,28 @@ def test_a_contest_miss_is_set_beside_each_sides_trials(tmp_path):
     text = (tmp_path / "tier_parity.md").read_text()
     assert "| cuda-v1 | 8 | 4.850 5.300 4.870 | 4.830 4.850 4.860 | 1.033 | yes |" in text
     assert "| cuda-v4 | 8 | 5.190 5.200 5.210 | 4.830 4.850 4.860 | 1.072 | **no** |" in text
+
+
+@pytest.mark.parametrize("batch, harness_trials, counted", [
+    (8, [4.85, 5.30, 4.87], True),    # B <= 8, the trials meet: a placement of the sets, counted
+    (8, [5.19, 5.20, 5.21], False),   # every harness trial apart: not counted
+    (64, [4.85, 5.30, 4.87], False),  # from B = 16 up every point keeps ±2%
+])
+def test_the_proposed_yardstick_counts_a_small_batch_contest_miss_whose_trials_meet(tmp_path, batch, harness_trials,
+                                                                                    counted):
+    plain_trials = [4.83, 4.85, 4.86]
+    harness = {("cuda-v1", batch): {"contest": [5.01, 5.01], CONTEST_TRIAL_MEDIANS: harness_trials},
+               ("cuda-v4", batch): {"contest": [4.40, 4.41]}}
+    plain = {("cuda-v1", batch): {"contest": [4.85, 4.85], CONTEST_TRIAL_MEDIANS: plain_trials},
+             ("cuda-v4", batch): {"contest": [4.40, 4.40]}}
+    report = judged({"hardware": "a GPU", "date": "today", "git_commit": "abc", "command": "c", "plain_repeats": 2},
+                    harness, plain)
+    assert yardstick_points("contest", report["rows"], report["contest_trial_rows"]) == 1 + counted
+    assert yardstick_points("cupti", report["rows"], report["contest_trial_rows"]) == 0  # no cupti rows here
+    write_report(tmp_path, report)
+    line = next(l for l in (tmp_path / "tier_parity.md").read_text().splitlines() if l.startswith("| contest | ±2% |"))
+    assert line.startswith("| contest | ±2% | 1 of 2 |")  # the target: the miss stays a miss
+    assert line.endswith("| met |" if counted else "| missed |")
 
 
 def test_the_host_times_are_compared_beside_the_tiers_with_no_target(tmp_path):
