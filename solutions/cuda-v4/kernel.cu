@@ -192,11 +192,12 @@ constexpr int kCandidateGatesEarly = 16384;  // g folded into k and q before the
 // before the operands' (cluster-sync), or before any load (cluster-sync-first).
 constexpr int kCandidateClusterSync = 32768;
 constexpr int kCandidateClusterSyncFirst = 65536;
-constexpr int kCandidateQKMulticast = 131072;  // q and k fetched once a cluster, multicast (load_multicast_qk)
+// 131072 was the qk-multicast candidate (q and k bulk-copied once a cluster into every block's shared memory),
+// +0.32 µs at B = 1 on an H100, removed (its build: ccaafb0; results/ablation/20261128-H100-cluster-multicast); the
+// bound below refuses it.
 constexpr int kCandidate = GDN_V4_CANDIDATE;
-constexpr bool kClusterLaunch =
-    (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst | kCandidateQKMulticast)) != 0;
-static_assert(kCandidate >= 0 && kCandidate < 262144 && !(kCandidate & kCandidateRemoved),
+constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
+static_assert(kCandidate >= 0 && kCandidate < 131072 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -739,80 +740,12 @@ __device__ __forceinline__ void load_shared_qk(const Params& p, int batch, int h
 // the state's own), which closes the lead there; within +-10 ns of full would leave it open. Outcome (H100,
 // dbdca62 and ccaafb0, results/ablation/20261128-H100-cluster-multicast): cluster-sync +2..+3 / -2 ns at
 // B = 1 / 2 (refuted there: the barrier after the state's loads costs nothing), +124 / +252..+297 at B = 4 / 8;
-// cluster-sync-first +98..+207 at B = 1-8.
+// cluster-sync-first +98..+207 at B = 1-8. The multicast itself (the qk-multicast candidate, ccaafb0) read
+// +321 ns at B = 1: the lead is closed.
 __device__ __forceinline__ void cluster_barrier() {
   // relaxed arrive: the barrier orders nothing of this build's memory; the multicast's would order the
   // mbarrier's initialization, which fence.mbarrier_init does before a relaxed arrive.
   asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
-}
-
-// The qk-multicast candidate (kCandidateQKMulticast, issue #33): q and k of the cluster's head (every block
-// of a cluster shares it, launch_kernel) reach each block's shared memory from one bulk copy a tensor,
-// multicast by the cluster's first block, where every warp loads them itself in the shipped build (up to 64
-// requests a sector at B = 1). Each block initializes its mbarrier, a cluster barrier makes every one of
-// them visible before the first block issues the copies (the cluster-sync build's barrier, which cost
-// +2 / -2 ns at B = 1 / 2 on an H100 and +124 / +297 at B = 4 / 8: results/ablation/20261128-H100-cluster-sync),
-// every thread waits on its block's mbarrier and reads its pieces there, and the first block leaves only
-// after every block's copy has landed (a second cluster barrier, arrived at once the copy has landed).
-// q and k must be 16-byte aligned (the host checks it for this build).
-// Prediction (before any run, 2026-11-28): the no-qk ablation took 24.5 ns off B = 1 and 28 off B = 2 on an
-// H100 in the same run (window means), and a multicast keeps the reads from shared memory and k . q's
-// all-reduce that no-qk also drops: -5..-20 ns at B = 1 and 2 on the H100, a loss at B = 4 and 8 (the
-// barrier's cost there), and on the H200 at most no-qk's -16 ns at B = 1. Outcome (H100, ccaafb0,
-// results/ablation/20261128-H100-cluster-multicast): refuted, +321 / +348 ns at B = 1 / 2, +505..+534 at
-// B = 4 / 8; the lead is closed.
-struct QKMulticast {
-  uint16_t qk[2][kHeadK];  // q, then k, of the cluster's q/k head: 512 bytes, written by the copies
-  uint64_t landed;         // the block's mbarrier: one arrival (thread 0's, with the bytes it expects)
-};
-
-__device__ __forceinline__ uint32_t shared_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-template <int PIECES, int LANES>
-__device__ __forceinline__ void load_multicast_qk(const Params& p, int batch, int hq, int k0,
-                                                  float4 (&q4)[PIECES], float4 (&k4)[PIECES]) {
-  __shared__ alignas(128) QKMulticast shared;
-  const uint32_t landed = shared_address(&shared.landed);
-  if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(landed));
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  cluster_barrier();  // every block's mbarrier initialized before the first block's copies may complete on it
-  if (threadIdx.x == 0) {
-    constexpr uint32_t kBytes = sizeof(shared.qk);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(landed), "r"(kBytes) : "memory");
-    uint32_t rank, blocks;
-    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
-    if (rank == 0) {
-      const uint16_t mask = static_cast<uint16_t>((1u << blocks) - 1u);
-      const Index row = (static_cast<Index>(batch) * kNumQKHeads + hq) * kHeadK;
-      const uint16_t* sources[2] = {p.q + row, p.k + row};
-#pragma unroll
-      for (int t = 0; t < 2; ++t) {
-        asm volatile(
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-            " [%0], [%1], %2, [%3], %4;" ::"r"(shared_address(shared.qk[t])),
-            "l"(sources[t]), "r"(kBytes / 2), "r"(landed), "h"(mask)
-            : "memory");
-      }
-    }
-  }
-  asm volatile(
-      "{\n\t.reg .pred done;\n\tWAIT:\n\t"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n\t"
-      "@!done bra WAIT;\n\t}" ::"r"(landed)
-      : "memory");
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");  // this block's copy has landed
-#pragma unroll
-  for (int c = 0; c < PIECES; ++c) {
-    const uint2 q = *reinterpret_cast<const uint2*>(&shared.qk[0][k0 + c * kPiece * LANES]);
-    const uint2 k = *reinterpret_cast<const uint2*>(&shared.qk[1][k0 + c * kPiece * LANES]);
-    q4[c] = make_float4(bf16_lo(q.x), bf16_hi(q.x), bf16_lo(q.y), bf16_hi(q.y));
-    k4[c] = make_float4(bf16_lo(k.x), bf16_hi(k.x), bf16_lo(k.y), bf16_hi(k.y));
-  }
 }
 
 // Tensor element offsets (all tensors contiguous), head = batch * HV + hv:
@@ -865,16 +798,11 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   const int v_row = v0 + sub / (LANES / kLaneRows);  // the row update_and_store gives this lane
   constexpr bool kOperandsFirst = kCandidate & kCandidateOperandsFirst;
   constexpr bool kSharedQK = (kCandidate & kCandidateSharedQK) && !kNoRegisterToSpare;
-  constexpr bool kMulticastQK = (kCandidate & kCandidateQKMulticast) != 0;
-  static_assert(!kMulticastQK || !(kCandidate & (kCandidateSharedQK | kCandidateOperandsFirst | kCandidateClusterSync |
-                                                 kCandidateClusterSyncFirst)) && !(kAblate & (kAblateQK | kAblateQKPrivate)),
-                "the qk-multicast candidate stands alone");
-  constexpr bool kOwnQK = kSharedQK || kMulticastQK;  // q and k not loaded by load_operands
   float4 q4[kPieces], k4[kPieces];
   GateInputs in;
   float v_early = 0.0f;
   if constexpr (kCandidate & kCandidateClusterSyncFirst) cluster_barrier();
-  if constexpr (kOperandsFirst) load_operands<kPieces, LANES, kVEarly, kOwnQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
+  if constexpr (kOperandsFirst) load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
   StatePiece<S> s[kLaneRows][kPieces];
   // STAGED: the second pass's rows [kStagedFrom, kLaneRows) go to shared memory.
   static_assert(!STAGED || kCanStage<S, PASSES>, "only a bf16 state's two-pass variants stage rows");
@@ -937,11 +865,10 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   const auto* private_k = private_q + (std::is_same_v<S, float> ? kHeadK : 0);  // the fp32 row's second half
   if constexpr ((kCandidate & kCandidateClusterSync) && !(kCandidate & kCandidateClusterSyncFirst)) cluster_barrier();
   if constexpr (!kOperandsFirst) {
-    load_operands<kPieces, LANES, kVEarly, kOwnQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early,
+    load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early,
                                                       private_q, private_k);
   }
   if constexpr (kSharedQK) load_shared_qk<WARPS, kPieces, LANES>(p, batch, hq, sub, q4, k4);
-  if constexpr (kMulticastQK) load_multicast_qk<kPieces, LANES>(p, batch, hq, k0, q4, k4);
   const Gates gates = (kAblate & kAblateGates)              ? Gates{0.9f, 0.5f}
                       : (kCandidate & kCandidatePreciseGates) ? compute_gates_precise(in.A_log, in.dt_bias, in.a, in.b)
                                                               : compute_gates(in.A_log, in.dt_bias, in.a, in.b);
@@ -959,9 +886,6 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
                                                                  v0 + pass * kPassRows,
                                                                  tile + pass * kPassRows * kHeadK, group, sub);
   }
-  // The qk-multicast candidate: no block of the cluster, the copies' issuer first, leaves before every
-  // block's copy has landed (each arrived once its own had, in load_multicast_qk).
-  if constexpr (kMulticastQK) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 }
 
 // Blocks an SM must hold at once, given to ptxas as __launch_bounds__'s second
@@ -1389,9 +1313,8 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
   TVM_FFI_CHECK(q.ndim() == 4, ValueError) << "q must be [B, 1, 4, 128]";
   const int64_t batch = q.size(0);
   const int device_id = q.device().device_id;
-  constexpr uintptr_t kQKAlign = (kCandidate & kCandidateQKMulticast) ? 16 : 8;  // a bulk copy's source: 16 bytes
-  check_tensor(q, "q", kDLBfloat, 16, {batch, 1, kNumQKHeads, kHeadK}, device_id, kQKAlign);
-  check_tensor(k, "k", kDLBfloat, 16, {batch, 1, kNumQKHeads, kHeadK}, device_id, kQKAlign);
+  check_tensor(q, "q", kDLBfloat, 16, {batch, 1, kNumQKHeads, kHeadK}, device_id, 8);
+  check_tensor(k, "k", kDLBfloat, 16, {batch, 1, kNumQKHeads, kHeadK}, device_id, 8);
   check_tensor(v, "v", kDLBfloat, 16, {batch, 1, kNumVHeads, kHeadV}, device_id, 16);
   // The state is fp32 (the definition's) or bf16 (the bf16-state mode: 8-byte pieces); new_state
   // has the state's dtype.
