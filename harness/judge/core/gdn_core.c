@@ -629,13 +629,22 @@ static int read_slot(Reader *r, Slot *s, int output) {
  * (results/judge-check/20261128-core-split-ab; docs/timing.md). */
 #define POOL_ALIGN 512
 static int has_buffer(const Slot *s) { return !(s->kind == K_NONE && s->nbytes == 0); }
+/* Whether a slot gets buffers in each set: an input the call is given (not K_NONE), an output with a buffer. */
+static int gets_buffers(const Slot *s, int output) { return output ? has_buffer(s) : s->kind != K_NONE; }
+static size_t raw_bytes(const Slot *s) { return s->nbytes; }
 static size_t pooled_bytes(const Slot *s) { return ((s->nbytes ? s->nbytes : 1) + POOL_ALIGN - 1) / POOL_ALIGN * POOL_ALIGN; }
+
+/* The bytes of one buffer set: `bytes` of every slot that gets buffers (raw_bytes, or pooled_bytes). */
+static size_t set_bytes(size_t (*bytes)(const Slot *)) {
+    size_t total = 0;
+    for (int i = 0; i < S.n_in; i++) if (gets_buffers(&S.in[i], 0)) total += bytes(&S.in[i]);
+    for (int i = 0; i < S.n_out; i++) if (gets_buffers(&S.out[i], 1)) total += bytes(&S.out[i]);
+    return total;
+}
 
 /* One allocation per buffer set for every slot of the set: inputs, then outputs, in the command's order. */
 static int alloc_pools(void) {
-    size_t per_set = 0;
-    for (int i = 0; i < S.n_in; i++) if (S.in[i].kind != K_NONE) per_set += pooled_bytes(&S.in[i]); /* as set_workload allocates */
-    for (int i = 0; i < S.n_out; i++) if (has_buffer(&S.out[i])) per_set += pooled_bytes(&S.out[i]);
+    size_t per_set = set_bytes(pooled_bytes);
     if (!S.gpu || !per_set) return 0;
     for (int set = 0; set < S.n_sets; set++) CU(cu.memAlloc(&S.pool[set], per_set), "cuMemAlloc (buffer set)");
     return 0;
@@ -643,7 +652,6 @@ static int alloc_pools(void) {
 
 /* The slot's buffers at *offset in each set's pool (advanced past it), its staging and pristine copies. */
 static int alloc_slot(Slot *s, size_t *offset) {
-    if (!has_buffer(s)) return 0;
     size_t n = s->nbytes ? s->nbytes : 1;
     if (S.gpu) {
         for (int set = 0; set < S.n_sets; set++) s->dev[set] = S.pool[set] + *offset;
@@ -668,9 +676,7 @@ static int alloc_slot(Slot *s, size_t *offset) {
 
 /* As many buffer sets as fit in SET_BYTES, 1 to MAX_SETS (one on the CPU: no placement to vary). */
 static int sets_for_workload(void) {
-    size_t per_set = 0;
-    for (int i = 0; i < S.n_in; i++) if (S.in[i].kind != K_NONE) per_set += S.in[i].nbytes;
-    for (int i = 0; i < S.n_out; i++) per_set += S.out[i].nbytes;
+    size_t per_set = set_bytes(raw_bytes);
     if (!S.gpu || !per_set) return 1;
     size_t n = SET_BYTES / per_set;
     return n < 1 ? 1 : (n > MAX_SETS ? MAX_SETS : (int)n);
@@ -697,8 +703,8 @@ static PyObject *set_workload(PyObject *self, PyObject *args) {
     S.n_sets = sets_for_workload();
     size_t offset = 0;
     if (alloc_pools() < 0) { unload(); return NULL; }
-    for (int i = 0; i < S.n_in; i++) if (S.in[i].kind != K_NONE && alloc_slot(&S.in[i], &offset) < 0) { unload(); return NULL; }
-    for (int i = 0; i < S.n_out; i++) if (alloc_slot(&S.out[i], &offset) < 0) { unload(); return NULL; }
+    for (int i = 0; i < S.n_in; i++) if (gets_buffers(&S.in[i], 0) && alloc_slot(&S.in[i], &offset) < 0) { unload(); return NULL; }
+    for (int i = 0; i < S.n_out; i++) if (gets_buffers(&S.out[i], 1) && alloc_slot(&S.out[i], &offset) < 0) { unload(); return NULL; }
     for (int i = 0; i < S.n_in; i++) {
         Slot *s = &S.in[i];
         if (s->kind != K_STORED) continue;
