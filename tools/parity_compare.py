@@ -61,6 +61,11 @@ TRIAL_MEANS, TRIAL_PROBES = "sync_trials", "host_probe_trials"
 CONTEST_TRIAL_MEDIANS = "contest_trials"
 
 
+def ranges_meet(ours: list[float], theirs: list[float], target: float) -> bool:
+    """Whether ``ours``' min-max and ``theirs``' widened by ``target`` (a fraction) overlap."""
+    return min(ours) <= max(theirs) * (1 + target) and max(ours) >= min(theirs) * (1 - target)
+
+
 def compare(harness: dict, plain: dict) -> list[dict]:
     """One row per (subject, B, tier) both sides measured. Each side is ``{(subject, B): {tier: [µs per
     repeat]}}`` and its figure is the median of its repeats. Each row holds: both figures (µs), their
@@ -81,7 +86,7 @@ def compare(harness: dict, plain: dict) -> list[dict]:
                          "plain_us": theirs, "ratio": ratio, "target": target, "within": abs(ratio - 1) <= target,
                          "harness_repeats": len(ours), "harness_min_us": min(ours), "harness_max_us": max(ours),
                          "plain_repeats": len(repeats), "plain_min_us": low, "plain_max_us": high,
-                         "within_spread": min(ours) <= high * (1 + target) and max(ours) >= low * (1 - target)})
+                         "within_spread": ranges_meet(ours, repeats, target)})
     return rows
 
 
@@ -150,7 +155,7 @@ def compare_contest_trials(harness: dict, plain: dict) -> list[dict]:
         rows.append({"subject": key[0], "batch_size": key[1], "harness_trials_us": list(ours),
                      "plain_trials_us": list(theirs), "harness_min_us": min(ours), "harness_max_us": max(ours),
                      "plain_min_us": min(theirs), "plain_max_us": max(theirs),
-                     "ranges_meet": min(ours) <= max(theirs) * (1 + target) and max(ours) >= min(theirs) * (1 - target)})
+                     "ranges_meet": ranges_meet(ours, theirs, target)})
     return rows
 
 
