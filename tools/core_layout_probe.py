@@ -71,10 +71,10 @@ from typing import Callable
 from tools.probe_cli import run_probe
 
 LAYOUTS = ("torch", "core", "core-pooled", "core-split")
-#: PyTorch's caching allocator rounds every block to 512 bytes; the pooled layouts align each tensor so.
-POOL_ALIGN = 512
-#: ... and serves a request of at most this many bytes from its small pool (``kSmallSize``), a larger one from
-#: blocks of its own pool, apart from the small tensors (the ``core-split`` layout).
+#: PyTorch's caching allocator rounds every block to 512 bytes, as the core's pools do (the pooled layouts take
+#: the core's rounding, :func:`harness.judge.core.pooled_bytes`), and serves a request of at most this many bytes
+#: from its small pool (``kSmallSize``), a larger one from blocks of its own pool, apart from the small tensors
+#: (the ``core-split`` layout).
 TORCH_SMALL_BYTES = 1 << 20
 #: Seconds of back-to-back calls before each point (tools.tier_parity.warm).
 WARM_S = 0.3
@@ -161,10 +161,12 @@ def core_sets(memory: DriverMemory, named: dict, order: list[tuple[str, bool]], 
 
 def pooled_sets(memory: DriverMemory, named: dict, count: int, apart_over: int | None = None) -> list[dict]:
     """``count`` sets of ``named``'s tensors, each set carved from one allocation of its own in ``named``'s
-    order, every tensor at a multiple of :data:`POOL_ALIGN`; with ``apart_over``, the tensors of more bytes than
+    order, every tensor at a multiple of the core's ``POOL_ALIGN`` (:func:`harness.judge.core.pooled_bytes`); with ``apart_over``, the tensors of more bytes than
     that from a second allocation of the set, as PyTorch keeps them apart from the small ones
     (:data:`TORCH_SMALL_BYTES`)."""
     import torch
+
+    from harness.judge.core import pooled_bytes
 
     tensors = [name for name, value in named.items() if isinstance(value, torch.Tensor)]
     large = [name for name in tensors if apart_over is not None and _nbytes(named[name]) > apart_over]
@@ -176,7 +178,7 @@ def pooled_sets(memory: DriverMemory, named: dict, count: int, apart_over: int |
             offsets, size = {}, 0
             for name in group:
                 offsets[name] = size
-                size += -(-_nbytes(named[name]) // POOL_ALIGN) * POOL_ALIGN
+                size += pooled_bytes(_nbytes(named[name]))
             base = memory.alloc(size)
             chosen.update({name: memory.tensor_at(base + offsets[name], named[name]) for name in group})
         sets.append(chosen)

@@ -84,6 +84,15 @@ MAGIC = 0x43444E47
 #: up to 8 buffer sets in turn, all within 2 GiB, so a figure is a median over as many placements
 #: (where a buffer lies moves a B <= 8 figure by 2-8 %, docs/timing.md).
 MAX_SETS, SET_BYTES = 8, 2 << 30
+#: As in gdn_core.c (``POOL_ALIGN``; a test reads it there): within a set's one allocation each tensor starts at a
+#: multiple of this, as PyTorch's caching allocator rounds its blocks (:func:`pooled_bytes`).
+POOL_ALIGN = 512
+
+
+def pooled_bytes(nbytes: int) -> int:
+    """Bytes a tensor of ``nbytes`` takes in its buffer set's allocation: at least one, rounded up to
+    :data:`POOL_ALIGN` (gdn_core.c's ``pooled_bytes``)."""
+    return -(-max(1, nbytes) // POOL_ALIGN) * POOL_ALIGN
 
 
 def buffer_sets(nbytes_per_set: int, on_gpu: bool = True) -> int:

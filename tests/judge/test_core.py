@@ -221,6 +221,8 @@ def test_the_buffer_set_rule_is_the_cores():
     assert int(re.search(r"#define MAX_SETS (\d+)", source).group(1)) == core.MAX_SETS
     shift = re.search(r"#define SET_BYTES \(\(size_t\)(\d+) << (\d+)\)", source).groups()
     assert int(shift[0]) << int(shift[1]) == core.SET_BYTES
+    assert int(re.search(r"#define POOL_ALIGN (\d+)", source).group(1)) == core.POOL_ALIGN
+    assert core.pooled_bytes(0) == core.pooled_bytes(1) == core.pooled_bytes(512) == 512 and core.pooled_bytes(513) == 1024
     assert core.buffer_sets(512 << 20) == 4 and core.buffer_sets(8 << 20) == 8  # B = 512 and B = 8 copies
     assert core.buffer_sets(3 << 30) == 1 and core.buffer_sets(0) == 1
     assert core.buffer_sets(8 << 20, on_gpu=False) == 1
@@ -269,7 +271,7 @@ def test_each_buffer_set_lies_in_one_allocation_its_tensors_side_by_side_as_pyto
     laid = [s for s in INPUTS if s.source != "none"] + OUTPUTS  # what the core allocates, in its order
 
     def pooled(slot: TensorSlot) -> int:
-        return -(-slot.nbytes // 512) * 512
+        return core.pooled_bytes(slot.nbytes)
 
     sets = core.buffer_sets(sum(s.nbytes for s in laid))
     assert len(calls) == 2 * core.MAX_SETS and sets > 1

@@ -8,6 +8,7 @@ import types
 import torch
 
 from harness.data.workloads import load_workloads
+from harness.judge import core
 from harness.paths import WORKLOADS_DIR
 from tools import core_layout_probe as probe
 
@@ -49,10 +50,10 @@ def test_the_pooled_layout_carves_each_set_from_one_allocation_aligned_and_apart
     named = {"x": torch.zeros(3), "y": torch.zeros(200), "scale": 0.5}
     memory = FakeMemory()
     sets = probe.pooled_sets(memory, named, count=2)
-    assert memory.sizes == [3 * probe.POOL_ALIGN, 3 * probe.POOL_ALIGN]  # 12 bytes -> 512, 800 -> 1024
-    bases = [1 << 20, (1 << 20) + 3 * probe.POOL_ALIGN]
-    assert memory.placed == [(bases[0], 12), (bases[0] + probe.POOL_ALIGN, 800),
-                             (bases[1], 12), (bases[1] + probe.POOL_ALIGN, 800)]
+    assert memory.sizes == [3 * core.POOL_ALIGN, 3 * core.POOL_ALIGN]  # 12 bytes -> 512, 800 -> 1024
+    bases = [1 << 20, (1 << 20) + 3 * core.POOL_ALIGN]
+    assert memory.placed == [(bases[0], 12), (bases[0] + core.POOL_ALIGN, 800),
+                             (bases[1], 12), (bases[1] + core.POOL_ALIGN, 800)]
     assert len(sets) == 2 and sets[1]["scale"] == 0.5
 
 
@@ -77,8 +78,8 @@ def test_the_split_layout_puts_the_tensors_over_its_limit_in_a_second_allocation
     named = {"q": torch.zeros(4), "state": torch.zeros(300), "b": torch.zeros(2), "scale": 0.5}
     memory = FakeMemory()
     sets = probe.pooled_sets(memory, named, count=2, apart_over=1000)  # state: 1,200 bytes
-    assert memory.sizes == [2 * probe.POOL_ALIGN, 3 * probe.POOL_ALIGN] * 2  # q and b, then state, per set
-    first_small, first_large = 1 << 20, (1 << 20) + 2 * probe.POOL_ALIGN
-    assert memory.placed[:3] == [(first_small, 16), (first_small + probe.POOL_ALIGN, 8), (first_large, 1200)]
+    assert memory.sizes == [2 * core.POOL_ALIGN, 3 * core.POOL_ALIGN] * 2  # q and b, then state, per set
+    first_small, first_large = 1 << 20, (1 << 20) + 2 * core.POOL_ALIGN
+    assert memory.placed[:3] == [(first_small, 16), (first_small + core.POOL_ALIGN, 8), (first_large, 1200)]
     assert all(s["state"].shape == (300,) and s["scale"] == 0.5 for s in sets)
     assert probe.pooled_sets(FakeMemory(), named, count=1, apart_over=1 << 20)[0].keys() == named.keys()
