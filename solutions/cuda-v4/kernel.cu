@@ -195,8 +195,8 @@ constexpr int kCandidateClusterSyncFirst = 65536;
 // 131072 was the qk-multicast candidate (q and k bulk-copied once a cluster into every block's shared memory),
 // +0.32 µs at B = 1 on an H100, removed (its build: ccaafb0; results/ablation/20261128-H100-cluster-multicast).
 constexpr int kCandidateQKMulticastRemoved = 131072;
-// The bf16 state's row sums on the tensor cores (update_rows_mma): a bf16 state's variants of 8 or 16 rows a warp,
-// 32 lanes a row and one pass take that form.
+// The bf16 state's row sums on the tensor cores (update_rows_mma): a bf16 state's variants of 8 or 16 rows a warp
+// and 32 lanes a row, unstaged, take that form (kTakesBf16Mma).
 constexpr int kCandidateBf16Mma = 262144;
 constexpr int kCandidate = GDN_V4_CANDIDATE;
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
@@ -918,6 +918,14 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
 // <= 0.55x the fp32 floor at B = 64 and 128 (0.556x / 0.564x now; 1.085x / 1.063x its copy), and at
 // least 2% under the bf16 table's pick at B = 128 on the same machine. Refuted if the best MMA variant is
 // not under the table's pick at B = 64-256.
+// Outcome, one pass (H200, a694991, results/tuning/20261128-H200-bf16-mma): refuted. Every MMA variant is correct and
+// 1.6-1.8x faster than its shipped twin (r16, 32 lanes a row, one pass: 32.3 -> 19.5 us at B = 128), but the best
+// reads 11.07 / 19.46 / 35.42 us at B = 64 / 128 / 256 against the table's picks' 10.02 / 18.77 / 34.85 (+10%,
+// +3.7%, +1.6%), all of them two-pass or staged variants. Fewer instructions alone do not close the gap.
+// Second prediction (before its run): the same form in two passes (r16/.../p2: a pass a row of the lane's two,
+// each pass's MMAs, d and stores waiting only on its own row's loads, as the shipped two-pass variants' first half)
+// gains 3-6% on its one-pass twin at B = 128 and 256 and reads at or under the table's pick there; B = 128 at
+// <= 18.3 us (0.55x the fp32 floor) needs 6%. Refuted if the best two-pass MMA variant stays over the pick at both.
 template <int POLICY>
 __device__ __forceinline__ uint4 load_state_bits8(const uint16_t* p) {
   uint4 raw;
@@ -972,16 +980,71 @@ __device__ __forceinline__ uint4 update_piece(uint4 s, uint4 k, float g, float d
                     update_word(s.w, k.w, g, d));
 }
 
-// Which variants take the bf16-MMA form in a candidate build.
+// Which variants take the bf16-MMA form in a candidate build: 8 rows a warp in one pass, 16 in one or two
+// (a pass a row of the lane's two: its MMAs, d and stores wait only on that row's loads, as the shipped
+// two-pass variants' first half does).
 template <int ROWS, int LANES, int PASSES, bool STAGED, typename S>
-constexpr bool kTakesBf16Mma = (kCandidate & kCandidateBf16Mma) && !std::is_same_v<S, float> && (ROWS == 8 || ROWS == 16) &&
-                               LANES == kWarpSize && PASSES == 1 && !STAGED && !kAblate;
+constexpr bool kTakesBf16Mma = (kCandidate & kCandidateBf16Mma) && !std::is_same_v<S, float> &&
+                               ((ROWS == 8 && PASSES == 1) || ROWS == 16) && LANES == kWarpSize && !STAGED && !kAblate;
+
+// One pass of the bf16-MMA form over the lane's N rows (1 or 2: rows v + 8 r), which s holds as loaded:
+// both row sums and k . q on the tensor cores, d, the output, the new state's rows stored from `new_state`.
+template <int POLICY, int N, int PIECES>
+__device__ __forceinline__ void mma_update_rows(const Params& p, const uint4 (&s)[N][PIECES], const uint4 (&b8)[PIECES],
+                                                Gates gates, const float (&v_rows)[N], Index head, int v,
+                                                uint16_t* new_state) {
+  constexpr int kPieceStride = 4 * 8;  // bf16 elements between a lane's pieces
+  const int lane = threadIdx.x % kWarpSize;
+  const int group = lane / 4;
+  // Row sums: two accumulators (even and odd k-steps) halve the chain of dependent MMAs. k . q: an MMA with B's
+  // pieces as A's rows too, so row g is k (q in group 1) and C[g][1] = k . q (C[1][0] = q . k in group 1's lanes):
+  // rows 8-15 of a one-row pass's own MMA.
+  float acc[2][4] = {};
+  float kq_acc[4] = {};
+#pragma unroll
+  for (int i = 0; i < PIECES; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t lo0 = h ? s[0][i].z : s[0][i].x, hi0 = h ? s[0][i].w : s[0][i].y;
+      const uint32_t b_lo = h ? b8[i].z : b8[i].x, b_hi = h ? b8[i].w : b8[i].y;
+      if constexpr (N == 2) {
+        const uint32_t lo1 = h ? s[1][i].z : s[1][i].x, hi1 = h ? s[1][i].w : s[1][i].y;
+        mma_bf16(acc[h], lo0, lo1, hi0, hi1, b_lo, b_hi);
+        mma_bf16(kq_acc, b_lo, b_lo, b_hi, b_hi, b_lo, b_hi);
+      } else {
+        mma_bf16(acc[h], lo0, b_lo, hi0, b_hi, b_lo, b_hi);
+      }
+    }
+  }
+  // Lane quad 0: sums[2 r] = S0 k and sums[2 r + 1] = S0 q of row v + 8 r.
+  const float sums[4] = {acc[0][0] + acc[1][0], acc[0][1] + acc[1][1], acc[0][2] + acc[1][2], acc[0][3] + acc[1][3]};
+  const float kq = N == 2 ? (group == 1 ? kq_acc[0] : kq_acc[1]) : (group == 1 ? sums[2] : sums[3]);
+  const int k_lane = group == 1 ? lane - 4 : lane;  // a lane holding k at this lane's columns
+  float d[N];
+#pragma unroll
+  for (int r = 0; r < N; ++r) {
+    const float delta = gates.beta * (v_rows[r] - gates.g * sums[2 * r]);
+    if (lane % 4 == 0) store_output(p, gates, head, v, 8 * r, sums[2 * r + 1], delta, kq);
+    d[r] = __shfl_sync(0xffffffffu, delta, lane & ~3);
+  }
+#pragma unroll
+  for (int i = 0; i < PIECES; ++i) {
+    const uint4 k8 = make_uint4(__shfl_sync(0xffffffffu, b8[i].x, k_lane), __shfl_sync(0xffffffffu, b8[i].y, k_lane),
+                                __shfl_sync(0xffffffffu, b8[i].z, k_lane), __shfl_sync(0xffffffffu, b8[i].w, k_lane));
+#pragma unroll
+    for (int r = 0; r < N; ++r) {
+      store_state_bits8<POLICY>(new_state + r * 8 * kHeadK + i * kPieceStride, update_piece(s[r][i], k8, gates.g, d[r]));
+    }
+  }
+}
 
 // Rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * WARPS + warp) * ROWS, in the bf16-MMA form.
-template <int WARPS, int ROWS, int POLICY>
+template <int WARPS, int ROWS, int POLICY, int PASSES>
 __device__ __forceinline__ void update_rows_mma(const Params& p, int chunk, int hv, int batch) {
   constexpr int kPieces = kHeadK / 8 / 4;     // 16-byte pieces a lane holds of a row (four lanes a row)
   constexpr int kRows = ROWS / 8;             // rows a lane holds: v0 + group (+ 8)
+  constexpr int kPassRows = kRows / PASSES;
+  static_assert(kPassRows >= 1, "a pass takes one or two of the lane's rows");
   constexpr int kPieceStride = 4 * 8;         // bf16 elements between a lane's pieces
   const int lane = threadIdx.x % kWarpSize;
   const int group = lane / 4;
@@ -1011,47 +1074,13 @@ __device__ __forceinline__ void update_rows_mma(const Params& p, int chunk, int 
 #pragma unroll
   for (int r = 0; r < kRows; ++r) v_rows[r] = load_bf16(p.v + head * kHeadV + v0 + group + 8 * r);
   const Gates gates = compute_gates(in.A_log, in.dt_bias, in.a, in.b);
-  // Row sums: two accumulators (even and odd k-steps) halve the chain of dependent MMAs. k . q: an MMA with B's
-  // pieces as A's rows too, so row g is k (q in group 1) and C[g][1] = k . q (C[1][0] = q . k in group 1's lanes);
-  // rows 8-15 of an 8-row warp's own MMA.
-  float acc[2][4] = {};
-  float kq_acc[4] = {};
 #pragma unroll
-  for (int i = 0; i < kPieces; ++i) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const uint32_t lo0 = h ? s[0][i].z : s[0][i].x, hi0 = h ? s[0][i].w : s[0][i].y;
-      const uint32_t b_lo = h ? b8[i].z : b8[i].x, b_hi = h ? b8[i].w : b8[i].y;
-      if constexpr (kRows == 2) {
-        const uint32_t lo1 = h ? s[1][i].z : s[1][i].x, hi1 = h ? s[1][i].w : s[1][i].y;
-        mma_bf16(acc[h], lo0, lo1, hi0, hi1, b_lo, b_hi);
-        mma_bf16(kq_acc, b_lo, b_lo, b_hi, b_hi, b_lo, b_hi);
-      } else {
-        mma_bf16(acc[h], lo0, b_lo, hi0, b_hi, b_lo, b_hi);
-      }
-    }
-  }
-  // Lane quad 0: sums[2 r] = S0 k and sums[2 r + 1] = S0 q of row v0 + group + 8 r.
-  const float sums[4] = {acc[0][0] + acc[1][0], acc[0][1] + acc[1][1], acc[0][2] + acc[1][2], acc[0][3] + acc[1][3]};
-  const float kq = kRows == 2 ? (group == 1 ? kq_acc[0] : kq_acc[1]) : (group == 1 ? sums[2] : sums[3]);
-  const int quad0 = lane & ~3;
-  const int k_lane = group == 1 ? lane - 4 : lane;  // a lane holding k at this lane's columns
-  float d[kRows];
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    const float delta = gates.beta * (v_rows[r] - gates.g * sums[2 * r]);
-    if (quad == 0) store_output(p, gates, head, v0 + group, 8 * r, sums[2 * r + 1], delta, kq);
-    d[r] = __shfl_sync(0xffffffffu, delta, quad0);
-  }
-  uint16_t* new_state = new_state_of<uint16_t>(p) + tile;
-#pragma unroll
-  for (int i = 0; i < kPieces; ++i) {
-    const uint4 k8 = make_uint4(__shfl_sync(0xffffffffu, b8[i].x, k_lane), __shfl_sync(0xffffffffu, b8[i].y, k_lane),
-                                __shfl_sync(0xffffffffu, b8[i].z, k_lane), __shfl_sync(0xffffffffu, b8[i].w, k_lane));
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      store_state_bits8<POLICY>(new_state + r * 8 * kHeadK + i * kPieceStride, update_piece(s[r][i], k8, gates.g, d[r]));
-    }
+  for (int pass = 0; pass < PASSES; ++pass) {
+    const int first = pass * kPassRows;
+    mma_update_rows<POLICY, kPassRows, kPieces>(
+        p, *reinterpret_cast<const uint4(*)[kPassRows][kPieces]>(&s[first]), b8, gates,
+        *reinterpret_cast<const float(*)[kPassRows]>(&v_rows[first]), head, v0 + group + 8 * first,
+        new_state_of<uint16_t>(p) + tile + first * 8 * kHeadK);
   }
 }
 
@@ -1091,7 +1120,7 @@ __global__ void __launch_bounds__(WARPS * kWarpSize, (kTakesBf16Mma<ROWS, LANES,
                                                           : kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>))
     gdn_decode_v4_kernel(const Params p) {
   if constexpr (kTakesBf16Mma<ROWS, LANES, PASSES, STAGED, S>) {
-    update_rows_mma<WARPS, ROWS, POLICY>(p, blockIdx.x, blockIdx.y, blockIdx.z);
+    update_rows_mma<WARPS, ROWS, POLICY, PASSES>(p, blockIdx.x, blockIdx.y, blockIdx.z);
   } else {
     update_rows<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>(p, blockIdx.x, blockIdx.y, blockIdx.z);
   }
