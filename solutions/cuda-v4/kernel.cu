@@ -193,14 +193,13 @@ constexpr int kCandidateGatesEarly = 16384;  // g folded into k and q before the
 constexpr int kCandidateClusterSync = 32768;
 constexpr int kCandidateClusterSyncFirst = 65536;
 // 131072 was the qk-multicast candidate (q and k bulk-copied once a cluster into every block's shared memory),
-// +0.32 µs at B = 1 on an H100, removed (its build: ccaafb0; results/ablation/20261128-H100-cluster-multicast).
-constexpr int kCandidateQKMulticastRemoved = 131072;
-// The bf16 state's row sums on the tensor cores (update_rows_mma): a bf16 state's variants of 8 or 16 rows a warp
-// and 32 lanes a row, unstaged, take that form (kTakesBf16Mma).
-constexpr int kCandidateBf16Mma = 262144;
+// +0.32 µs at B = 1 on an H100, removed (its build: ccaafb0; results/ablation/20261128-H100-cluster-multicast), and
+// 262144 the bf16-MMA candidate (a bf16 state's row sums on the tensor cores, mma.m16n8k16 on the loaded bits), correct
+// and 1.6-1.8x its shipped twins but 1.7-7.6% over the bf16 table's picks at B = 64-256 on an H200, removed (its build:
+// b8c0192; results/tuning/20261128-H200-bf16-mma): the bound below refuses both.
 constexpr int kCandidate = GDN_V4_CANDIDATE;
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
-static_assert(kCandidate >= 0 && kCandidate < 524288 && !(kCandidate & (kCandidateRemoved | kCandidateQKMulticastRemoved)),
+static_assert(kCandidate >= 0 && kCandidate < 131072 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -891,199 +890,6 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   }
 }
 
-// ---------------------------------------------------------------- the bf16-MMA candidate
-//
-// The bf16-MMA candidate (kCandidateBf16Mma, issue #33). The bf16 state reads 1.05-1.09x its own copy at every
-// B >= 16 on an H200, where the fp32 path moving the same bytes reads 1.00-1.02x (runs/20261128T053133Z_NVIDIA-H200-sweep),
-// and #33's bf16 target needs 1.057x at B = 64 and 1.028x at B = 128. Per byte of state the bf16 path issues about
-// twice the fp32 path's instructions (Nsight Compute at B = 64, H100: 2.34x): the row sums' two FMAs an element,
-// the widening before them and the lane exchange are per element or per row, and a bf16 row is half the bytes.
-// This form takes both row sums of 16 rows on the tensor cores, straight from the loaded bf16 bits: one
-// mma.m16n8k16 (bf16 in, fp32 accumulation) per 16 columns, with S0's rows as A and k and q as B's first two
-// columns, so C's columns 0 and 1 are S0 k and S0 q (products of two bf16 are exact in fp32, as in the
-// shipped path). What is left per element is the update: widen, g s + d k, pack, about half the shipped
-// instructions, and no lane exchange but two shuffles for d.
-//
-// Layout: lane = 4 group + quad (PTX's groupID and threadID_in_group). A warp takes ROWS (8 or 16) rows from v0;
-// the lane holds rows v0 + group and, with 16, v0 + group + 8, and of each the four 16-byte pieces (eight bf16)
-// at piece index quad + 4 i, i < 4 (each load instruction reads 64 contiguous bytes of 8 rows). The sums do not
-// depend on the order of the columns, so MMA k-step 2 i + h takes the lane's piece i, words 2 h and 2 h + 1, as
-// its A registers for the columns the fragment gives the lane (2 quad, 2 quad + 1 and + 8, + 9), and B must hold
-// k and q at the same physical columns: the lane's own k and q pieces, k in group 0's lanes, q in group 1's, zero
-// in the others'. k . q comes from the same MMA with k as A's row: rows 8-15 of an 8-row warp, otherwise
-// eight more MMAs. Lane quad 0 of each group then holds S0 k, S0 q (and k . q) of its rows.
-//
-// Prediction (before any GPU run, 2026-11-28): with the row sums off the SIMT pipes the bf16 state's
-// variants come within 3% of the bf16 copy at B = 64-256 on an H200, so the best MMA variant reads
-// <= 0.55x the fp32 floor at B = 64 and 128 (0.556x / 0.564x now; 1.085x / 1.063x its copy), and at
-// least 2% under the bf16 table's pick at B = 128 on the same machine. Refuted if the best MMA variant is
-// not under the table's pick at B = 64-256.
-// Outcome, one pass (H200, a694991, results/tuning/20261128-H200-bf16-mma): refuted. Every MMA variant is correct and
-// 1.6-1.8x faster than its shipped twin (r16, 32 lanes a row, one pass: 32.3 -> 19.5 us at B = 128), but the best
-// reads 11.07 / 19.46 / 35.42 us at B = 64 / 128 / 256 against the table's picks' 10.02 / 18.77 / 34.85 (+10%,
-// +3.7%, +1.6%), all of them two-pass or staged variants. Fewer instructions alone do not close the gap.
-// Second prediction (before its run): the same form in two passes (r16/.../p2: a pass a row of the lane's two,
-// each pass's MMAs, d and stores waiting only on its own row's loads, as the shipped two-pass variants' first half)
-// gains 3-6% on its one-pass twin at B = 128 and 256 and reads at or under the table's pick there; B = 128 at
-// <= 18.3 us (0.55x the fp32 floor) needs 6%. Refuted if the best two-pass MMA variant stays over the pick at both.
-template <int POLICY>
-__device__ __forceinline__ uint4 load_state_bits8(const uint16_t* p) {
-  uint4 raw;
-  if constexpr (POLICY == kStream) {
-    raw = __ldcs(reinterpret_cast<const uint4*>(p));
-  } else if constexpr (POLICY == kNc) {
-    raw = __ldg(reinterpret_cast<const uint4*>(p));
-  } else if constexpr (POLICY == kPlain) {
-    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w) : "l"(p));
-  } else {
-    static_assert(POLICY == kNoAlloc, "unknown cache policy");
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w) : "l"(p));
-  }
-  return raw;
-}
-
-template <int POLICY>
-__device__ __forceinline__ void store_state_bits8(uint16_t* p, uint4 raw) {
-  if constexpr (POLICY == kStream) {
-    __stcs(reinterpret_cast<uint4*>(p), raw);
-  } else {
-    *reinterpret_cast<uint4*>(p) = raw;
-  }
-}
-
-// Two fp32 -> one word of two bf16 (lo in the low half), each rounded to nearest even as torch does.
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-  const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&pair);
-}
-
-// d += A B (PTX mma.sync.aligned.m16n8k16.row.col, bf16 A and B, fp32 d): A's rows groupID (a0, a2) and
-// groupID + 8 (a1, a3), columns 2 threadID_in_group + {0, 1} (a0, a1) and + 8 (a2, a3); B's column groupID,
-// rows as A's columns; d's rows as A's, columns 2 threadID_in_group + {0, 1}.
-__device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-// g s + d k over one word of two bf16 (s and k at the same columns), packed back.
-__device__ __forceinline__ uint32_t update_word(uint32_t s, uint32_t k, float g, float d) {
-  return pack_bf16x2(fmaf(d, bf16_lo(k), g * bf16_lo(s)), fmaf(d, bf16_hi(k), g * bf16_hi(s)));
-}
-
-__device__ __forceinline__ uint4 update_piece(uint4 s, uint4 k, float g, float d) {
-  return make_uint4(update_word(s.x, k.x, g, d), update_word(s.y, k.y, g, d), update_word(s.z, k.z, g, d),
-                    update_word(s.w, k.w, g, d));
-}
-
-// Which variants take the bf16-MMA form in a candidate build: 8 rows a warp in one pass, 16 in one or two
-// (a pass a row of the lane's two: its MMAs, d and stores wait only on that row's loads, as the shipped
-// two-pass variants' first half does).
-template <int ROWS, int LANES, int PASSES, bool STAGED, typename S>
-constexpr bool kTakesBf16Mma = (kCandidate & kCandidateBf16Mma) && !std::is_same_v<S, float> &&
-                               ((ROWS == 8 && PASSES == 1) || ROWS == 16) && LANES == kWarpSize && !STAGED && !kAblate;
-
-// One pass of the bf16-MMA form over the lane's N rows (1 or 2: rows v + 8 r), which s holds as loaded:
-// both row sums and k . q on the tensor cores, d, the output, the new state's rows stored from `new_state`.
-template <int POLICY, int N, int PIECES>
-__device__ __forceinline__ void mma_update_rows(const Params& p, const uint4 (&s)[N][PIECES], const uint4 (&b8)[PIECES],
-                                                Gates gates, const float (&v_rows)[N], Index head, int v,
-                                                uint16_t* new_state) {
-  constexpr int kPieceStride = 4 * 8;  // bf16 elements between a lane's pieces
-  const int lane = threadIdx.x % kWarpSize;
-  const int group = lane / 4;
-  // Row sums: two accumulators (even and odd k-steps) halve the chain of dependent MMAs. k . q: an MMA with B's
-  // pieces as A's rows too, so row g is k (q in group 1) and C[g][1] = k . q (C[1][0] = q . k in group 1's lanes):
-  // rows 8-15 of a one-row pass's own MMA.
-  float acc[2][4] = {};
-  float kq_acc[4] = {};
-#pragma unroll
-  for (int i = 0; i < PIECES; ++i) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const uint32_t lo0 = h ? s[0][i].z : s[0][i].x, hi0 = h ? s[0][i].w : s[0][i].y;
-      const uint32_t b_lo = h ? b8[i].z : b8[i].x, b_hi = h ? b8[i].w : b8[i].y;
-      if constexpr (N == 2) {
-        const uint32_t lo1 = h ? s[1][i].z : s[1][i].x, hi1 = h ? s[1][i].w : s[1][i].y;
-        mma_bf16(acc[h], lo0, lo1, hi0, hi1, b_lo, b_hi);
-        mma_bf16(kq_acc, b_lo, b_lo, b_hi, b_hi, b_lo, b_hi);
-      } else {
-        mma_bf16(acc[h], lo0, b_lo, hi0, b_hi, b_lo, b_hi);
-      }
-    }
-  }
-  // Lane quad 0: sums[2 r] = S0 k and sums[2 r + 1] = S0 q of row v + 8 r.
-  const float sums[4] = {acc[0][0] + acc[1][0], acc[0][1] + acc[1][1], acc[0][2] + acc[1][2], acc[0][3] + acc[1][3]};
-  const float kq = N == 2 ? (group == 1 ? kq_acc[0] : kq_acc[1]) : (group == 1 ? sums[2] : sums[3]);
-  const int k_lane = group == 1 ? lane - 4 : lane;  // a lane holding k at this lane's columns
-  float d[N];
-#pragma unroll
-  for (int r = 0; r < N; ++r) {
-    const float delta = gates.beta * (v_rows[r] - gates.g * sums[2 * r]);
-    if (lane % 4 == 0) store_output(p, gates, head, v, 8 * r, sums[2 * r + 1], delta, kq);
-    d[r] = __shfl_sync(0xffffffffu, delta, lane & ~3);
-  }
-#pragma unroll
-  for (int i = 0; i < PIECES; ++i) {
-    const uint4 k8 = make_uint4(__shfl_sync(0xffffffffu, b8[i].x, k_lane), __shfl_sync(0xffffffffu, b8[i].y, k_lane),
-                                __shfl_sync(0xffffffffu, b8[i].z, k_lane), __shfl_sync(0xffffffffu, b8[i].w, k_lane));
-#pragma unroll
-    for (int r = 0; r < N; ++r) {
-      store_state_bits8<POLICY>(new_state + r * 8 * kHeadK + i * kPieceStride, update_piece(s[r][i], k8, gates.g, d[r]));
-    }
-  }
-}
-
-// Rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * WARPS + warp) * ROWS, in the bf16-MMA form.
-template <int WARPS, int ROWS, int POLICY, int PASSES>
-__device__ __forceinline__ void update_rows_mma(const Params& p, int chunk, int hv, int batch) {
-  constexpr int kPieces = kHeadK / 8 / 4;     // 16-byte pieces a lane holds of a row (four lanes a row)
-  constexpr int kRows = ROWS / 8;             // rows a lane holds: v0 + group (+ 8)
-  constexpr int kPassRows = kRows / PASSES;
-  static_assert(kPassRows >= 1, "a pass takes one or two of the lane's rows");
-  constexpr int kPieceStride = 4 * 8;         // bf16 elements between a lane's pieces
-  const int lane = threadIdx.x % kWarpSize;
-  const int group = lane / 4;
-  const int quad = lane % 4;
-  const int warp = threadIdx.x / kWarpSize;
-  const int v0 = (chunk * WARPS + warp) * ROWS;
-  const int hq = hv / kGroup;
-  const Index head = static_cast<Index>(batch) * kNumVHeads + hv;
-  const Index tile = (head * kHeadV + v0 + group) * kHeadK + 8 * quad;  // state[batch, hv, v0 + group, 8 quad]
-  const uint16_t* state = state_of<uint16_t>(p) + tile;
-  uint4 s[kRows][kPieces];
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-    for (int i = 0; i < kPieces; ++i) s[r][i] = load_state_bits8<POLICY>(state + r * 8 * kHeadK + i * kPieceStride);
-  }
-  // The small operands: B's pieces (k's at the lane's columns, q's in group 1's lanes: B's columns 0 and 1; its other
-  // columns, and so C's, are never read), the gate inputs and v of the lane's rows. Group 1's lanes take k for
-  // the update from group 0's (a shuffle), so a lane holds 16 registers of operands, not 32.
-  const Index qk = (static_cast<Index>(batch) * kNumQKHeads + hq) * kHeadK + 8 * quad;
-  const uint16_t* operand = (group == 1 ? p.q : p.k) + qk;
-  uint4 b8[kPieces];
-#pragma unroll
-  for (int i = 0; i < kPieces; ++i) b8[i] = __ldg(reinterpret_cast<const uint4*>(operand + i * kPieceStride));
-  const GateInputs in{__ldg(p.A_log + hv), __ldg(p.dt_bias + hv), load_bf16(p.a + head), load_bf16(p.b + head)};
-  float v_rows[kRows];
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) v_rows[r] = load_bf16(p.v + head * kHeadV + v0 + group + 8 * r);
-  const Gates gates = compute_gates(in.A_log, in.dt_bias, in.a, in.b);
-#pragma unroll
-  for (int pass = 0; pass < PASSES; ++pass) {
-    const int first = pass * kPassRows;
-    mma_update_rows<POLICY, kPassRows, kPieces>(
-        p, *reinterpret_cast<const uint4(*)[kPassRows][kPieces]>(&s[first]), b8, gates,
-        *reinterpret_cast<const float(*)[kPassRows]>(&v_rows[first]), head, v0 + group + 8 * first,
-        new_state_of<uint16_t>(p) + tile + first * 8 * kHeadK);
-  }
-}
-
 // Blocks an SM must hold at once, given to ptxas as __launch_bounds__'s second
 // argument. Where a warp's state rows and q/k pieces take at most 48 registers
 // per thread (4 * ROWS + 2 * 4 * 128 / (4 * LANES)), ask for 32 resident warps
@@ -1109,21 +915,10 @@ constexpr int kMinBlocksPerSm =
 
 // One block per chunk of WARPS * ROWS rows: grid (V / (WARPS * ROWS), HV, B). S: the state's
 // element type, float or uint16_t (bf16 bits).
-// The bf16-MMA candidate's variants: 16 rows a warp hold 32 registers of state and 16 of B a lane; bounded to
-// 20 warps an SM (96 registers; at 24, 80 registers, they spilled 12-16 bytes), 8 rows a warp to 32 (64).
-template <int WARPS, int ROWS>
-constexpr int kMmaMinBlocksPerSm = (ROWS == 16 ? 20 : 32) / WARPS;
-
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
-__global__ void __launch_bounds__(WARPS * kWarpSize, (kTakesBf16Mma<ROWS, LANES, PASSES, STAGED, S>
-                                                          ? kMmaMinBlocksPerSm<WARPS, ROWS>
-                                                          : kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>))
+__global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>))
     gdn_decode_v4_kernel(const Params p) {
-  if constexpr (kTakesBf16Mma<ROWS, LANES, PASSES, STAGED, S>) {
-    update_rows_mma<WARPS, ROWS, POLICY, PASSES>(p, blockIdx.x, blockIdx.y, blockIdx.z);
-  } else {
-    update_rows<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>(p, blockIdx.x, blockIdx.y, blockIdx.z);
-  }
+  update_rows<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
 
 // ---------------------------------------------------------------- host side
