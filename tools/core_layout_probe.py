@@ -161,26 +161,29 @@ def core_sets(memory: DriverMemory, named: dict, order: list[tuple[str, bool]], 
 
 def pooled_sets(memory: DriverMemory, named: dict, count: int, apart_over: int | None = None) -> list[dict]:
     """``count`` sets of ``named``'s tensors, each set carved from one allocation of its own in ``named``'s
-    order, every tensor at a multiple of the core's ``POOL_ALIGN`` (:func:`harness.judge.core.pooled_bytes`); with ``apart_over``, the tensors of more bytes than
-    that from a second allocation of the set, as PyTorch keeps them apart from the small ones
-    (:data:`TORCH_SMALL_BYTES`)."""
+    order, every tensor at a multiple of the core's ``POOL_ALIGN`` (:func:`harness.judge.core.pooled_bytes`);
+    with ``apart_over``, the tensors of more bytes than that from a second allocation of the set, as PyTorch
+    keeps them apart from the small ones (:data:`TORCH_SMALL_BYTES`)."""
     import torch
 
     from harness.judge.core import pooled_bytes
 
     tensors = [name for name, value in named.items() if isinstance(value, torch.Tensor)]
     large = [name for name in tensors if apart_over is not None and _nbytes(named[name]) > apart_over]
-    pools = [group for group in ([n for n in tensors if n not in large], large) if group]
+    pools = []  # each allocation of a set: (offset of each tensor, bytes), the same in every set
+    for group in ([n for n in tensors if n not in large], large):
+        offsets, size = {}, 0
+        for name in group:
+            offsets[name] = size
+            size += pooled_bytes(_nbytes(named[name]))
+        if group:
+            pools.append((offsets, size))
     sets = []
     for _ in range(count):
         chosen = dict(named)
-        for group in pools:
-            offsets, size = {}, 0
-            for name in group:
-                offsets[name] = size
-                size += pooled_bytes(_nbytes(named[name]))
+        for offsets, size in pools:
             base = memory.alloc(size)
-            chosen.update({name: memory.tensor_at(base + offsets[name], named[name]) for name in group})
+            chosen.update({name: memory.tensor_at(base + offset, named[name]) for name, offset in offsets.items()})
         sets.append(chosen)
     return sets
 
