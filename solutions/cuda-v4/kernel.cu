@@ -181,7 +181,7 @@ constexpr int kCandidateIndex32 = 32;      // element offsets in 32 bits (the ho
 constexpr int kCandidateBf16Packed = 128;    // a bf16 state held as loaded, two elements a register (StatePiece)
 // 512 was the bf16-staged candidate; it won at B = 64 on an H100 and became the variants' STAGED
 // knob (results/tuning/20261127-H100-bf16-staged-one-machine).
-constexpr int kCandidateRemoved = 64 | 256 | 512;
+constexpr int kCandidateRemoved = 64 | 256 | 512 | 131072 | 262144;
 constexpr int kCandidateSkAllReduce = 1024;  // the rows' S0 k all-reduced, no swap, no broadcast (update_and_store)
 constexpr int kCandidateWarmStores = 2048;   // lane 0 touches its destinations early (update_rows)
 constexpr int kCandidateOutputLast = 4096;   // the output stored after the state's rows (update_and_store)
@@ -196,10 +196,13 @@ constexpr int kCandidateClusterSyncFirst = 65536;
 // +0.32 µs at B = 1 on an H100, removed (its build: ccaafb0; results/ablation/20261128-H100-cluster-multicast), and
 // 262144 the bf16-MMA candidate (a bf16 state's row sums on the tensor cores, mma.m16n8k16 on the loaded bits), correct
 // and 1.6-1.8x its shipped twins but 1.7-7.6% over the bf16 table's picks at B = 64-256 on an H200, removed (its build:
-// b8c0192; results/tuning/20261128-H200-bf16-mma): the bound below refuses both.
+// b8c0192; results/tuning/20261128-H200-bf16-mma): kCandidateRemoved refuses both.
+// The lean-sums candidates (issue #33; see update_and_store): sums-in-place and kq-once.
+constexpr int kCandidateSumsInPlace = 524288;  // every dot product from its first piece's products, no 0.0f start
+constexpr int kCandidateKqOnce = 1048576;      // k . q summed and all-reduced by the first of two passes only
 constexpr int kCandidate = GDN_V4_CANDIDATE;
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
-static_assert(kCandidate >= 0 && kCandidate < 131072 && !(kCandidate & kCandidateRemoved),
+static_assert(kCandidate >= 0 && kCandidate < 2097152 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -349,6 +352,11 @@ __device__ __forceinline__ uint2 (&staging())[WARPS][ROWS][PIECES][kWarpSize] {
 
 __device__ __forceinline__ float dot4(float4 x, float4 y) {
   return fmaf(x.w, y.w, fmaf(x.z, y.z, fmaf(x.y, y.y, x.x * y.x)));
+}
+
+// acc + x . y, fused into acc (the sums-in-place candidate; [[maybe_unused]]: see widen_for_sums).
+[[maybe_unused]] __device__ __forceinline__ float dot4_into(float4 x, float4 y, float acc) {
+  return fmaf(x.w, y.w, fmaf(x.z, y.z, fmaf(x.y, y.y, fmaf(x.x, y.x, acc))));
 }
 
 // x * a and x + a, elementwise (the kq-early and gates-early candidates).
@@ -594,11 +602,11 @@ __device__ __forceinline__ void store_sk_all_reduced(const Params& p, const Piec
 // the LANES / R lanes of row r (sub / (LANES / R) == r) hold its two sums (half
 // of them each; one shuffle swaps), compute d_r and o_r, the lane group's R
 // values of d are broadcast, and every lane stores its pieces of S1.
-template <int R, int PIECES, int POLICY, int LANES, bool V_EARLY, typename S, typename Piece>
+template <int R, int PIECES, int POLICY, int LANES, bool V_EARLY, bool SUMS_IN_PLACE, typename S, typename Piece>
 __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][PIECES],
                                                  const float4 (&q4)[PIECES], const float4 (&k4)[PIECES],
                                                  Gates gates, float v_early, Index head, int v0, Index tile,
-                                                 int group, int sub) {
+                                                 int group, int sub, float& kq_reduced, bool kq_given) {
   constexpr int kRowLanes = LANES / R;  // lanes that end up holding one row's sums
   static_assert(kRowLanes >= 2, "a row's two sums need two lanes");
   // The kq-early and gates-early candidates (issue #33). A warp issues in order, and ptxas places the
@@ -621,8 +629,28 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
   static_assert(!(kCandidate & (kCandidateKqEarly | kCandidateGatesEarly)) ||
                     !(kCandidate & (kCandidateAllReduce | kCandidateSkAllReduce)),
                 "the early candidates take the shipped exchange");
+  // The sums-in-place candidate (kCandidateSumsInPlace, issue #33): each dot product starts from its first
+  // piece's products and fuses the later pieces' into the running sum (dot4_into), where the shipped form adds
+  // every piece's dot4 to a sum that starts at 0.0f: IEEE rules keep that 0.0f + x (it turns -0 into +0), so
+  // the B = 128 bf16 pick (r8/plain/l32/w4/p2) issues 16 FADDs a thread more than the algebra needs, and with 2+
+  // pieces a row one more FADD a piece (results/cuda-notes.md, the census of 2026-11-28). The kq-once candidate
+  // (kCandidateKqOnce): with two passes, the second reuses the first pass's reduced k . q (kq_reduced, kq_given),
+  // where ptxas takes its products and 5 dependent shuffles again (it does not merge them).
+  // Prediction (before any run, 2026-11-28; B = 128 bf16 on an H200, the table's pick; the ablation probe's
+  // window means): both together take 27 of the pick's 471 instructions a thread (22 FADD, 5 SHFL; cuobjdump,
+  // nvcc 13, sm_90a), -0.03..-0.10 µs of its 18.9 (the whole 0.94 µs over the copy build is the work after the
+  // loads, so at most its 6%, and less where the chain, not the issue slots, sets a warp's time); each alone
+  // less. Not enough for <= 0.55x (18.32 µs) alone. At B <= 8 (fp32, one pass) sums-in-place takes 2 FADDs off
+  // each row sum's dependent chain: within +-5 ns.
+  constexpr bool kSumsInPlace = SUMS_IN_PLACE;
   float kq = 0.0f;
   const auto add_kq = [&]() {
+    if constexpr (kSumsInPlace) {
+      kq = dot4(k4[0], q4[0]);
+#pragma unroll
+      for (int c = 1; c < PIECES; ++c) kq = dot4_into(k4[c], q4[c], kq);
+      return;
+    }
 #pragma unroll
     for (int c = 0; c < PIECES; ++c) kq += dot4(k4[c], q4[c]);
   };
@@ -642,6 +670,18 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
   float x[2 * R];  // x[2r]: partial S0 k of row r, x[2r + 1]: partial S0 q (times g where gates-early)
 #pragma unroll
   for (int r = 0; r < R; ++r) {
+    if constexpr (kSumsInPlace) {
+      const float4 first = widen_for_sums(s[r][0]);
+      x[2 * r] = dot4(first, k_sums[0]);
+      x[2 * r + 1] = dot4(first, q_sums[0]);
+#pragma unroll
+      for (int c = 1; c < PIECES; ++c) {
+        const float4 piece = widen_for_sums(s[r][c]);
+        x[2 * r] = dot4_into(piece, k_sums[c], x[2 * r]);
+        x[2 * r + 1] = dot4_into(piece, q_sums[c], x[2 * r + 1]);
+      }
+      continue;
+    }
     x[2 * r] = 0.0f;
     x[2 * r + 1] = 0.0f;
 #pragma unroll
@@ -651,7 +691,7 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
       x[2 * r + 1] += dot4(piece, q_sums[c]);
     }
   }
-  if constexpr (!kKqEarly) add_kq();  // the shipped order: k . q's products after the row sums'
+  if (!kKqEarly && !kq_given) add_kq();  // the shipped order: k . q's products after the row sums'
   if constexpr ((kCandidate & kCandidateAllReduce) && !(kAblate & kAblateExchange)) {
     store_all_reduced<R, PIECES, POLICY, LANES, S>(p, s, k4, x, kq, gates, head, v0, tile, sub);
     return;
@@ -672,7 +712,8 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
     }
   } else {
     const float mine = group_reduce_scatter<LANES>(x, sub);  // sum (sub / (kRowLanes / 2)) of x
-    if constexpr (!kKqEarly) kq = group_allreduce_sum<LANES>(kq);
+    if constexpr (!kKqEarly) kq = kq_given ? kq_reduced : group_allreduce_sum<LANES>(kq);
+    kq_reduced = kq;
     const float theirs = __shfl_xor_sync(0xffffffffu, mine, kRowLanes / 2);
     const bool holds_sq = (sub / (kRowLanes / 2)) % 2 != 0;
     sk = holds_sq ? theirs : mine;
@@ -880,13 +921,24 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   static_assert(PASSES == 1 || (PASSES == 2 && kLaneRows >= kMinRowsPerLaneForTwoPasses),
                 "two passes need kMinRowsPerLaneForTwoPasses rows a lane");
   constexpr int kPassRows = kLaneRows / PASSES;
+  // kq-once (see update_and_store): where a pass takes the shipped exchange, whose first pass all-reduces k . q
+  // (the all-reduce candidate's exchange, and the sk-all-reduce and kq-early candidates' at 1 or 2 rows a pass, reduce
+  // their own).
+  constexpr bool kOwnKq = (kCandidate & kCandidateAllReduce) ||
+                          ((kCandidate & (kCandidateSkAllReduce | kCandidateKqEarly)) && kPassRows <= 2);
+  constexpr bool kKqOnce = (kCandidate & kCandidateKqOnce) && PASSES == 2 && !(kAblate & kAblateExchange) && !kOwnKq &&
+                           !STAGED;
+  // The lean-sums candidates leave the staged variants alone: at the 64-register bound they spill 8-24 bytes with
+  // either (ptxas -v, nvcc 13, sm_90a: B = 64's r16/l16/w1/p2s).
+  constexpr bool kSumsInPlace = (kCandidate & kCandidateSumsInPlace) && !STAGED;
+  float kq_reduced = 0.0f;  // k . q over the lane group, once a pass has reduced it
 #pragma unroll
   for (int pass = 0; pass < PASSES; ++pass) {
     if (pass == 1) unstage_rows();
     auto& rows = *reinterpret_cast<StatePiece<S>(*)[kPassRows][kPieces]>(&s[pass * kPassRows]);
-    update_and_store<kPassRows, kPieces, POLICY, LANES, kVEarly, S>(p, rows, q4, k4, gates, v_early, head,
-                                                                 v0 + pass * kPassRows,
-                                                                 tile + pass * kPassRows * kHeadK, group, sub);
+    update_and_store<kPassRows, kPieces, POLICY, LANES, kVEarly, kSumsInPlace, S>(
+        p, rows, q4, k4, gates, v_early, head, v0 + pass * kPassRows, tile + pass * kPassRows * kHeadK, group, sub,
+        kq_reduced, kKqOnce && pass > 0);
   }
 }
 
