@@ -99,14 +99,16 @@ ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, 
 #: kCandidateAllReduce 8, kCandidateSharedQK 16, kCandidateIndex32 32, kCandidateBf16Packed 128 (the bf16
 #: state's kernels only: --state-dtype bfloat16), kCandidateSkAllReduce 1024, kCandidateWarmStores 2048,
 #: kCandidateOutputLast 4096, kCandidateKqEarly 8192, kCandidateGatesEarly 16384, kCandidateClusterSync 32768 and
-#: kCandidateClusterSyncFirst 65536, kCandidateSumsInPlace 524288, kCandidateKqOnce 1048576; qk-multicast, 131072 at
+#: kCandidateClusterSyncFirst 65536, kCandidateSumsInPlace 524288, kCandidateKqOnce 1048576, kCandidateWarps40 2097152,
+#: kCandidateWarps48 4194304, kCandidateWarps64 8388608 (with bf16-packed's 128: ``-packed``); qk-multicast, 131072 at
 #: ccaafb0, and bf16-mma, 262144 at b8c0192, were removed after their runs; the halves candidate, 32 at b280400, is the
 #: variants' passes now, and the bf16-staged candidate, 512 at d180165, their ``staged``).
 CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,
               "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "index-32": 32, "bf16-packed": 128,
               "sk-all-reduce": 1024, "warm-stores": 2048, "output-last": 4096, "kq-early": 8192, "gates-early": 16384,
               "kq-gates-early": 24576, "cluster-sync": 32768, "cluster-sync-first": 65536,
-              "sums-in-place": 524288, "kq-once": 1048576, "lean": 1572864}
+              "sums-in-place": 524288, "kq-once": 1048576, "lean": 1572864, "warps-40": 2097152,
+              "warps-40-packed": 2097280, "warps-48-packed": 4194432, "warps-64-packed": 8388736}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
           **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}

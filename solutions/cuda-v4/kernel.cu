@@ -200,9 +200,12 @@ constexpr int kCandidateClusterSyncFirst = 65536;
 // The lean-sums candidates (issue #33; see update_and_store): sums-in-place and kq-once.
 constexpr int kCandidateSumsInPlace = 524288;  // every dot product from its first piece's products, no 0.0f start
 constexpr int kCandidateKqOnce = 1048576;      // k . q summed and all-reduced by the first of two passes only
+constexpr int kCandidateWarps40 = 2097152;     // a bf16 state's bounded variants ask for 40 warps an SM (kMinBlocksPerSm)
+constexpr int kCandidateWarps48 = 4194304;     // ... for 48
+constexpr int kCandidateWarps64 = 8388608;     // ... for 64
 constexpr int kCandidate = GDN_V4_CANDIDATE;
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
-static_assert(kCandidate >= 0 && kCandidate < 2097152 && !(kCandidate & kCandidateRemoved),
+static_assert(kCandidate >= 0 && kCandidate < 16777216 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -961,9 +964,32 @@ template <int ROWS, typename S, bool STAGED>
 constexpr int kStateRegisters = (std::is_same_v<StatePiece<S>, uint2> ? 2 * ROWS : 4 * ROWS) / (STAGED ? 2 : 1);
 template <int WARPS, bool STAGED>
 constexpr int kStagingRegisters = STAGED && WARPS > 1 ? 1 : 0;
+
+// The warps-40, -48 and -64 candidates (kCandidateWarps40, kCandidateWarps48, kCandidateWarps64; issue #33): a bf16
+// state's bounded variants ask for 40, 48 or 64 resident warps instead of 32 (48, 40 or 32 registers a thread). At B = 128 on an H200 the
+// table's pick (r8/plain/w4/p2, 64 registers, 32 warps an SM) reads 0.95 µs over its copy build, and the copy build
+// takes 28 registers, so it runs 64 warps an SM: twice the bytes in flight. Leaving out the exchange and the
+// operands (48 registers, 40 warps) took 0.21 of it, and 27 instructions fewer at the same 64 registers 0.03
+// (results/ablation/20261128-H200-bf16-b128-split). ptxas -v (nvcc 13, sm_90a), r8/l32/w4 with two passes: at 40
+// warps the staged variants and the bf16-packed candidate's (128) fit without spilling; at 48 only packed and
+// staged together do (unpacked staged: 12 B, unstaged: 52 B); at 64 none (packed and staged: 8 B).
+// Prediction (before any run, 2026-11-28; a tune of the r8/l32 variants at B = 64, 128, 256 on an H200, shipped
+// against each candidate build): if the warps an SM are what the copy build has over full, the best variant of
+// warps-48 with packed pieces reads <= 18.45 µs at B = 128 (shipped best ~18.9) and warps-40's <= 18.7, and
+// warps-64's is faster still unless its spills cost more; if the math's own time is it, every candidate is within
+// +-0.1 µs of the shipped best or slower.
+template <typename S>
+constexpr int kWarpsPerSmAsked = std::is_same_v<S, float>                 ? 32
+                                 : (kCandidate & kCandidateWarps64) != 0 ? 64
+                                 : (kCandidate & kCandidateWarps48) != 0 ? 48
+                                 : (kCandidate & kCandidateWarps40) != 0 ? 40
+                                                                         : 32;
+constexpr int kMaxBlocksPerSm = 32;
 template <int WARPS, int ROWS, int LANES, typename S = float, bool STAGED = false>
 constexpr int kMinBlocksPerSm =
-    kStateRegisters<ROWS, S, STAGED> + kStagingRegisters<WARPS, STAGED> + 256 / LANES <= 48 ? 32 / WARPS : 1;
+    kStateRegisters<ROWS, S, STAGED> + kStagingRegisters<WARPS, STAGED> + 256 / LANES <= 48
+        ? (kWarpsPerSmAsked<S> / WARPS < kMaxBlocksPerSm ? kWarpsPerSmAsked<S> / WARPS : kMaxBlocksPerSm)
+        : 1;
 
 // One block per chunk of WARPS * ROWS rows: grid (V / (WARPS * ROWS), HV, B). S: the state's
 // element type, float or uint16_t (bf16 bits).
