@@ -77,9 +77,13 @@ The cluster builds (predictions in kernel.cu, before their runs, 2026-11-28): ``
 removed after its run) was that multicast for q and k. Measured (H100, dbdca62 and ccaafb0, results/ablation/20261128-H100-cluster-multicast): the
 barrier after the state's loads costs nothing at B = 1-2 (+3 / -2 ns), the multicast +0.32 µs at B = 1.
 
-The lean-sums builds (predictions in kernel.cu, before their runs, 2026-11-28): ``sums-in-place`` (no dot product
-starts from 0.0f), ``kq-once`` (two passes take k . q once) and ``lean`` (both): 27 of the bf16 B = 128 pick's 471
-instructions a thread fewer, for the 0.94 µs between it and its copy build on an H200.
+The bf16 state at B = 128 on an H200 (results/ablation/20261128-H200-bf16-b128-split): the ablations split little of
+the 0.95 µs between the table's pick and its copy build (no-operands-no-exchange -0.21, no-exchange +0.22); the
+lean-sums candidates (sums-in-place 524288, kq-once 1048576: 27 instructions a thread fewer) -0.03, and the warps
+candidates (more warps an SM under tighter register caps, results/tuning/20261128-H200-bf16-occupancy) 0.4-1.2 µs
+slower; all five were removed (their build: 02d788b). The copy build takes 28 registers where full takes 64, so it
+runs twice the warps an SM: ``copy-at-bound-warps`` pads its shared memory to hold no more blocks than the full
+build's bound (``bound-warps`` alone, the control, pads the full build; its pick's warps an SM do not change).
 """
 
 from __future__ import annotations
@@ -92,23 +96,21 @@ from tools.probe_cli import batch_sizes, has_gpu, probe_parser, spread, write_re
 from tools.timing_proof import in_fresh_process
 
 #: name -> kernel.cu's GDN_V4_ABLATE flags (kAblateQK 1, kAblateGates 2, kAblateV 4, kAblateExchange 8,
-#: kAblateMath 16, kAblateQKPrivate 32): each build leaves that work out (qk-private: the sharing of q's and k's lines).
+#: kAblateMath 16, kAblateQKPrivate 32, kAblateBoundWarps 64): each build leaves that work out (qk-private: the sharing
+#: of q's and k's lines; bound-warps: the warps an SM the registers would allow beyond the bound's).
 ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, "no-exchange": 8,
-             "no-operands-no-exchange": 15, "copy": 16, "qk-private": 32}
+             "no-operands-no-exchange": 15, "copy": 16, "qk-private": 32, "bound-warps": 64, "copy-at-bound-warps": 80}
 #: name -> kernel.cu's GDN_V4_CANDIDATE flags (kCandidateVEarly 1, kCandidateOperandsFirst 2, kCandidatePreciseGates 4,
 #: kCandidateAllReduce 8, kCandidateSharedQK 16, kCandidateIndex32 32, kCandidateBf16Packed 128 (the bf16
 #: state's kernels only: --state-dtype bfloat16), kCandidateSkAllReduce 1024, kCandidateWarmStores 2048,
 #: kCandidateOutputLast 4096, kCandidateKqEarly 8192, kCandidateGatesEarly 16384, kCandidateClusterSync 32768 and
-#: kCandidateClusterSyncFirst 65536, kCandidateSumsInPlace 524288, kCandidateKqOnce 1048576, kCandidateWarps40 2097152,
-#: kCandidateWarps48 4194304, kCandidateWarps64 8388608 (with bf16-packed's 128: ``-packed``); qk-multicast, 131072 at
-#: ccaafb0, and bf16-mma, 262144 at b8c0192, were removed after their runs; the halves candidate, 32 at b280400, is the
+#: kCandidateClusterSyncFirst 65536; qk-multicast, 131072 at ccaafb0, bf16-mma, 262144 at b8c0192, and the lean-sums and
+#: warps candidates, 524288-8388608 at 02d788b, were removed after their runs; the halves candidate, 32 at b280400, is the
 #: variants' passes now, and the bf16-staged candidate, 512 at d180165, their ``staged``).
 CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,
               "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "index-32": 32, "bf16-packed": 128,
               "sk-all-reduce": 1024, "warm-stores": 2048, "output-last": 4096, "kq-early": 8192, "gates-early": 16384,
-              "kq-gates-early": 24576, "cluster-sync": 32768, "cluster-sync-first": 65536,
-              "sums-in-place": 524288, "kq-once": 1048576, "lean": 1572864, "warps-40": 2097152,
-              "warps-40-packed": 2097280, "warps-48-packed": 4194432, "warps-64-packed": 8388736}
+              "kq-gates-early": 24576, "cluster-sync": 32768, "cluster-sync-first": 65536}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
           **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}

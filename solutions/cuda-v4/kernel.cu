@@ -168,8 +168,9 @@ constexpr int kAblateV = 4;         // v is a constant: none of its loads
 constexpr int kAblateExchange = 8;  // no shuffle: a lane's own partial sums stand for the row sums
 constexpr int kAblateMath = 16;     // the state stored as loaded, no output: a copy with this geometry
 constexpr int kAblateQKPrivate = 32;  // q and k read from the warp's own lines of new_state: as many loads, none shared
+constexpr int kAblateBoundWarps = 64;  // shared memory padded so an SM holds no more blocks than the bound asks (occupancy_pad)
 constexpr int kAblate = GDN_V4_ABLATE;
-static_assert(kAblate >= 0 && kAblate < 64, "GDN_V4_ABLATE is a sum of kAblate* flags");
+static_assert(kAblate >= 0 && kAblate < 128, "GDN_V4_ABLATE is a sum of kAblate* flags");
 constexpr int kCandidateVEarly = 1;         // v's load issued with q's and k's, not after the reduction
 constexpr int kCandidateOperandsFirst = 2;  // every small operand's load issued before the state's
 constexpr int kCandidatePreciseGates = 4;  // the gates with IEEE expf/log1pf/division (compute_gates_precise)
@@ -181,7 +182,7 @@ constexpr int kCandidateIndex32 = 32;      // element offsets in 32 bits (the ho
 constexpr int kCandidateBf16Packed = 128;    // a bf16 state held as loaded, two elements a register (StatePiece)
 // 512 was the bf16-staged candidate; it won at B = 64 on an H100 and became the variants' STAGED
 // knob (results/tuning/20261127-H100-bf16-staged-one-machine).
-constexpr int kCandidateRemoved = 64 | 256 | 512 | 131072 | 262144;
+constexpr int kCandidateRemoved = 64 | 256 | 512 | 131072 | 262144 | 524288 | 1048576 | 2097152 | 4194304 | 8388608;
 constexpr int kCandidateSkAllReduce = 1024;  // the rows' S0 k all-reduced, no swap, no broadcast (update_and_store)
 constexpr int kCandidateWarmStores = 2048;   // lane 0 touches its destinations early (update_rows)
 constexpr int kCandidateOutputLast = 4096;   // the output stored after the state's rows (update_and_store)
@@ -196,13 +197,12 @@ constexpr int kCandidateClusterSyncFirst = 65536;
 // +0.32 µs at B = 1 on an H100, removed (its build: ccaafb0; results/ablation/20261128-H100-cluster-multicast), and
 // 262144 the bf16-MMA candidate (a bf16 state's row sums on the tensor cores, mma.m16n8k16 on the loaded bits), correct
 // and 1.6-1.8x its shipped twins but 1.7-7.6% over the bf16 table's picks at B = 64-256 on an H200, removed (its build:
-// b8c0192; results/tuning/20261128-H200-bf16-mma): kCandidateRemoved refuses both.
-// The lean-sums candidates (issue #33; see update_and_store): sums-in-place and kq-once.
-constexpr int kCandidateSumsInPlace = 524288;  // every dot product from its first piece's products, no 0.0f start
-constexpr int kCandidateKqOnce = 1048576;      // k . q summed and all-reduced by the first of two passes only
-constexpr int kCandidateWarps40 = 2097152;     // a bf16 state's bounded variants ask for 40 warps an SM (kMinBlocksPerSm)
-constexpr int kCandidateWarps48 = 4194304;     // ... for 48
-constexpr int kCandidateWarps64 = 8388608;     // ... for 64
+// b8c0192; results/tuning/20261128-H200-bf16-mma). Then, for the bf16 state's B = 128 on an H200, the lean-sums
+// candidates 524288 (sums-in-place: no dot product from 0.0f) and 1048576 (kq-once: two passes take k . q once),
+// -0.03 µs together there, +1.3 µs at B = 256 for kq-once (results/ablation/20261128-H200-bf16-b128-split), and
+// 2097152, 4194304 and 8388608 (warps-40/48/64: a bf16 state's bounded variants asking ptxas for more warps an SM),
+// 0.4-1.2 µs slower at their best (results/tuning/20261128-H200-bf16-occupancy); their build: 02d788b. The static
+// assert below refuses them all.
 constexpr int kCandidate = GDN_V4_CANDIDATE;
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
 static_assert(kCandidate >= 0 && kCandidate < 16777216 && !(kCandidate & kCandidateRemoved),
@@ -355,11 +355,6 @@ __device__ __forceinline__ uint2 (&staging())[WARPS][ROWS][PIECES][kWarpSize] {
 
 __device__ __forceinline__ float dot4(float4 x, float4 y) {
   return fmaf(x.w, y.w, fmaf(x.z, y.z, fmaf(x.y, y.y, x.x * y.x)));
-}
-
-// acc + x . y, fused into acc (the sums-in-place candidate; [[maybe_unused]]: see widen_for_sums).
-[[maybe_unused]] __device__ __forceinline__ float dot4_into(float4 x, float4 y, float acc) {
-  return fmaf(x.w, y.w, fmaf(x.z, y.z, fmaf(x.y, y.y, fmaf(x.x, y.x, acc))));
 }
 
 // x * a and x + a, elementwise (the kq-early and gates-early candidates).
@@ -605,11 +600,11 @@ __device__ __forceinline__ void store_sk_all_reduced(const Params& p, const Piec
 // the LANES / R lanes of row r (sub / (LANES / R) == r) hold its two sums (half
 // of them each; one shuffle swaps), compute d_r and o_r, the lane group's R
 // values of d are broadcast, and every lane stores its pieces of S1.
-template <int R, int PIECES, int POLICY, int LANES, bool V_EARLY, bool SUMS_IN_PLACE, typename S, typename Piece>
+template <int R, int PIECES, int POLICY, int LANES, bool V_EARLY, typename S, typename Piece>
 __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][PIECES],
                                                  const float4 (&q4)[PIECES], const float4 (&k4)[PIECES],
                                                  Gates gates, float v_early, Index head, int v0, Index tile,
-                                                 int group, int sub, float& kq_reduced, bool kq_given) {
+                                                 int group, int sub) {
   constexpr int kRowLanes = LANES / R;  // lanes that end up holding one row's sums
   static_assert(kRowLanes >= 2, "a row's two sums need two lanes");
   // The kq-early and gates-early candidates (issue #33). A warp issues in order, and ptxas places the
@@ -632,28 +627,8 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
   static_assert(!(kCandidate & (kCandidateKqEarly | kCandidateGatesEarly)) ||
                     !(kCandidate & (kCandidateAllReduce | kCandidateSkAllReduce)),
                 "the early candidates take the shipped exchange");
-  // The sums-in-place candidate (kCandidateSumsInPlace, issue #33): each dot product starts from its first
-  // piece's products and fuses the later pieces' into the running sum (dot4_into), where the shipped form adds
-  // every piece's dot4 to a sum that starts at 0.0f: IEEE rules keep that 0.0f + x (it turns -0 into +0), so
-  // the B = 128 bf16 pick (r8/plain/l32/w4/p2) issues 16 FADDs a thread more than the algebra needs, and with 2+
-  // pieces a row one more FADD a piece (results/cuda-notes.md, the census of 2026-11-28). The kq-once candidate
-  // (kCandidateKqOnce): with two passes, the second reuses the first pass's reduced k . q (kq_reduced, kq_given),
-  // where ptxas takes its products and 5 dependent shuffles again (it does not merge them).
-  // Prediction (before any run, 2026-11-28; B = 128 bf16 on an H200, the table's pick; the ablation probe's
-  // window means): both together take 27 of the pick's 471 instructions a thread (22 FADD, 5 SHFL; cuobjdump,
-  // nvcc 13, sm_90a), -0.03..-0.10 µs of its 18.9 (the whole 0.94 µs over the copy build is the work after the
-  // loads, so at most its 6%, and less where the chain, not the issue slots, sets a warp's time); each alone
-  // less. Not enough for <= 0.55x (18.32 µs) alone. At B <= 8 (fp32, one pass) sums-in-place takes 2 FADDs off
-  // each row sum's dependent chain: within +-5 ns.
-  constexpr bool kSumsInPlace = SUMS_IN_PLACE;
   float kq = 0.0f;
   const auto add_kq = [&]() {
-    if constexpr (kSumsInPlace) {
-      kq = dot4(k4[0], q4[0]);
-#pragma unroll
-      for (int c = 1; c < PIECES; ++c) kq = dot4_into(k4[c], q4[c], kq);
-      return;
-    }
 #pragma unroll
     for (int c = 0; c < PIECES; ++c) kq += dot4(k4[c], q4[c]);
   };
@@ -673,18 +648,6 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
   float x[2 * R];  // x[2r]: partial S0 k of row r, x[2r + 1]: partial S0 q (times g where gates-early)
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    if constexpr (kSumsInPlace) {
-      const float4 first = widen_for_sums(s[r][0]);
-      x[2 * r] = dot4(first, k_sums[0]);
-      x[2 * r + 1] = dot4(first, q_sums[0]);
-#pragma unroll
-      for (int c = 1; c < PIECES; ++c) {
-        const float4 piece = widen_for_sums(s[r][c]);
-        x[2 * r] = dot4_into(piece, k_sums[c], x[2 * r]);
-        x[2 * r + 1] = dot4_into(piece, q_sums[c], x[2 * r + 1]);
-      }
-      continue;
-    }
     x[2 * r] = 0.0f;
     x[2 * r + 1] = 0.0f;
 #pragma unroll
@@ -694,7 +657,7 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
       x[2 * r + 1] += dot4(piece, q_sums[c]);
     }
   }
-  if (!kKqEarly && !kq_given) add_kq();  // the shipped order: k . q's products after the row sums'
+  if constexpr (!kKqEarly) add_kq();  // the shipped order: k . q's products after the row sums'
   if constexpr ((kCandidate & kCandidateAllReduce) && !(kAblate & kAblateExchange)) {
     store_all_reduced<R, PIECES, POLICY, LANES, S>(p, s, k4, x, kq, gates, head, v0, tile, sub);
     return;
@@ -715,8 +678,7 @@ __device__ __forceinline__ void update_and_store(const Params& p, Piece (&s)[R][
     }
   } else {
     const float mine = group_reduce_scatter<LANES>(x, sub);  // sum (sub / (kRowLanes / 2)) of x
-    if constexpr (!kKqEarly) kq = kq_given ? kq_reduced : group_allreduce_sum<LANES>(kq);
-    kq_reduced = kq;
+    if constexpr (!kKqEarly) kq = group_allreduce_sum<LANES>(kq);
     const float theirs = __shfl_xor_sync(0xffffffffu, mine, kRowLanes / 2);
     const bool holds_sq = (sub / (kRowLanes / 2)) % 2 != 0;
     sk = holds_sq ? theirs : mine;
@@ -924,24 +886,13 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   static_assert(PASSES == 1 || (PASSES == 2 && kLaneRows >= kMinRowsPerLaneForTwoPasses),
                 "two passes need kMinRowsPerLaneForTwoPasses rows a lane");
   constexpr int kPassRows = kLaneRows / PASSES;
-  // kq-once (see update_and_store): where a pass takes the shipped exchange, whose first pass all-reduces k . q
-  // (the all-reduce candidate's exchange, and the sk-all-reduce and kq-early candidates' at 1 or 2 rows a pass, reduce
-  // their own).
-  constexpr bool kOwnKq = (kCandidate & kCandidateAllReduce) ||
-                          ((kCandidate & (kCandidateSkAllReduce | kCandidateKqEarly)) && kPassRows <= 2);
-  constexpr bool kKqOnce = (kCandidate & kCandidateKqOnce) && PASSES == 2 && !(kAblate & kAblateExchange) && !kOwnKq &&
-                           !STAGED;
-  // The lean-sums candidates leave the staged variants alone: at the 64-register bound they spill 8-24 bytes with
-  // either (ptxas -v, nvcc 13, sm_90a: B = 64's r16/l16/w1/p2s).
-  constexpr bool kSumsInPlace = (kCandidate & kCandidateSumsInPlace) && !STAGED;
-  float kq_reduced = 0.0f;  // k . q over the lane group, once a pass has reduced it
 #pragma unroll
   for (int pass = 0; pass < PASSES; ++pass) {
     if (pass == 1) unstage_rows();
     auto& rows = *reinterpret_cast<StatePiece<S>(*)[kPassRows][kPieces]>(&s[pass * kPassRows]);
-    update_and_store<kPassRows, kPieces, POLICY, LANES, kVEarly, kSumsInPlace, S>(
-        p, rows, q4, k4, gates, v_early, head, v0 + pass * kPassRows, tile + pass * kPassRows * kHeadK, group, sub,
-        kq_reduced, kKqOnce && pass > 0);
+    update_and_store<kPassRows, kPieces, POLICY, LANES, kVEarly, S>(p, rows, q4, k4, gates, v_early, head,
+                                                                 v0 + pass * kPassRows,
+                                                                 tile + pass * kPassRows * kHeadK, group, sub);
   }
 }
 
@@ -964,38 +915,35 @@ template <int ROWS, typename S, bool STAGED>
 constexpr int kStateRegisters = (std::is_same_v<StatePiece<S>, uint2> ? 2 * ROWS : 4 * ROWS) / (STAGED ? 2 : 1);
 template <int WARPS, bool STAGED>
 constexpr int kStagingRegisters = STAGED && WARPS > 1 ? 1 : 0;
-
-// The warps-40, -48 and -64 candidates (kCandidateWarps40, kCandidateWarps48, kCandidateWarps64; issue #33): a bf16
-// state's bounded variants ask for 40, 48 or 64 resident warps instead of 32 (48, 40 or 32 registers a thread). At B = 128 on an H200 the
-// table's pick (r8/plain/w4/p2, 64 registers, 32 warps an SM) reads 0.95 µs over its copy build, and the copy build
-// takes 28 registers, so it runs 64 warps an SM: twice the bytes in flight. Leaving out the exchange and the
-// operands (48 registers, 40 warps) took 0.21 of it, and 27 instructions fewer at the same 64 registers 0.03
-// (results/ablation/20261128-H200-bf16-b128-split). ptxas -v (nvcc 13, sm_90a), r8/l32/w4 with two passes: at 40
-// warps the staged variants and the bf16-packed candidate's (128) fit without spilling; at 48 only packed and
-// staged together do (unpacked staged: 12 B, unstaged: 52 B); at 64 none (packed and staged: 8 B).
-// Prediction (before any run, 2026-11-28; a tune of the r8/l32 variants at B = 64, 128, 256 on an H200, shipped
-// against each candidate build): if the warps an SM are what the copy build has over full, the best variant of
-// warps-48 with packed pieces reads <= 18.45 µs at B = 128 (shipped best ~18.9) and warps-40's <= 18.7, and
-// warps-64's is faster still unless its spills cost more; if the math's own time is it, every candidate is within
-// +-0.1 µs of the shipped best or slower.
-template <typename S>
-constexpr int kWarpsPerSmAsked = std::is_same_v<S, float>                 ? 32
-                                 : (kCandidate & kCandidateWarps64) != 0 ? 64
-                                 : (kCandidate & kCandidateWarps48) != 0 ? 48
-                                 : (kCandidate & kCandidateWarps40) != 0 ? 40
-                                                                         : 32;
-constexpr int kMaxBlocksPerSm = 32;
 template <int WARPS, int ROWS, int LANES, typename S = float, bool STAGED = false>
 constexpr int kMinBlocksPerSm =
-    kStateRegisters<ROWS, S, STAGED> + kStagingRegisters<WARPS, STAGED> + 256 / LANES <= 48
-        ? (kWarpsPerSmAsked<S> / WARPS < kMaxBlocksPerSm ? kWarpsPerSmAsked<S> / WARPS : kMaxBlocksPerSm)
-        : 1;
+    kStateRegisters<ROWS, S, STAGED> + kStagingRegisters<WARPS, STAGED> + 256 / LANES <= 48 ? 32 / WARPS : 1;
 
 // One block per chunk of WARPS * ROWS rows: grid (V / (WARPS * ROWS), HV, B). S: the state's
 // element type, float or uint16_t (bf16 bits).
+// The bound-warps ablation (kAblateBoundWarps, issue #33): a static shared-memory pad sized so that an SM holds
+// BLOCKS blocks and not one more (Hopper: 228 KB of shared memory an SM, 1 KB of it reserved a block, allocated in
+// 128-byte units; at most 48 KB static a block), whatever registers the build takes. With the copy ablation it
+// times the kernel's geometry with no math at the full build's warps an SM: the bf16 state's copy build at B = 128
+// takes 28 registers (64 warps an SM) where the full build takes 64 (32 warps; results/cuda-notes.md).
+template <int BLOCKS>
+__device__ __forceinline__ void occupancy_pad() {
+  constexpr int kSharedPerSm = 233472, kReservedPerBlock = 1024, kStaticLimit = 49152, kUnit = 128;
+  constexpr int kFree = 2 * kSharedPerSm / (2 * BLOCKS + 1) / kUnit * kUnit - kReservedPerBlock;
+  constexpr int kPad = kFree < kStaticLimit ? kFree : kStaticLimit;
+  static_assert(BLOCKS * (kPad + kReservedPerBlock) <= kSharedPerSm &&
+                    (BLOCKS + 1) * (kPad + kReservedPerBlock) > kSharedPerSm,
+                "the pad must fit BLOCKS blocks an SM and not one more");
+  __shared__ char pad[kPad];
+  asm volatile("" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(pad))));  // keeps the pad allocated
+}
+
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 __global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>))
     gdn_decode_v4_kernel(const Params p) {
+  // Bounded, unstaged variants only: elsewhere the bound asks for no block count, or the staging slices share the SM.
+  constexpr int kBoundBlocks = kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>;
+  if constexpr ((kAblate & kAblateBoundWarps) && kBoundBlocks > 1 && !STAGED) occupancy_pad<kBoundBlocks>();
   update_rows<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
 
