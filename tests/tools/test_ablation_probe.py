@@ -104,8 +104,9 @@ class FakeBuild:
 def test_a_build_that_computes_what_it_should_not_is_refused():
     inputs = {"output": torch.zeros(4), "new_state": torch.zeros(4)}
     builds = {"full": FakeBuild(1.0), "no-gates": FakeBuild(1.0), "no-v": FakeBuild(2.0),
-              "precise-gates": FakeBuild(1.001), "v-early": FakeBuild(1.5)}
+              "precise-gates": FakeBuild(1.001), "v-early": FakeBuild(1.5), "bound-warps": FakeBuild(1.0)}
     assert misbuilt(builds, inputs) == ["no-gates", "v-early"]
+    assert misbuilt({**builds, "bound-warps": FakeBuild(1.5)}, inputs) == ["no-gates", "v-early", "bound-warps"]
 
 
 def test_the_summary_measures_each_subject_from_the_full_kernel_and_the_fastest_copy():
