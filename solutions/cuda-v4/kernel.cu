@@ -168,9 +168,10 @@ constexpr int kAblateV = 4;         // v is a constant: none of its loads
 constexpr int kAblateExchange = 8;  // no shuffle: a lane's own partial sums stand for the row sums
 constexpr int kAblateMath = 16;     // the state stored as loaded, no output: a copy with this geometry
 constexpr int kAblateQKPrivate = 32;  // q and k read from the warp's own lines of new_state: as many loads, none shared
-constexpr int kAblateBoundWarps = 64;  // shared memory padded so an SM holds no more blocks than the bound asks (occupancy_pad)
+// 64 was the bound-warps ablation (a static shared-memory pad holding an SM to the blocks the bound asks for), removed:
+// the pad alone cost the full build 0.67-0.98 µs at the same warps an SM (results/ablation/20261128-H200-bf16-copy-at-bound-warps).
 constexpr int kAblate = GDN_V4_ABLATE;
-static_assert(kAblate >= 0 && kAblate < 128, "GDN_V4_ABLATE is a sum of kAblate* flags");
+static_assert(kAblate >= 0 && kAblate < 64, "GDN_V4_ABLATE is a sum of kAblate* flags");
 constexpr int kCandidateVEarly = 1;         // v's load issued with q's and k's, not after the reduction
 constexpr int kCandidateOperandsFirst = 2;  // every small operand's load issued before the state's
 constexpr int kCandidatePreciseGates = 4;  // the gates with IEEE expf/log1pf/division (compute_gates_precise)
@@ -921,29 +922,9 @@ constexpr int kMinBlocksPerSm =
 
 // One block per chunk of WARPS * ROWS rows: grid (V / (WARPS * ROWS), HV, B). S: the state's
 // element type, float or uint16_t (bf16 bits).
-// The bound-warps ablation (kAblateBoundWarps, issue #33): a static shared-memory pad sized so that an SM holds
-// BLOCKS blocks and not one more (Hopper: 228 KB of shared memory an SM, 1 KB of it reserved a block, allocated in
-// 128-byte units; at most 48 KB static a block), whatever registers the build takes. With the copy ablation it
-// times the kernel's geometry with no math at the full build's warps an SM: the bf16 state's copy build at B = 128
-// takes 28 registers (64 warps an SM) where the full build takes 64 (32 warps; results/cuda-notes.md).
-template <int BLOCKS>
-__device__ __forceinline__ void occupancy_pad() {
-  constexpr int kSharedPerSm = 233472, kReservedPerBlock = 1024, kStaticLimit = 49152, kUnit = 128;
-  constexpr int kFree = 2 * kSharedPerSm / (2 * BLOCKS + 1) / kUnit * kUnit - kReservedPerBlock;
-  constexpr int kPad = kFree < kStaticLimit ? kFree : kStaticLimit;
-  static_assert(BLOCKS * (kPad + kReservedPerBlock) <= kSharedPerSm &&
-                    (BLOCKS + 1) * (kPad + kReservedPerBlock) > kSharedPerSm,
-                "the pad must fit BLOCKS blocks an SM and not one more");
-  __shared__ char pad[kPad];
-  asm volatile("" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(pad))));  // keeps the pad allocated
-}
-
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 __global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>))
     gdn_decode_v4_kernel(const Params p) {
-  // Bounded, unstaged variants only: elsewhere the bound asks for no block count, or the staging slices share the SM.
-  constexpr int kBoundBlocks = kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>;
-  if constexpr ((kAblate & kAblateBoundWarps) && kBoundBlocks > 1 && !STAGED) occupancy_pad<kBoundBlocks>();
   update_rows<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>(p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
 
