@@ -204,9 +204,14 @@ constexpr int kCandidateClusterSyncFirst = 65536;
 // 2097152, 4194304 and 8388608 (warps-40/48/64: a bf16 state's bounded variants asking ptxas for more warps an SM),
 // 0.4-1.2 µs slower at their best (results/tuning/20261128-H200-bf16-occupancy); their build: 02d788b. The static
 // assert below refuses them all.
+// The carveout candidates (issue #33; see launch_kernel): an unstaged variant's L1 / shared-memory split set by
+// cudaFuncAttributePreferredSharedMemoryCarveout, the most L1 (carveout-max-l1) or the most shared memory
+// (carveout-max-shared, the contrast: no shared memory is used, so only L1 shrinks).
+constexpr int kCandidateCarveoutMaxL1 = 16777216;
+constexpr int kCandidateCarveoutMaxShared = 33554432;
 constexpr int kCandidate = GDN_V4_CANDIDATE;
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
-static_assert(kCandidate >= 0 && kCandidate < 16777216 && !(kCandidate & kCandidateRemoved),
+static_assert(kCandidate >= 0 && kCandidate < 67108864 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -1153,8 +1158,30 @@ int current_device() {
   return device_id;
 }
 
+// The carveout candidates (kCandidateCarveoutMaxL1, kCandidateCarveoutMaxShared). The bound-warps ablation's control,
+// a static 27-KB shared-memory pad a block that left the warps an SM unchanged, cost the bf16 state 0.67 / 0.98 µs at
+// B = 32 / 128 on an H200 (results/ablation/20261128-H200-bf16-copy-at-bound-warps): the L1 it took away, if global
+// loads stage their data in L1, or the carveout's switch between the cold-L2 flush and the kernel. These set the
+// split without any pad, once per variant and process. Prediction (before any run, 2026-11-28; H200, the ablation
+// probe's window means): carveout-max-l1 within +-0.03 µs of full at B = 32 and 128 (bf16) and B = 1 and 8 (fp32),
+// if the driver already gives a kernel with no shared memory the most L1; carveout-max-shared +0.5..+1.0 µs at
+// B = 128 (bf16) if L1's size is what the pad cost, within +-0.1 if the switch was.
+template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
+void set_carveout() {
+  if constexpr (!STAGED && (kCandidate & (kCandidateCarveoutMaxL1 | kCandidateCarveoutMaxShared))) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      const int carveout = (kCandidate & kCandidateCarveoutMaxShared) ? cudaSharedmemCarveoutMaxShared
+                                                                      : cudaSharedmemCarveoutMaxL1;
+      TVM_FFI_CHECK_CUDA_ERROR(cudaFuncSetAttribute(gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>,
+                                                    cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
+    });
+  }
+}
+
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
+  set_carveout<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>();
   const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
   if constexpr (kClusterLaunch) {  // the cluster-sync candidates: the blocks of a head in clusters of up to 8
     cudaLaunchAttribute cluster{};
