@@ -86,6 +86,9 @@ runs twice the warps an SM. ``copy-at-bound-warps`` (9c83dd4) padded its shared 
 full build's bound; its control, ``bound-warps``, the full build padded, read 0.67-0.98 µs slower than full at the
 same warps an SM. The pad is not neutral, so the pair could not price the warps, and both were removed
 (results/ablation/20261128-H200-bf16-copy-at-bound-warps).
+The carveout candidates (16777216, 33554432 at 47353fa) then named the pad's cost: the most shared memory for the
+shipped kernel (L1 shrunk, no pad) +0.67 / +0.92 µs at B = 32 / 128, the most L1 nothing (results/ablation/
+20261128-H200-carveout).
 """
 
 from __future__ import annotations
@@ -106,15 +109,14 @@ ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, 
 #: kCandidateAllReduce 8, kCandidateSharedQK 16, kCandidateIndex32 32, kCandidateBf16Packed 128 (the bf16
 #: state's kernels only: --state-dtype bfloat16), kCandidateSkAllReduce 1024, kCandidateWarmStores 2048,
 #: kCandidateOutputLast 4096, kCandidateKqEarly 8192, kCandidateGatesEarly 16384, kCandidateClusterSync 32768 and
-#: kCandidateClusterSyncFirst 65536, kCandidateCarveoutMaxL1 16777216 and kCandidateCarveoutMaxShared 33554432;
-#: qk-multicast, 131072 at ccaafb0, bf16-mma, 262144 at b8c0192, and the lean-sums and
-#: warps candidates, 524288-8388608 at 02d788b, were removed after their runs; the halves candidate, 32 at b280400, is the
+#: kCandidateClusterSyncFirst 65536; qk-multicast, 131072 at ccaafb0, bf16-mma, 262144 at b8c0192, the lean-sums and
+#: warps candidates, 524288-8388608 at 02d788b, and the carveout candidates, 16777216 and 33554432 at 47353fa, were
+#: removed after their runs; the halves candidate, 32 at b280400, is the
 #: variants' passes now, and the bf16-staged candidate, 512 at d180165, their ``staged``).
 CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,
               "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "index-32": 32, "bf16-packed": 128,
               "sk-all-reduce": 1024, "warm-stores": 2048, "output-last": 4096, "kq-early": 8192, "gates-early": 16384,
-              "kq-gates-early": 24576, "cluster-sync": 32768, "cluster-sync-first": 65536,
-              "carveout-max-l1": 16777216, "carveout-max-shared": 33554432}
+              "kq-gates-early": 24576, "cluster-sync": 32768, "cluster-sync-first": 65536}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
           **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}

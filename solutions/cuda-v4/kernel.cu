@@ -168,8 +168,9 @@ constexpr int kAblateV = 4;         // v is a constant: none of its loads
 constexpr int kAblateExchange = 8;  // no shuffle: a lane's own partial sums stand for the row sums
 constexpr int kAblateMath = 16;     // the state stored as loaded, no output: a copy with this geometry
 constexpr int kAblateQKPrivate = 32;  // q and k read from the warp's own lines of new_state: as many loads, none shared
-// 64 was the bound-warps ablation (a static shared-memory pad holding an SM to the blocks the bound asks for), removed:
-// the pad alone cost the full build 0.67-0.98 µs at the same warps an SM (results/ablation/20261128-H200-bf16-copy-at-bound-warps).
+// 64 was the bound-warps ablation (a static shared-memory pad holding an SM to the blocks the bound asks for),
+// removed: the pad alone cost the full build 0.67-0.98 µs at the same warps an SM, by the L1 it took
+// (results/ablation/20261128-H200-bf16-copy-at-bound-warps, 20261128-H200-carveout).
 constexpr int kAblate = GDN_V4_ABLATE;
 static_assert(kAblate >= 0 && kAblate < 64, "GDN_V4_ABLATE is a sum of kAblate* flags");
 constexpr int kCandidateVEarly = 1;         // v's load issued with q's and k's, not after the reduction
@@ -183,7 +184,8 @@ constexpr int kCandidateIndex32 = 32;      // element offsets in 32 bits (the ho
 constexpr int kCandidateBf16Packed = 128;    // a bf16 state held as loaded, two elements a register (StatePiece)
 // 512 was the bf16-staged candidate; it won at B = 64 on an H100 and became the variants' STAGED
 // knob (results/tuning/20261127-H100-bf16-staged-one-machine).
-constexpr int kCandidateRemoved = 64 | 256 | 512 | 131072 | 262144 | 524288 | 1048576 | 2097152 | 4194304 | 8388608;
+constexpr int kCandidateRemoved =
+    64 | 256 | 512 | 131072 | 262144 | 524288 | 1048576 | 2097152 | 4194304 | 8388608 | 16777216 | 33554432;
 constexpr int kCandidateSkAllReduce = 1024;  // the rows' S0 k all-reduced, no swap, no broadcast (update_and_store)
 constexpr int kCandidateWarmStores = 2048;   // lane 0 touches its destinations early (update_rows)
 constexpr int kCandidateOutputLast = 4096;   // the output stored after the state's rows (update_and_store)
@@ -202,13 +204,11 @@ constexpr int kCandidateClusterSyncFirst = 65536;
 // candidates 524288 (sums-in-place: no dot product from 0.0f) and 1048576 (kq-once: two passes take k . q once),
 // -0.03 µs together there, +1.3 µs at B = 256 for kq-once (results/ablation/20261128-H200-bf16-b128-split), and
 // 2097152, 4194304 and 8388608 (warps-40/48/64: a bf16 state's bounded variants asking ptxas for more warps an SM),
-// 0.4-1.2 µs slower at their best (results/tuning/20261128-H200-bf16-occupancy); their build: 02d788b. The static
+// 0.4-1.2 µs slower at their best (results/tuning/20261128-H200-bf16-occupancy); their build: 02d788b. And
+// 16777216 / 33554432, the carveout candidates (cudaFuncAttributePreferredSharedMemoryCarveout set to the most L1 /
+// the most shared memory): the most L1 changed nothing (the driver gives it already), the most shared memory cost
+// +0.67 / +0.92 µs at B = 32 / 128, bf16 (results/ablation/20261128-H200-carveout; their build: 47353fa). The static
 // assert below refuses them all.
-// The carveout candidates (issue #33; see launch_kernel): an unstaged variant's L1 / shared-memory split set by
-// cudaFuncAttributePreferredSharedMemoryCarveout, the most L1 (carveout-max-l1) or the most shared memory
-// (carveout-max-shared, the contrast: no shared memory is used, so only L1 shrinks).
-constexpr int kCandidateCarveoutMaxL1 = 16777216;
-constexpr int kCandidateCarveoutMaxShared = 33554432;
 constexpr int kCandidate = GDN_V4_CANDIDATE;
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
 static_assert(kCandidate >= 0 && kCandidate < 67108864 && !(kCandidate & kCandidateRemoved),
@@ -1158,30 +1158,8 @@ int current_device() {
   return device_id;
 }
 
-// The carveout candidates (kCandidateCarveoutMaxL1, kCandidateCarveoutMaxShared). The bound-warps ablation's control,
-// a static 27-KB shared-memory pad a block that left the warps an SM unchanged, cost the bf16 state 0.67 / 0.98 µs at
-// B = 32 / 128 on an H200 (results/ablation/20261128-H200-bf16-copy-at-bound-warps): the L1 it took away, if global
-// loads stage their data in L1, or the carveout's switch between the cold-L2 flush and the kernel. These set the
-// split without any pad, once per variant and process. Prediction (before any run, 2026-11-28; H200, the ablation
-// probe's window means): carveout-max-l1 within +-0.03 µs of full at B = 32 and 128 (bf16) and B = 1 and 8 (fp32),
-// if the driver already gives a kernel with no shared memory the most L1; carveout-max-shared +0.5..+1.0 µs at
-// B = 128 (bf16) if L1's size is what the pad cost, within +-0.1 if the switch was.
-template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
-void set_carveout() {
-  if constexpr (!STAGED && (kCandidate & (kCandidateCarveoutMaxL1 | kCandidateCarveoutMaxShared))) {
-    static std::once_flag once;
-    std::call_once(once, [] {
-      const int carveout = (kCandidate & kCandidateCarveoutMaxShared) ? cudaSharedmemCarveoutMaxShared
-                                                                      : cudaSharedmemCarveoutMaxL1;
-      TVM_FFI_CHECK_CUDA_ERROR(cudaFuncSetAttribute(gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>,
-                                                    cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
-    });
-  }
-}
-
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
-  set_carveout<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>();
   const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
   if constexpr (kClusterLaunch) {  // the cluster-sync candidates: the blocks of a head in clusters of up to 8
     cudaLaunchAttribute cluster{};
