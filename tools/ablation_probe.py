@@ -87,8 +87,8 @@ full build's bound; its control, ``bound-warps``, the full build padded, read 0.
 same warps an SM. The pad is not neutral, so the pair could not price the warps, and both were removed
 (results/ablation/20261128-H200-bf16-copy-at-bound-warps).
 The carveout candidates (16777216, 33554432 at 47353fa) then named the pad's cost: the most shared memory for the
-shipped kernel (L1 shrunk, no pad) +0.67 / +0.92 µs at B = 32 / 128, the most L1 nothing (results/ablation/
-20261128-H200-carveout).
+shipped kernel (L1 shrunk, no pad) +0.67 / +0.92 µs at B = 32 / 128, the most L1 nothing
+(results/ablation/20261128-H200-carveout).
 """
 
 from __future__ import annotations
@@ -111,8 +111,8 @@ ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, 
 #: kCandidateOutputLast 4096, kCandidateKqEarly 8192, kCandidateGatesEarly 16384, kCandidateClusterSync 32768 and
 #: kCandidateClusterSyncFirst 65536; qk-multicast, 131072 at ccaafb0, bf16-mma, 262144 at b8c0192, the lean-sums and
 #: warps candidates, 524288-8388608 at 02d788b, and the carveout candidates, 16777216 and 33554432 at 47353fa, were
-#: removed after their runs; the halves candidate, 32 at b280400, is the
-#: variants' passes now, and the bf16-staged candidate, 512 at d180165, their ``staged``).
+#: removed after their runs; the halves candidate, 32 at b280400, is the variants' passes now, and the bf16-staged
+#: candidate, 512 at d180165, their ``staged``).
 CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,
               "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "index-32": 32, "bf16-packed": 128,
               "sk-all-reduce": 1024, "warm-stores": 2048, "output-last": 4096, "kq-early": 8192, "gates-early": 16384,
