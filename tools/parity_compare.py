@@ -429,7 +429,7 @@ def write_report(out: Path, report: dict) -> None:
                   f"{r['harness_count']} | {_cell(r['plain_us'], 3)} | {r['plain_count']} | {_cell(r['ratio'], 3)} | "
                   f"{'–' if r['within'] is None else ('yes' if r['within'] else '**no**')} |" for r in rows]
     if report.get("contest_trial_rows"):
-        contest = {(r["subject"], r["batch_size"]): r for r in report["rows"] if r["tier"] == Tier.CONTEST}
+        ratios = {(r["subject"], r["batch_size"]): r["ratio"] for r in report["rows"] if r["tier"] == Tier.CONTEST}
         lines += ["", "The contest tier trial by trial: each trial's median (µs, in order over the repeats), each trial on "
                       "an argument set of its own, as flashinfer-bench main's evaluator. \"Ranges meet\": the harness's "
                       f"trials and the plain ones widened by ±{TARGETS[Tier.CONTEST]:.0%} overlap, so a contest miss there "
@@ -437,7 +437,7 @@ def write_report(out: Path, report: dict) -> None:
                   "", "| subject | B | harness trials | plain trials | contest ratio | ranges meet |", "|---|---|---|---|---|---|"]
         lines += [f"| {r['subject']} | {r['batch_size']} | {' '.join(f'{v:.3f}' for v in r['harness_trials_us'])} | "
                   f"{' '.join(f'{v:.3f}' for v in r['plain_trials_us'])} | "
-                  f"{_cell(contest[(r['subject'], r['batch_size'])]['ratio'] if (r['subject'], r['batch_size']) in contest else None, 3)} | "
+                  f"{_cell(ratios.get((r['subject'], r['batch_size'])), 3)} | "
                   f"{'yes' if r['ranges_meet'] else '**no**'} |" for r in report["contest_trial_rows"]]
     if report.get("slow_trials"):
         lines += ["", f"Sync trials read slow (speed reading above {FULL_SPEED_FACTOR} x the fastest), over the points "
