@@ -45,6 +45,8 @@
 #   ncu-variants  the same of each cuda-v4 variant in $NCU_VARIANTS (tuner names, space-separated) at NCU_BATCH (default 128)
 #                 with a NCU_DTYPE state (default bfloat16), then tools/ncu_table.py of them side by side (table.md);
 #                 NCU_SET a smaller section set than full for fewer replay passes (`ncu --list-sets`; e.g. basic)
+#   ncu-builds    the same of each ablation probe build in $NCU_BUILDS (tools/ablation_probe.py's names) at NCU_BATCH
+#                 (default 128) with a NCU_DTYPE state (default bfloat16): the launch's occupancy and shared-memory split
 #   ncu-bf16      the same of cuda-v4 and the streaming copy with a bf16 state at B = 64, and of cuda-v4's fp32 path at
 #                 B = 32 (the same bytes): where the bf16 path spends the time its copy does not (issue #33, the H200's target)
 #   nvbench       tools/nvbench_check.py: NVBench beside FlashInfer's CUPTI and events timers (issue #29 item 4);
@@ -165,12 +167,13 @@ probe_step() {  # probe_step STEP MODULE LIMIT [ARGS...]: python -m tools.MODULE
   timeout -s INT "$limit" python -m "tools.$module" --out "$work" "$@" > "$work/console.log" 2>&1
   echo "rc=$?" >> "$work/console.log"; cat "$work/console.log"; pack "$step" "$work"
 }
-ncu_subject() {  # ncu_subject WORK LABEL SUBJECT BATCH DTYPE [VARIANT]: Nsight Compute of one subject (tools/ncu_driver.py;
-  # VARIANT: that cuda-v4 variant, --variant), clocks left alone; NCU_SET picks ncu's section set (default full)
-  local work=$1 label=$2 subject=$3 batch=$4 dtype=$5 variant=${6:-} kernel
+ncu_subject() {  # ncu_subject WORK LABEL SUBJECT BATCH DTYPE [VARIANT [BUILD]]: Nsight Compute of one subject
+  # (tools/ncu_driver.py; VARIANT: that cuda-v4 variant, --variant; BUILD: the ablation probe's build, --build), clocks
+  # left alone; NCU_SET picks ncu's section set (default full)
+  local work=$1 label=$2 subject=$3 batch=$4 dtype=$5 variant=${6:-} build=${7:-} kernel
   kernel=$(python -c "from tools.ncu_driver import KERNELS; print(KERNELS['$subject'])")
   timeout -s INT 240 ncu --clock-control none --set "${NCU_SET:-full}" -k "regex:$kernel" --launch-skip 3 --launch-count 3 \
-    -o "$work/$label" -f python -m tools.ncu_driver "$subject" "$batch" --state-dtype "$dtype" ${variant:+--variant "$variant"} \
+    -o "$work/$label" -f python -m tools.ncu_driver "$subject" "$batch" --state-dtype "$dtype" ${variant:+--variant "$variant"} ${build:+--build "$build"} \
     > "$work/$label.log" 2>&1
   echo "$label rc=$?" >> "$work/$label.log"
   ncu --import "$work/$label.ncu-rep" --page details --csv > "$work/$label-details.csv" 2>&1
@@ -261,6 +264,13 @@ for step in "$@"; do
                    label=$(echo "$variant" | tr / _)
                    ncu_subject "$work" "$label" cuda-v4 "${NCU_BATCH:-128}" "${NCU_DTYPE:-bfloat16}" "$variant"
                    columns+=("$variant=$work/$label-details.csv")
+                 done
+                 python -m tools.ncu_table "${columns[@]}" | tee "$work/table.md"
+                 pack "$step" "$work" ;;
+    ncu-builds)  work=/tmp/gdn-check-$step; mkdir -p "$work"; columns=()
+                 for build in ${NCU_BUILDS:?NCU_BUILDS: ablation probe build names, e.g. copy copy-pad-c32}; do
+                   ncu_subject "$work" "$build" cuda-v4 "${NCU_BATCH:-128}" "${NCU_DTYPE:-bfloat16}" "" "$build"
+                   columns+=("$build=$work/$build-details.csv")
                  done
                  python -m tools.ncu_table "${columns[@]}" | tee "$work/table.md"
                  pack "$step" "$work" ;;

@@ -8,6 +8,8 @@ state bytes (the copy floor's kernel, ``harness/judge/stream_copy.py``, its firs
 for that size). ``--state-dtype bfloat16`` gives either a bf16 state (the bf16-state mode).
 ``--variant NAME`` calls one of cuda-v4's variants by its tuner name (e.g. ``r16/noalloc/l16/w1/p2s``)
 from the tuner's all-variants build, on the tuner's inputs, instead of the variant its table picks.
+``--build NAME`` calls cuda-v4 built as the ablation probe's build of that name
+(``tools.ablation_probe.BUILDS``, e.g. ``copy``), on the probe's inputs, its table's variant.
 No timing here: ``--clock-control none`` leaves the GPU's clocks as they are.
 """
 
@@ -50,10 +52,22 @@ def variant_call(name: str, batch: int, state_dtype: str):
     return adapter.call(configs[name], inputs), ()
 
 
+def build_call(name: str, batch: int, state_dtype: str, workdir: Path):
+    """``(fn, ())``: cuda-v4 built as the ablation probe's build ``name`` (in ``workdir``), on the probe's
+    inputs of batch ``batch`` with the state in ``state_dtype``."""
+    from tools.ablation_probe import build_ablations
+    from tools.tier_parity import solution_inputs
+
+    module = build_ablations(workdir, [name])[name]
+    _, inputs = solution_inputs(batch, state_dtype)
+    return (lambda: module.run(inputs)), ()
+
+
 def call_back_to_back(subject: str, batch: int, calls: int, state_dtype: str = "float32",
-                      variant: str | None = None) -> None:
+                      variant: str | None = None, build: str | None = None) -> None:
     """Make the subject's inputs (its state in ``state_dtype``), then call it ``calls`` times and
-    wait for the GPU. ``variant``: cuda-v4's variant of that name (:func:`variant_call`)."""
+    wait for the GPU. ``variant``: cuda-v4's variant of that name (:func:`variant_call`); ``build``:
+    cuda-v4 built as the ablation probe's build of that name (:func:`build_call`)."""
     import torch
 
     from tools.tier_parity import COPY, subject_call
@@ -61,6 +75,8 @@ def call_back_to_back(subject: str, batch: int, calls: int, state_dtype: str = "
     with tempfile.TemporaryDirectory() as workdir:
         if variant is not None:
             fn, args = variant_call(variant, batch, state_dtype)
+        elif build is not None:
+            fn, args = build_call(build, batch, state_dtype, Path(workdir))
         elif subject == STREAM_COPY:
             from harness.judge.stream_copy import candidate_configs, stream_copy
 
@@ -83,11 +99,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dtype", choices=STATE_DTYPES, default="float32",
                         help="the state's dtype (default: %(default)s)")
     parser.add_argument("--variant", help="cuda-v4 only: this variant (a tuner name) instead of its table's")
+    parser.add_argument("--build", help="cuda-v4 only: the ablation probe's build of this name (tools.ablation_probe)")
     args = parser.parse_args(argv)
-    if args.variant is not None and args.subject != "cuda-v4":
-        parser.error("--variant names a variant of cuda-v4")
+    if (args.variant is not None or args.build is not None) and args.subject != "cuda-v4":
+        parser.error("--variant and --build name a variant or a build of cuda-v4")
+    if args.variant is not None and args.build is not None:
+        parser.error("--variant or --build, not both")
+    if args.build is not None:
+        from tools.ablation_probe import BUILDS
+
+        if args.build not in BUILDS:
+            parser.error(f"--build: no build named {args.build!r} (known: {', '.join(BUILDS)})")
     try:
-        call_back_to_back(args.subject, args.batch, args.calls, args.state_dtype, args.variant)
+        call_back_to_back(args.subject, args.batch, args.calls, args.state_dtype, args.variant, args.build)
     except UnknownVariant as exc:  # say so, exit 2
         parser.error(str(exc))
     return 0

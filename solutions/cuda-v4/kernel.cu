@@ -171,8 +171,12 @@ constexpr int kAblateQKPrivate = 32;  // q and k read from the warp's own lines 
 // 64 was the bound-warps ablation (a static shared-memory pad holding an SM to the blocks the bound asks for),
 // removed: the pad alone cost the full build 0.67-0.98 µs at the same warps an SM, by the L1 it took
 // (results/ablation/20261128-H200-bf16-copy-at-bound-warps, 20261128-H200-carveout).
+// The pad of the fixed-carveout pair (issue #33; see launch_kernel): each block launched with dynamic shared memory
+// enough that an SM at the fixed carveout holds no more blocks than the bound asks. Host side only: the device code
+// is the build's without it.
+constexpr int kAblateSharedPad = 128;
 constexpr int kAblate = GDN_V4_ABLATE;
-static_assert(kAblate >= 0 && kAblate < 64, "GDN_V4_ABLATE is a sum of kAblate* flags");
+static_assert(kAblate >= 0 && kAblate < 256 && !(kAblate & 64), "GDN_V4_ABLATE is a sum of kAblate* flags");
 constexpr int kCandidateVEarly = 1;         // v's load issued with q's and k's, not after the reduction
 constexpr int kCandidateOperandsFirst = 2;  // every small operand's load issued before the state's
 constexpr int kCandidatePreciseGates = 4;  // the gates with IEEE expf/log1pf/division (compute_gates_precise)
@@ -209,9 +213,13 @@ constexpr int kCandidateClusterSyncFirst = 65536;
 // the most shared memory): the most L1 changed nothing (the driver gives it already), the most shared memory cost
 // +0.67 / +0.92 µs at B = 32 / 128, bf16 (results/ablation/20261128-H200-carveout; their build: 47353fa). The static
 // assert below refuses them all.
+// The fixed carveout (issue #33; see launch_kernel): an unstaged variant's L1 / shared-memory split set to 32 KB of
+// shared memory, so that the pad above can hold an SM's blocks without shrinking L1 more on one side of a pair than
+// on the other. Host side only, like the pad.
+constexpr int kCandidateFixedCarveout = 67108864;
 constexpr int kCandidate = GDN_V4_CANDIDATE;
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
-static_assert(kCandidate >= 0 && kCandidate < 67108864 && !(kCandidate & kCandidateRemoved),
+static_assert(kCandidate >= 0 && kCandidate < 134217728 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -1158,8 +1166,36 @@ int current_device() {
   return device_id;
 }
 
+// The fixed-carveout pair (kCandidateFixedCarveout, kAblateSharedPad; issue #33): a clean price of the warps an SM.
+// The bf16 state's copy build takes 28 registers and runs 64 warps an SM where the full build's B = 128 pick takes
+// 64 (32 warps); a static pad that held the copy to 32 warps took L1 with it and cost the full build 0.67-0.98 µs
+// by itself (results/ablation/20261128-H200-bf16-copy-at-bound-warps, 20261128-H200-carveout). Here the carveout
+// is fixed at 32 KB of shared memory on every build of a pair (14% of the 228 KB an SM; L1 keeps 224 of its 256 KB),
+// and the pad is dynamic shared memory: 32 KB / BLOCKS - 1 KB (the 1 KB a block the system reserves), so an SM
+// holds BLOCKS blocks and not one more, whatever registers the build takes. Prediction (before any run, 2026-11-28;
+// H200, bf16 state, the ablation probe's window means; results/ablation/20261128-H200-bf16-fixed-carveout):
+// full-c32 within +0.2 µs of full at B = 32 and 128; full-pad-c32 within +-0.05 of full-c32 (the pad holds no
+// fewer blocks than the registers do); copy-pad-c32 over copy-c32 by +0.3..+0.6 µs at B = 128 if half the copy
+// build's lead is its warps, within +-0.1 if none is.
+template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
+constexpr int kPadBytes = (kAblate & kAblateSharedPad) && !STAGED && kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED> > 1
+                              ? 32768 / kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED> - 1024
+                              : 0;
+template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
+void fix_carveout() {
+  if constexpr (!STAGED && (kCandidate & kCandidateFixedCarveout)) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      TVM_FFI_CHECK_CUDA_ERROR(cudaFuncSetAttribute(gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>,
+                                                    cudaFuncAttributePreferredSharedMemoryCarveout, 14));
+    });
+  }
+}
+
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
+  fix_carveout<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>();
+  constexpr int kPad = kPadBytes<WARPS, ROWS, LANES, STAGED, S>;
   const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
   if constexpr (kClusterLaunch) {  // the cluster-sync candidates: the blocks of a head in clusters of up to 8
     cudaLaunchAttribute cluster{};
@@ -1175,7 +1211,7 @@ void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
     TVM_FFI_CHECK_CUDA_ERROR(
         cudaLaunchKernelEx(&config, gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>, params));
   } else {
-    gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S><<<grid, WARPS * kWarpSize, 0, stream>>>(params);
+    gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S><<<grid, WARPS * kWarpSize, kPad, stream>>>(params);
   }
 }
 

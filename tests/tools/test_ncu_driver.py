@@ -1,4 +1,5 @@
-"""tools/ncu_driver.py's command line: ``--variant`` names one of cuda-v4's variants (CPU only)."""
+"""tools/ncu_driver.py's command line: ``--variant`` names one of cuda-v4's variants, ``--build`` one of the
+ablation probe's builds (CPU only)."""
 
 import pytest
 
@@ -18,7 +19,13 @@ class FakeAdapter:
 def test_variant_is_cuda_v4s_alone(capsys):
     with pytest.raises(SystemExit) as stop:
         ncu_driver.main(["fla-recurrent", "1", "--variant", "r4/nc"])
-    assert stop.value.code == 2 and "--variant names a variant of cuda-v4" in capsys.readouterr().err
+    assert stop.value.code == 2 and "--variant and --build name a variant or a build of cuda-v4" in capsys.readouterr().err
+
+
+def test_an_unknown_build_is_a_clear_error_before_anything_is_built(capsys):
+    with pytest.raises(SystemExit) as stop:
+        ncu_driver.main(["cuda-v4", "128", "--build", "copy-pad"])
+    assert stop.value.code == 2 and "--build: no build named 'copy-pad'" in capsys.readouterr().err
 
 
 def test_unknown_variant_is_a_clear_error_before_any_input_is_made(monkeypatch, capsys):
