@@ -101,10 +101,12 @@ from tools.probe_cli import batch_sizes, has_gpu, probe_parser, spread, write_re
 from tools.timing_proof import in_fresh_process
 
 #: name -> kernel.cu's GDN_V4_ABLATE flags (kAblateQK 1, kAblateGates 2, kAblateV 4, kAblateExchange 8,
-#: kAblateMath 16, kAblateQKPrivate 32): each build leaves that work out (qk-private: the sharing of q's and k's lines;
-#: 64, bound-warps, at 9c83dd4, was removed after its run).
+#: kAblateMath 16, kAblateQKPrivate 32, kAblateHeldRegisters 256): each build leaves that work out (qk-private: the
+#: sharing of q's and k's lines; copy-held: the copy build's spare registers, so an SM holds as few of its blocks as
+#: of full's; 64, bound-warps, at 9c83dd4, and the fixed-carveout pair, 128 and candidate 67108864 at b2d2cbe, were
+#: removed after their runs).
 ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, "no-exchange": 8,
-             "no-operands-no-exchange": 15, "copy": 16, "qk-private": 32}
+             "no-operands-no-exchange": 15, "copy": 16, "qk-private": 32, "copy-held": 272}
 #: name -> kernel.cu's GDN_V4_CANDIDATE flags (kCandidateVEarly 1, kCandidateOperandsFirst 2, kCandidatePreciseGates 4,
 #: kCandidateAllReduce 8, kCandidateSharedQK 16, kCandidateIndex32 32, kCandidateBf16Packed 128 (the bf16
 #: state's kernels only: --state-dtype bfloat16), kCandidateSkAllReduce 1024, kCandidateWarmStores 2048,
@@ -117,19 +119,9 @@ CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "p
               "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "index-32": 32, "bf16-packed": 128,
               "sk-all-reduce": 1024, "warm-stores": 2048, "output-last": 4096, "kq-early": 8192, "gates-early": 16384,
               "kq-gates-early": 24576, "cluster-sync": 32768, "cluster-sync-first": 65536}
-#: The fixed-carveout pair (issue #33; kernel.cu's kCandidateFixedCarveout 67108864 and kAblateSharedPad 128, both
-#: host side): the L1 / shared-memory split fixed at 32 KB of shared memory, and with ``pad`` dynamic shared memory
-#: that holds an SM to the blocks the bound asks for. name -> (GDN_V4_ABLATE, GDN_V4_CANDIDATE); the ``full-*``
-#: builds compute what full does and are judged as the candidates are.
-FIXED_CARVEOUT = {"full-c32": (0, 67108864), "full-pad-c32": (128, 67108864), "copy-c32": (16, 67108864),
-                  "copy-pad-c32": (144, 67108864)}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
-          **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()},
-          **{name: (f"GDN_V4_ABLATE={ablate}", f"GDN_V4_CANDIDATE={candidate}")
-             for name, (ablate, candidate) in FIXED_CARVEOUT.items()}}
-#: The builds that must compute what full does (within the judge's tolerance).
-SAME_RESULTS = frozenset(CANDIDATES) | {name for name, (ablate, _) in FIXED_CARVEOUT.items() if not ablate & ~128}
+          **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}
 #: Seconds of back-to-back calls before each timing: an idle H100 times µs kernels up to 2x slow
 #: (tools.tier_parity.warm).
 WARM_S = 0.3
@@ -163,7 +155,7 @@ def build_ablations(workdir: Path, names: list[str]) -> dict:
 def misbuilt(builds: dict, inputs: dict, state_dtype: str = "float32") -> list[str]:
     """The builds that compute what they should not: an ablation whose results equal the full
     build's bit for bit (it would time the full kernel under another name, e.g. a build not
-    loaded as its own) or a build of :data:`SAME_RESULTS` whose results fail the judge's tolerance for a state of
+    loaded as its own) or a candidate whose results fail the judge's tolerance for a state of
     ``state_dtype`` against it (a candidate must compute the same). Empty if every build is what
     its name says. (A candidate that compiles to the full build's code passes here:
     :func:`same_code_as_full`.)"""
@@ -186,9 +178,9 @@ def misbuilt(builds: dict, inputs: dict, state_dtype: str = "float32") -> list[s
     wrong = []
     for name, module in builds.items():
         mine = results(module)
-        if name in SAME_RESULTS and not agrees(mine, full):
+        if name in CANDIDATES and not agrees(mine, full):
             wrong.append(name)
-        elif name not in SAME_RESULTS and name != "full" and all(torch.equal(a, b) for a, b in zip(mine, full)):
+        elif name in ABLATIONS and name != "full" and all(torch.equal(a, b) for a, b in zip(mine, full)):
             wrong.append(name)
     return wrong
 

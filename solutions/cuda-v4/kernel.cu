@@ -171,12 +171,12 @@ constexpr int kAblateQKPrivate = 32;  // q and k read from the warp's own lines 
 // 64 was the bound-warps ablation (a static shared-memory pad holding an SM to the blocks the bound asks for),
 // removed: the pad alone cost the full build 0.67-0.98 µs at the same warps an SM, by the L1 it took
 // (results/ablation/20261128-H200-bf16-copy-at-bound-warps, 20261128-H200-carveout).
-// The pad of the fixed-carveout pair (issue #33; see launch_kernel): each block launched with dynamic shared memory
-// enough that an SM at the fixed carveout holds no more blocks than the bound asks. Host side only: the device code
-// is the build's without it.
-constexpr int kAblateSharedPad = 128;
+// 128 was the pad of the fixed-carveout pair (dynamic shared memory with the carveout fixed at 32 KB): the driver raised
+// the padded builds' configuration to 64 KB, and the copy kept 16 blocks an SM (b2d2cbe; results/ablation/
+// 20261128-H200-bf16-fixed-carveout).
+constexpr int kAblateHeldRegisters = 256;  // kHeldRegisters values live through the whole kernel (hold_registers)
 constexpr int kAblate = GDN_V4_ABLATE;
-static_assert(kAblate >= 0 && kAblate < 256 && !(kAblate & 64), "GDN_V4_ABLATE is a sum of kAblate* flags");
+static_assert(kAblate >= 0 && kAblate < 512 && !(kAblate & (64 | 128)), "GDN_V4_ABLATE is a sum of kAblate* flags");
 constexpr int kCandidateVEarly = 1;         // v's load issued with q's and k's, not after the reduction
 constexpr int kCandidateOperandsFirst = 2;  // every small operand's load issued before the state's
 constexpr int kCandidatePreciseGates = 4;  // the gates with IEEE expf/log1pf/division (compute_gates_precise)
@@ -213,13 +213,9 @@ constexpr int kCandidateClusterSyncFirst = 65536;
 // the most shared memory): the most L1 changed nothing (the driver gives it already), the most shared memory cost
 // +0.67 / +0.92 µs at B = 32 / 128, bf16 (results/ablation/20261128-H200-carveout; their build: 47353fa). The static
 // assert below refuses them all.
-// The fixed carveout (issue #33; see launch_kernel): an unstaged variant's L1 / shared-memory split set to 32 KB of
-// shared memory, so that the pad above can hold an SM's blocks without shrinking L1 more on one side of a pair than
-// on the other. Host side only, like the pad.
-constexpr int kCandidateFixedCarveout = 67108864;
 constexpr int kCandidate = GDN_V4_CANDIDATE;
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
-static_assert(kCandidate >= 0 && kCandidate < 134217728 && !(kCandidate & kCandidateRemoved),
+static_assert(kCandidate >= 0 && kCandidate < 67108864 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -935,10 +931,44 @@ constexpr int kMinBlocksPerSm =
 
 // One block per chunk of WARPS * ROWS rows: grid (V / (WARPS * ROWS), HV, B). S: the state's
 // element type, float or uint16_t (bf16 bits).
+// The held-registers ablation (kAblateHeldRegisters, issue #33): a clean price of the warps an SM. The bf16 state's
+// copy build (kAblateMath) takes 28 registers and runs 64 warps an SM where the full build's B = 128 pick takes 64
+// (32 warps). Holding an SM's blocks back with shared memory took L1 with it: a static pad cost the full build
+// 0.67-0.98 µs by itself, and with a dynamic pad the driver raised the carveout past the one asked for
+// (results/ablation/20261128-H200-bf16-copy-at-bound-warps, 20261128-H200-bf16-fixed-carveout). Registers leave L1
+// alone: kHeldRegisters values live from before the body's first store to after its last add as many registers to
+// the build, so the copy build takes about the full build's and an SM holds as few of its blocks. Prediction
+// (before any run, 2026-11-28; H200, bf16 state, the ablation probe's window means;
+// results/ablation/20261128-H200-bf16-fixed-carveout): copy-held within +-0.1 µs of copy at B = 32 (one wave fits
+// either way: the control); at B = 128 copy-held - copy >= +0.5 µs if the warps carry over half of the copy build's
+// 0.95-µs lead, <= +0.3 if each full warp's chain after its loads does.
+// How it holds them: the values are loaded (q's first 64 elements, one line every warp shares) before the body and
+// stored after it, under a predicate no call sets (scale below -1e30), by one volatile asm. The compiler cannot move
+// a load past the body's stores (the pointers may alias) nor the stores before them, so the values are live while
+// the state's rows wait in registers for their stores. (Clock reads instead, as first written, were sunk past the
+// body: 34 registers, not 60.) The picks at B = 32 and 128 (r8/l32/w4/p2, bf16) take 60 registers with it and do not
+// spill; the fp32 state's r8/l16 one- and two-warp variants spill 24 bytes: a bf16-state ablation.
+constexpr int kHeldRegisters = 32;
+template <typename Body>
+__device__ __forceinline__ void hold_registers(const Params& p, Body body) {
+  uint2 held[kHeldRegisters / 2];
+  const uint2* from = reinterpret_cast<const uint2*>(p.q);  // q is 8-byte aligned (check_tensor)
+#pragma unroll
+  for (int i = 0; i < kHeldRegisters / 2; ++i) held[i] = from[i];
+  body();
+#pragma unroll
+  for (int i = 0; i < kHeldRegisters / 2; ++i) {
+    asm volatile("{ .reg .pred never; setp.lt.f32 never, %2, 0fF149F2CA; @never st.global.v2.u32 [%3], {%0, %1}; }"
+                 ::"r"(held[i].x), "r"(held[i].y), "f"(p.scale), "l"(p.output + 4 * i) : "memory");
+  }
+}
+
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 __global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>))
     gdn_decode_v4_kernel(const Params p) {
-  update_rows<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>(p, blockIdx.x, blockIdx.y, blockIdx.z);
+  const auto rows = [&] { update_rows<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>(p, blockIdx.x, blockIdx.y, blockIdx.z); };
+  if constexpr (kAblate & kAblateHeldRegisters) hold_registers(p, rows);
+  else rows();
 }
 
 // ---------------------------------------------------------------- host side
@@ -1166,36 +1196,8 @@ int current_device() {
   return device_id;
 }
 
-// The fixed-carveout pair (kCandidateFixedCarveout, kAblateSharedPad; issue #33): a clean price of the warps an SM.
-// The bf16 state's copy build takes 28 registers and runs 64 warps an SM where the full build's B = 128 pick takes
-// 64 (32 warps); a static pad that held the copy to 32 warps took L1 with it and cost the full build 0.67-0.98 µs
-// by itself (results/ablation/20261128-H200-bf16-copy-at-bound-warps, 20261128-H200-carveout). Here the carveout
-// is fixed at 32 KB of shared memory on every build of a pair (14% of the 228 KB an SM; L1 keeps 224 of its 256 KB),
-// and the pad is dynamic shared memory: 32 KB / BLOCKS - 1 KB (the 1 KB a block the system reserves), so an SM
-// holds BLOCKS blocks and not one more, whatever registers the build takes. Prediction (before any run, 2026-11-28;
-// H200, bf16 state, the ablation probe's window means; results/ablation/20261128-H200-bf16-fixed-carveout):
-// full-c32 within +0.2 µs of full at B = 32 and 128; full-pad-c32 within +-0.05 of full-c32 (the pad holds no
-// fewer blocks than the registers do); copy-pad-c32 over copy-c32 by +0.3..+0.6 µs at B = 128 if half the copy
-// build's lead is its warps, within +-0.1 if none is.
-template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
-constexpr int kPadBytes = (kAblate & kAblateSharedPad) && !STAGED && kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED> > 1
-                              ? 32768 / kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED> - 1024
-                              : 0;
-template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
-void fix_carveout() {
-  if constexpr (!STAGED && (kCandidate & kCandidateFixedCarveout)) {
-    static std::once_flag once;
-    std::call_once(once, [] {
-      TVM_FFI_CHECK_CUDA_ERROR(cudaFuncSetAttribute(gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>,
-                                                    cudaFuncAttributePreferredSharedMemoryCarveout, 14));
-    });
-  }
-}
-
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
-  fix_carveout<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>();
-  constexpr int kPad = kPadBytes<WARPS, ROWS, LANES, STAGED, S>;
   const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
   if constexpr (kClusterLaunch) {  // the cluster-sync candidates: the blocks of a head in clusters of up to 8
     cudaLaunchAttribute cluster{};
@@ -1211,7 +1213,7 @@ void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
     TVM_FFI_CHECK_CUDA_ERROR(
         cudaLaunchKernelEx(&config, gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>, params));
   } else {
-    gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S><<<grid, WARPS * kWarpSize, kPad, stream>>>(params);
+    gdn_decode_v4_kernel<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S><<<grid, WARPS * kWarpSize, 0, stream>>>(params);
   }
 }
 
