@@ -189,7 +189,7 @@ constexpr int kCandidateBf16Packed = 128;    // a bf16 state held as loaded, two
 // 512 was the bf16-staged candidate; it won at B = 64 on an H100 and became the variants' STAGED
 // knob (results/tuning/20261127-H100-bf16-staged-one-machine).
 constexpr int kCandidateRemoved = 64 | 256 | 512 | 131072 | 262144 | 524288 | 1048576 | 2097152 | 4194304 | 8388608 |
-                                  16777216 | 33554432 | 67108864;
+                                  16777216 | 33554432 | 67108864 | 134217728 | 268435456;
 constexpr int kCandidateSkAllReduce = 1024;  // the rows' S0 k all-reduced, no swap, no broadcast (update_and_store)
 constexpr int kCandidateWarmStores = 2048;   // lane 0 touches its destinations early (update_rows)
 constexpr int kCandidateOutputLast = 4096;   // the output stored after the state's rows (update_and_store)
@@ -214,15 +214,17 @@ constexpr int kCandidateClusterSyncFirst = 65536;
 // +0.67 / +0.92 µs at B = 32 / 128, bf16 (results/ablation/20261128-H200-carveout; their build: 47353fa). The static
 // assert below refuses them all.
 // 67108864 was the fixed carveout (the carveout set to 32 KB of shared memory), half of a pair that priced nothing (b2d2cbe;
-// results/ablation/20261128-H200-bf16-fixed-carveout).
-// The L2 prefetch of the next wave's rows (issue #33; see prefetch_next_wave): one wave ahead, or half a wave with
-// kCandidateL2PrefetchHalf added.
-constexpr int kCandidateL2Prefetch = 134217728;
-constexpr int kCandidateL2PrefetchHalf = 268435456;
+// results/ablation/20261128-H200-bf16-fixed-carveout). 134217728 and 268435456 were the first L2-prefetch candidates
+// (one wave ahead, half a wave), with the wave from %nsmid and every block prefetching (b9c1505; results/ablation/
+// 20261128-H200-bf16-l2-prefetch, run-1).
+// The L2 prefetch of a later block's rows (issue #33; see prefetch_later_rows): half a wave ahead, or a quarter with
+// kCandidateL2PrefetchQuarter added.
+constexpr int kCandidateL2Prefetch = 536870912;
+constexpr int kCandidateL2PrefetchQuarter = 1073741824;
 constexpr int kCandidate = GDN_V4_CANDIDATE;
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
-static_assert(kCandidate >= 0 && kCandidate < 536870912 && !(kCandidate & kCandidateRemoved) &&
-                  (!(kCandidate & kCandidateL2PrefetchHalf) || (kCandidate & kCandidateL2Prefetch)),
+static_assert(kCandidate >= 0 && !(kCandidate & kCandidateRemoved) &&
+                  (!(kCandidate & kCandidateL2PrefetchQuarter) || (kCandidate & kCandidateL2Prefetch)),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -955,7 +957,7 @@ constexpr int kMinBlocksPerSm =
 // the state's rows wait in registers for their stores. (Clock reads instead, as first written, were sunk past the
 // body: 34 registers, not 60.) The picks at B = 32 and 128 (r8/l32/w4/p2, bf16) take 60 registers with it and do not
 // spill; the fp32 state's r8/l16 one- and two-warp variants spill 24 bytes: a bf16-state ablation.
-constexpr int kHeldRegisters = 32;
+[[maybe_unused]] constexpr int kHeldRegisters = 32;
 template <typename Body>
 __device__ __forceinline__ void hold_registers(const Params& p, Body body) {
   uint2 held[kHeldRegisters / 2];
@@ -970,33 +972,36 @@ __device__ __forceinline__ void hold_registers(const Params& p, Body body) {
   }
 }
 
-// The L2 prefetch of the next wave's rows (kCandidateL2Prefetch, issue #33). The held-registers ablation priced the
-// warps an SM: the bf16 state's copy build held to full's 32 warps an SM lost 0.71 of its 0.95-µs lead at B = 128 on
-// an H200, and nothing at B = 32, where one wave fits either way (results/ablation/20261128-H200-bf16-fixed-carveout).
-// So an SM of this kernel has too few bytes in flight from DRAM, and its registers, not its math, set how many. A
-// prefetch to L2 holds no register and no L1: one thread a block asks the bulk-copy unit
-// (cp.async.bulk.prefetch.L2) for the rows of the block that will run one wave later, so that block's loads find
-// them in L2, with a shorter latency, and fewer bytes in flight an SM meet the same bandwidth (Little's law). Block
-// i's rows are bytes [i, i + 1) x its chunk of the state, with i = x + X (y + Y z) (grid (V / chunk rows, HV, B),
-// the state [B, HV, V, K] contiguous), and blocks start in that order. A wave is %nsmid x the blocks an SM holds:
-// the bound's where it has one, else 4 (the unbounded variants' 96-128 registers in blocks of 4 warps hold 4). A
-// grid of one wave (B <= 32 with the bf16 state's picks) prefetches nothing. Not in the staged variants: with it they
-// spill 8 bytes (ptxas -v, r16/l16/w1/p2s), and their B = 64 runs one wave.
-// Prediction (before any run, 2026-11-28; H200, the ablation probe's window means, results/ablation/
-// 20261128-H200-bf16-l2-prefetch): bf16 B = 128 from 18.94 µs to 18.2-18.6 (a third to two thirds of the warps'
-// 0.71 back), below 18.32 (0.55x the fp32 floor) at best; B = 256 -0.3..-1.0; B = 32 +-0.03 (no target in its grid);
-// half a wave ahead within +-0.1 of one wave; fp32 B = 128 and 256 -0..-1% (within 1-2% of the floor already).
+// The L2 prefetch of a later block's rows (kCandidateL2Prefetch, issue #33). The held-registers ablation priced the
+// warps an SM: the bf16 state's copy build held to the full build's 32 warps an SM lost 0.71 of its 0.95-µs lead at
+// B = 128 on an H200, and nothing at B = 32, where one wave fits either way (results/ablation/
+// 20261128-H200-bf16-fixed-carveout). So an SM of this kernel has too few bytes in flight from DRAM, and its
+// registers, not its math, set how many. A prefetch to L2 holds no register and no L1: one thread a block asks the
+// bulk-copy unit (cp.async.bulk.prefetch.L2) for the rows of a block that starts later, so that block's loads find
+// them in L2. Block i's rows are bytes [i, i + 1) x its chunk of the state, with i = x + X (y + Y z) (grid
+// (V / chunk rows, HV, B), the state [B, HV, V, K] contiguous), and blocks start in that order.
+// The first candidates (run-1 of results/ablation/20261128-H200-bf16-l2-prefetch) prefetched one or half a wave ahead
+// from every block, the wave from %nsmid: half a wave took 0.39 µs off bf16 B = 128, but one wave cost +0.48 there
+// and +26-33% on the fp32 state at B = 128-256 (17-34 MB ahead: L2 overflows), and at B = 32, a grid of one wave,
+// +0.22 / +0.52, so %nsmid x 8 was under its 1,024 blocks and the prefetches fetched rows their blocks were loading.
+// So here: the wave is the host's SM count (g_sm_count) x the blocks an SM holds (the bound's, else 4: the
+// unbounded variants' 96-128 registers in blocks of 4 warps), the distance half or a quarter of it, and a block
+// prefetches only a target past the first wave (first-wave targets are running already).
+// Prediction (before its run, 2026-11-28; H200, window means against full; same folder, run-2): bf16 B = 32 +-0.03 µs
+// (no target); B = 128 half -0.3..-0.6 (run-1's -0.39, and the first wave's wasted prefetches gone), quarter
+// within +-0.2 of half; B = 256 half from run-1's +0.39 to -0.2..+0.2 (it lost in steady state too: not explained).
+__device__ unsigned g_sm_count;  // set once by the host (set_sm_count), read by prefetch_later_rows only
+
 template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
-__device__ __forceinline__ void prefetch_next_wave(const Params& p) {
+__device__ __forceinline__ void prefetch_later_rows(const Params& p) {
   if (threadIdx.x != 0) return;
   constexpr int kBound = kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>;
   constexpr unsigned kBlocksPerSm = kBound > 1 ? kBound : 4;
   constexpr unsigned kChunkBytes = WARPS * ROWS * kHeadK * sizeof(S);
-  unsigned sms;
-  asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
-  const unsigned wave = sms * kBlocksPerSm / ((kCandidate & kCandidateL2PrefetchHalf) ? 2 : 1);
-  const unsigned target = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) + wave;
-  if (target >= gridDim.x * gridDim.y * gridDim.z) return;
+  const unsigned wave = g_sm_count * kBlocksPerSm;
+  const unsigned target = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) +
+                          wave / ((kCandidate & kCandidateL2PrefetchQuarter) ? 4 : 2);
+  if (target < wave || target >= gridDim.x * gridDim.y * gridDim.z) return;
   const char* rows = static_cast<const char*>(p.state) + static_cast<uint64_t>(target) * kChunkBytes;
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(rows), "r"(kChunkBytes) : "memory");
 }
@@ -1004,7 +1009,7 @@ __device__ __forceinline__ void prefetch_next_wave(const Params& p) {
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 __global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>))
     gdn_decode_v4_kernel(const Params p) {
-  if constexpr ((kCandidate & kCandidateL2Prefetch) && !STAGED) prefetch_next_wave<WARPS, ROWS, LANES, STAGED, S>(p);
+  if constexpr ((kCandidate & kCandidateL2Prefetch) && !STAGED) prefetch_later_rows<WARPS, ROWS, LANES, STAGED, S>(p);
   const auto rows = [&] { update_rows<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>(p, blockIdx.x, blockIdx.y, blockIdx.z); };
   if constexpr (kAblate & kAblateHeldRegisters) hold_registers(p, rows);
   else rows();
@@ -1235,8 +1240,23 @@ int current_device() {
   return device_id;
 }
 
+// The L2-prefetch candidate's SM count (g_sm_count), once a process (it runs on one GPU).
+void set_sm_count() {
+  if constexpr ((kCandidate & kCandidateL2Prefetch) != 0) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      int device = 0, sms = 0;
+      TVM_FFI_CHECK_CUDA_ERROR(cudaGetDevice(&device));
+      TVM_FFI_CHECK_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      const unsigned count = static_cast<unsigned>(sms);
+      TVM_FFI_CHECK_CUDA_ERROR(cudaMemcpyToSymbol(g_sm_count, &count, sizeof count));
+    });
+  }
+}
+
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
+  set_sm_count();
   const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
   if constexpr (kClusterLaunch) {  // the cluster-sync candidates: the blocks of a head in clusters of up to 8
     cudaLaunchAttribute cluster{};
