@@ -475,6 +475,7 @@ struct Params {
   float scale;
   uint16_t* output;         // [B, 1, HV, V] bf16
   void* new_state;          // [B, HV, V, K], the state's dtype
+  unsigned sm_count;        // the GPU's SMs, for the L2-prefetch candidate only (prefetch_later_rows); else 0
 };
 
 // The state and new state as arrays of S, the kernel's state element type (float, or uint16_t: bf16 bits).
@@ -984,13 +985,17 @@ __device__ __forceinline__ void hold_registers(const Params& p, Body body) {
 // from every block, the wave from %nsmid: half a wave took 0.39 µs off bf16 B = 128, but one wave cost +0.48 there
 // and +26-33% on the fp32 state at B = 128-256 (17-34 MB ahead: L2 overflows), and at B = 32, a grid of one wave,
 // +0.22 / +0.52, so %nsmid x 8 was under its 1,024 blocks and the prefetches fetched rows their blocks were loading.
-// So here: the wave is the host's SM count (g_sm_count) x the blocks an SM holds (the bound's, else 4: the
-// unbounded variants' 96-128 registers in blocks of 4 warps), the distance half or a quarter of it, and a block
-// prefetches only a target past the first wave (first-wave targets are running already).
+// So here: the wave is the host's SM count x the blocks an SM holds (the bound's, else 4: the unbounded variants'
+// 96-128 registers in blocks of 4 warps), the distance half or a quarter of it, and a block prefetches only a target
+// past the first wave (first-wave targets are running already). run-2 (6c79c5d) read the SM count from a __device__
+// variable: -0.49 / -0.53 µs at B = 128, but +0.62 at B = 32 with no target at all, as thread 0's load of it missed
+// the flushed L2 and held warp 0's state loads back. So it comes as a kernel parameter (Params::sm_count), which
+// the launch brings with it.
+// Prediction for run-3 (before it, 2026-11-28): B = 32 +-0.03 µs; B = 128 -0.5..-0.8 (run-2's, and its first wave's
+// stall gone); B = 256 half -0.3..-0.5, quarter -0.0..-0.3 (run-2: -0.34, +0.06); fp32 B = 1 and 8 +-0.01.
 // Prediction (before its run, 2026-11-28; H200, window means against full; same folder, run-2): bf16 B = 32 +-0.03 µs
 // (no target); B = 128 half -0.3..-0.6 (run-1's -0.39, and the first wave's wasted prefetches gone), quarter
 // within +-0.2 of half; B = 256 half from run-1's +0.39 to -0.2..+0.2 (it lost in steady state too: not explained).
-__device__ unsigned g_sm_count;  // set once by the host (set_sm_count), read by prefetch_later_rows only
 
 template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
 __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
@@ -998,7 +1003,7 @@ __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
   constexpr int kBound = kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>;
   constexpr unsigned kBlocksPerSm = kBound > 1 ? kBound : 4;
   constexpr unsigned kChunkBytes = WARPS * ROWS * kHeadK * sizeof(S);
-  const unsigned wave = g_sm_count * kBlocksPerSm;
+  const unsigned wave = p.sm_count * kBlocksPerSm;
   const unsigned target = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) +
                           wave / ((kCandidate & kCandidateL2PrefetchQuarter) ? 4 : 2);
   if (target < wave || target >= gridDim.x * gridDim.y * gridDim.z) return;
@@ -1240,23 +1245,18 @@ int current_device() {
   return device_id;
 }
 
-// The L2-prefetch candidate's SM count (g_sm_count), once a process (it runs on one GPU).
-void set_sm_count() {
-  if constexpr ((kCandidate & kCandidateL2Prefetch) != 0) {
-    static std::once_flag once;
-    std::call_once(once, [] {
-      int device = 0, sms = 0;
-      TVM_FFI_CHECK_CUDA_ERROR(cudaGetDevice(&device));
-      TVM_FFI_CHECK_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-      const unsigned count = static_cast<unsigned>(sms);
-      TVM_FFI_CHECK_CUDA_ERROR(cudaMemcpyToSymbol(g_sm_count, &count, sizeof count));
-    });
-  }
+// The SM count of a device, for the L2-prefetch candidate (Params::sm_count), asked once a process (it runs on one GPU).
+[[maybe_unused]] unsigned multiprocessors(int device_id) {
+  static const unsigned count = [device_id] {
+    int sms = 0;
+    TVM_FFI_CHECK_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_id));
+    return static_cast<unsigned>(sms);
+  }();
+  return count;
 }
 
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
-  set_sm_count();
   const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
   if constexpr (kClusterLaunch) {  // the cluster-sync candidates: the blocks of a head in clusters of up to 8
     cudaLaunchAttribute cluster{};
@@ -1457,6 +1457,7 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
   params.scale = scale == 0.0 ? kDefaultScale : static_cast<float>(scale);
   params.output = data_of<uint16_t>(output);
   params.new_state = data_of<void>(new_state);
+  params.sm_count = (kCandidate & kCandidateL2Prefetch) ? multiprocessors(device_id) : 0;
 
   ffi::CUDADeviceGuard guard(device_id);
   // The caller's stream (torch's current stream when called with torch tensors).
