@@ -797,6 +797,10 @@ constexpr int kMinRowsPerLaneForTwoPasses = 2;
 
 // Updates rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * WARPS + warp) * ROWS:
 // the work of one warp. Warps never wait for each other (no block barrier).
+// The L2-prefetch candidate (kCandidateL2Prefetch; defined below, after kMinBlocksPerSm).
+template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
+__device__ __forceinline__ void prefetch_later_rows(const Params& p);
+
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, int batch) {
   constexpr int kGroups = kWarpSize / LANES;            // rows a warp works on at once
@@ -897,6 +901,8 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
                                                       private_q, private_k);
   }
   if constexpr (kSharedQK) load_shared_qk<WARPS, kPieces, LANES>(p, batch, hq, sub, q4, k4);
+  // After every load of the block's own: thread 0's ~25 uniform instructions would hold warp 0's loads back.
+  if constexpr ((kCandidate & kCandidateL2Prefetch) && !STAGED) prefetch_later_rows<WARPS, ROWS, LANES, STAGED, S>(p);
   const Gates gates = (kAblate & kAblateGates)              ? Gates{0.9f, 0.5f}
                       : (kCandidate & kCandidatePreciseGates) ? compute_gates_precise(in.A_log, in.dt_bias, in.a, in.b)
                                                               : compute_gates(in.A_log, in.dt_bias, in.a, in.b);
@@ -993,6 +999,10 @@ __device__ __forceinline__ void hold_registers(const Params& p, Body body) {
 // the launch brings with it.
 // Prediction for run-3 (before it, 2026-11-28): B = 32 +-0.03 µs; B = 128 -0.5..-0.8 (run-2's, and its first wave's
 // stall gone); B = 256 half -0.3..-0.5, quarter -0.0..-0.3 (run-2: -0.34, +0.06); fp32 B = 1 and 8 +-0.01.
+// run-3 (fa0d8f6): B = 32 still +0.29 with no target; B = 128 half -0.30, quarter -0.50; B = 256 +0.22 / +0.39. In the
+// SASS the prefetch's ~25 uniform instructions (S2UR, ULDC, UIMAD chains) run in thread 0 before warp 0's first
+// state load. So run-4 calls it after the block's own loads (update_rows). Prediction: B = 32 +-0.05 µs; B = 128
+// quarter -0.6..-0.9, half -0.4..-0.7.
 // Prediction (before its run, 2026-11-28; H200, window means against full; same folder, run-2): bf16 B = 32 +-0.03 µs
 // (no target); B = 128 half -0.3..-0.6 (run-1's -0.39, and the first wave's wasted prefetches gone), quarter
 // within +-0.2 of half; B = 256 half from run-1's +0.39 to -0.2..+0.2 (it lost in steady state too: not explained).
@@ -1014,7 +1024,6 @@ __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 __global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>))
     gdn_decode_v4_kernel(const Params p) {
-  if constexpr ((kCandidate & kCandidateL2Prefetch) && !STAGED) prefetch_later_rows<WARPS, ROWS, LANES, STAGED, S>(p);
   const auto rows = [&] { update_rows<WARPS, ROWS, POLICY, LANES, PASSES, STAGED, S>(p, blockIdx.x, blockIdx.y, blockIdx.z); };
   if constexpr (kAblate & kAblateHeldRegisters) hold_registers(p, rows);
   else rows();
