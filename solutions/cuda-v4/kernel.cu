@@ -1002,7 +1002,11 @@ __device__ __forceinline__ void hold_registers(const Params& p, Body body) {
 // run-3 (fa0d8f6): B = 32 still +0.29 with no target; B = 128 half -0.30, quarter -0.50; B = 256 +0.22 / +0.39. In the
 // SASS the prefetch's ~25 uniform instructions (S2UR, ULDC, UIMAD chains) run in thread 0 before warp 0's first
 // state load. So run-4 calls it after the block's own loads (update_rows). Prediction: B = 32 +-0.05 µs; B = 128
-// quarter -0.6..-0.9, half -0.4..-0.7.
+// quarter -0.6..-0.9, half -0.4..-0.7. run-4 (a690d85): B = 32 +0.64 with no target still; B = 128 half -0.50, quarter
+// -0.04. Half a wave took 0.30-0.51 µs off B = 128 in all four runs; the cost where nothing is prefetched is not
+// explained (the bulk-prefetch instruction's presence is what is left). Not shipped; next, per-thread
+// prefetch.global.L2 in its place (the folder's README).
+// The held-registers ablation stays buildable beside it: it is how the warps were priced.
 // Prediction (before its run, 2026-11-28; H200, window means against full; same folder, run-2): bf16 B = 32 +-0.03 µs
 // (no target); B = 128 half -0.3..-0.6 (run-1's -0.39, and the first wave's wasted prefetches gone), quarter
 // within +-0.2 of half; B = 256 half from run-1's +0.39 to -0.2..+0.2 (it lost in steady state too: not explained).
