@@ -88,7 +88,10 @@ same warps an SM. The pad is not neutral, so the pair could not price the warps,
 (results/ablation/20261128-H200-bf16-copy-at-bound-warps).
 The carveout candidates (16777216, 33554432 at 47353fa) then named the pad's cost: the most shared memory for the
 shipped kernel (L1 shrunk, no pad) +0.67 / +0.92 µs at B = 32 / 128, the most L1 nothing
-(results/ablation/20261128-H200-carveout).
+(results/ablation/20261128-H200-carveout). ``copy-held`` (ablation 272) holds the copy build to full's warps by
+registers instead: 0.71 of its 0.95-µs lead at B = 128 is the warps (results/ablation/20261128-H200-bf16-fixed-carveout).
+``l2-prefetch`` and ``l2-prefetch-quarter`` prefetch a later block's rows to L2: -0.30..-0.51 µs at bf16 B = 128 half
+a wave ahead, +0.22..+0.64 at B = 32, where they prefetch nothing (results/ablation/20261128-H200-bf16-l2-prefetch).
 """
 
 from __future__ import annotations
