@@ -795,12 +795,12 @@ constexpr int kRowsPerLane = static_cast<int>(rows_per_lane(ROWS, LANES));
 // update_rows, the all-variants launch and validate_config all ask it.
 constexpr int kMinRowsPerLaneForTwoPasses = 2;
 
-// Updates rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * WARPS + warp) * ROWS:
-// the work of one warp. Warps never wait for each other (no block barrier).
 // The L2-prefetch candidate (kCandidateL2Prefetch; defined below, after kMinBlocksPerSm).
 template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
 __device__ __forceinline__ void prefetch_later_rows(const Params& p);
 
+// Updates rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * WARPS + warp) * ROWS:
+// the work of one warp. Warps never wait for each other (no block barrier).
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, int batch) {
   constexpr int kGroups = kWarpSize / LANES;            // rows a warp works on at once
@@ -952,7 +952,7 @@ constexpr int kMinBlocksPerSm =
 // (32 warps). Holding an SM's blocks back with shared memory took L1 with it: a static pad cost the full build
 // 0.67-0.98 µs by itself, and with a dynamic pad the driver raised the carveout past the one asked for
 // (results/ablation/20261128-H200-bf16-copy-at-bound-warps, 20261128-H200-bf16-fixed-carveout). Registers leave L1
-// alone: kHeldRegisters values live from before the body's first store to after its last add as many registers to
+// alone: kHeldRegisters values, live from before the body's first store to after its last, add as many registers to
 // the build, so the copy build takes about the full build's and an SM holds as few of its blocks. Prediction
 // (before any run, 2026-11-28; H200, bf16 state, the ablation probe's window means;
 // results/ablation/20261128-H200-bf16-fixed-carveout): copy-held within +-0.1 µs of copy at B = 32 (one wave fits
@@ -987,30 +987,21 @@ __device__ __forceinline__ void hold_registers(const Params& p, Body body) {
 // bulk-copy unit (cp.async.bulk.prefetch.L2) for the rows of a block that starts later, so that block's loads find
 // them in L2. Block i's rows are bytes [i, i + 1) x its chunk of the state, with i = x + X (y + Y z) (grid
 // (V / chunk rows, HV, B), the state [B, HV, V, K] contiguous), and blocks start in that order.
-// The first candidates (run-1 of results/ablation/20261128-H200-bf16-l2-prefetch) prefetched one or half a wave ahead
-// from every block, the wave from %nsmid: half a wave took 0.39 µs off bf16 B = 128, but one wave cost +0.48 there
-// and +26-33% on the fp32 state at B = 128-256 (17-34 MB ahead: L2 overflows), and at B = 32, a grid of one wave,
-// +0.22 / +0.52, so %nsmid x 8 was under its 1,024 blocks and the prefetches fetched rows their blocks were loading.
-// So here: the wave is the host's SM count x the blocks an SM holds (the bound's, else 4: the unbounded variants'
-// 96-128 registers in blocks of 4 warps), the distance half or a quarter of it, and a block prefetches only a target
-// past the first wave (first-wave targets are running already). run-2 (6c79c5d) read the SM count from a __device__
-// variable: -0.49 / -0.53 µs at B = 128, but +0.62 at B = 32 with no target at all, as thread 0's load of it missed
-// the flushed L2 and held warp 0's state loads back. So it comes as a kernel parameter (Params::sm_count), which
-// the launch brings with it.
-// Prediction for run-3 (before it, 2026-11-28): B = 32 +-0.03 µs; B = 128 -0.5..-0.8 (run-2's, and its first wave's
-// stall gone); B = 256 half -0.3..-0.5, quarter -0.0..-0.3 (run-2: -0.34, +0.06); fp32 B = 1 and 8 +-0.01.
-// run-3 (fa0d8f6): B = 32 still +0.29 with no target; B = 128 half -0.30, quarter -0.50; B = 256 +0.22 / +0.39. In the
-// SASS the prefetch's ~25 uniform instructions (S2UR, ULDC, UIMAD chains) run in thread 0 before warp 0's first
-// state load. So run-4 calls it after the block's own loads (update_rows). Prediction: B = 32 +-0.05 µs; B = 128
-// quarter -0.6..-0.9, half -0.4..-0.7. run-4 (a690d85): B = 32 +0.64 with no target still; B = 128 half -0.50, quarter
-// -0.04. Half a wave took 0.30-0.51 µs off B = 128 in all four runs; the cost where nothing is prefetched is not
-// explained (the bulk-prefetch instruction's presence is what is left). Not shipped; next, per-thread
-// prefetch.global.L2 in its place (the folder's README).
-// The held-registers ablation stays buildable beside it: it is how the warps were priced.
-// Prediction (before its run, 2026-11-28; H200, window means against full; same folder, run-2): bf16 B = 32 +-0.03 µs
-// (no target); B = 128 half -0.3..-0.6 (run-1's -0.39, and the first wave's wasted prefetches gone), quarter
-// within +-0.2 of half; B = 256 half from run-1's +0.39 to -0.2..+0.2 (it lost in steady state too: not explained).
-
+// How it got here (results/ablation/20261128-H200-bf16-l2-prefetch, four runs on H200s, each predicted in its
+// PREDICTION.md before it ran):
+//   run-1 (b9c1505): every block prefetched one wave or half a wave ahead, the wave from %nsmid. Half took 0.39 µs off
+//     bf16 B = 128; one wave overflowed L2 (+0.48 there, +26-33% for the fp32 state's 4,224-block waves at B = 128-256);
+//     B = 32, one wave, lost +0.22 / +0.52.
+//   run-2 (6c79c5d): half or a quarter ahead, only targets past the first wave (first-wave targets run already), the
+//     SM count from a __device__ variable: -0.49 / -0.53 at B = 128, +0.62 at B = 32 with no target, its load held
+//     back behind the cold-L2 flush.
+//   run-3 (fa0d8f6): the SM count as a kernel parameter (Params::sm_count): B = 128 -0.30 / -0.50, B = 32 still +0.29.
+//   run-4 (a690d85, as below): called after the block's own loads (update_rows), since the prefetch's ~25 uniform
+//     instructions ran ahead of warp 0's first state load: B = 128 -0.50 / -0.04, B = 32 +0.64.
+// So half a wave ahead takes 0.30-0.51 µs off B = 128 in every run, and the build costs 0.22-0.64 at B = 32, where it
+// prefetches nothing: what is left to blame is the bulk-prefetch instruction's presence (not explained). Not shipped;
+// next, per-thread prefetch.global.L2 in its place (the folder's README). A block count an SM for unbounded variants
+// is a guess (4: their 96-128 registers in blocks of 4 warps).
 template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
 __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
   if (threadIdx.x != 0) return;
