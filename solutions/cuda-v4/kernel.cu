@@ -221,10 +221,13 @@ constexpr int kCandidateClusterSyncFirst = 65536;
 // kCandidateL2PrefetchQuarter added.
 constexpr int kCandidateL2Prefetch = 536870912;
 constexpr int kCandidateL2PrefetchQuarter = 1073741824;
-constexpr int kCandidate = GDN_V4_CANDIDATE;
+// With kCandidateL2Prefetch: the lanes of warp 0 prefetch the target's 128-byte lines (prefetch.global.L2), no bulk unit.
+constexpr long long kCandidateL2PrefetchLines = 2147483648LL;
+constexpr long long kCandidate = GDN_V4_CANDIDATE;  // 64 bits: the flags passed 2^31
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
-static_assert(kCandidate >= 0 && !(kCandidate & kCandidateRemoved) &&
-                  (!(kCandidate & kCandidateL2PrefetchQuarter) || (kCandidate & kCandidateL2Prefetch)),
+static_assert(kCandidate >= 0 && kCandidate < 4294967296LL && !(kCandidate & kCandidateRemoved) &&
+                  (!(kCandidate & (kCandidateL2PrefetchQuarter | kCandidateL2PrefetchLines)) ||
+                   (kCandidate & kCandidateL2Prefetch)),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -1002,9 +1005,15 @@ __device__ __forceinline__ void hold_registers(const Params& p, Body body) {
 // prefetches nothing: what is left to blame is the bulk-prefetch instruction's presence (not explained). Not shipped;
 // next, per-thread prefetch.global.L2 in its place (the folder's README). A block count an SM for unbounded variants
 // is a guess (4: their 96-128 registers in blocks of 4 warps).
+// The lines form (kCandidateL2PrefetchLines, written after run-4 and before any run of it, 2026-11-28): warp 0's lanes
+// prefetch the target's 128-byte lines, two a lane for the bf16 picks' 8 KB, with prefetch.global.L2, which goes
+// through the load path like any load and leaves the bulk unit out of the kernel. Prediction (H200, window means
+// against full, results/ablation/20261128-H200-bf16-l2-prefetch): bf16 B = 32 within +-0.05 µs if the bulk
+// instruction was the B = 32 cost, +0.2..+0.6 again if it was not; B = 128 half a wave -0.3..-0.5, as the bulk form.
 template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
 __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
-  if (threadIdx.x != 0) return;
+  constexpr bool kLines = (kCandidate & kCandidateL2PrefetchLines) != 0;
+  if (threadIdx.x >= (kLines ? kWarpSize : 1)) return;
   constexpr int kBound = kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>;
   constexpr unsigned kBlocksPerSm = kBound > 1 ? kBound : 4;
   constexpr unsigned kChunkBytes = WARPS * ROWS * kHeadK * sizeof(S);
@@ -1013,7 +1022,15 @@ __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
                           wave / ((kCandidate & kCandidateL2PrefetchQuarter) ? 4 : 2);
   if (target < wave || target >= gridDim.x * gridDim.y * gridDim.z) return;
   const char* rows = static_cast<const char*>(p.state) + static_cast<uint64_t>(target) * kChunkBytes;
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(rows), "r"(kChunkBytes) : "memory");
+  if constexpr (kLines) {
+    constexpr unsigned kLine = 128;
+#pragma unroll
+    for (unsigned line = threadIdx.x; line < kChunkBytes / kLine; line += kWarpSize) {
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(rows + line * kLine));
+    }
+  } else {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(rows), "r"(kChunkBytes) : "memory");
+  }
 }
 
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
