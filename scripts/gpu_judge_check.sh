@@ -268,7 +268,7 @@ for step in "$@"; do
                  python -m tools.ncu_table "${columns[@]}" | tee "$work/table.md"
                  pack "$step" "$work" ;;
     ncu-builds)  work=/tmp/gdn-check-$step; mkdir -p "$work"; columns=()
-                 for build in ${NCU_BUILDS:?NCU_BUILDS: ablation probe build names, e.g. copy copy-pad-c32}; do
+                 for build in ${NCU_BUILDS:?NCU_BUILDS: ablation probe build names, e.g. copy copy-held}; do
                    ncu_subject "$work" "$build" cuda-v4 "${NCU_BATCH:-128}" "${NCU_DTYPE:-bfloat16}" "" "$build"
                    columns+=("$build=$work/$build-details.csv")
                  done
