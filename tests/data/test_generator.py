@@ -2,6 +2,7 @@
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -54,19 +55,30 @@ def test_set_shapes():
     assert len({(r.layer, r.bank_sequences[0]) for r in generator.set_recipes("contest-v1")}) == 20
 
 
-def test_contest_v1_tensors_match_recorded_checksums(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def generated_contest_v1(tmp_path_factory):
+    """``(cache folder, dataset)``: contest-v1 generated from scratch into a cache folder of this
+    module's own, once per worker (a generation takes ~10 s of CI's two cores; three tests read
+    one). Read it, never change it: a test that spoils files works on a copy."""
+    cache = tmp_path_factory.mktemp("contest-v1-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GDN_BENCH_CACHE", str(cache))
+        return cache, open_dataset("contest-v1", show_progress=False)
+
+
+def test_contest_v1_tensors_match_recorded_checksums(generated_contest_v1):
     """Generating from scratch reproduces every recorded checksum bit for bit
     (materialize raises on any mismatch)."""
-    monkeypatch.setenv("GDN_BENCH_CACHE", str(tmp_path))
-    dataset = open_dataset("contest-v1", show_progress=False)
+    _, dataset = generated_contest_v1
     checksums = json.loads((WORKLOADS_DIR / "checksums.json").read_text())
     for workload in dataset.workloads:
         state = dataset.files.get(workload.inputs["state"], workload.where).numpy()
         assert generator.sha256(state) == checksums[workload.uuid]["state"]
 
 
-def test_a_changed_or_truncated_cached_file_is_made_again(tmp_path, monkeypatch, capsys):
+def test_a_changed_or_truncated_cached_file_is_made_again(generated_contest_v1, tmp_path, monkeypatch, capsys):
     """Cached tensors are checked against checksums.json (again only after their size or mtime changed)."""
+    shutil.copytree(generated_contest_v1[0], tmp_path, dirs_exist_ok=True)  # copy2: sizes and mtimes kept, stamps valid
     monkeypatch.setenv("GDN_BENCH_CACHE", str(tmp_path))
     first = open_dataset("contest-v1", show_progress=False).workloads[0]
     blob = tmp_path / "dataset" / first.inputs["state"].path
@@ -82,15 +94,14 @@ def test_a_changed_or_truncated_cached_file_is_made_again(tmp_path, monkeypatch,
     assert capsys.readouterr().err == ""
 
 
-def test_a_dataset_names_every_file_a_run_reads(tmp_path, monkeypatch):
+def test_a_dataset_names_every_file_a_run_reads(generated_contest_v1):
     """What the judge's vault keeps of a set: the definition, the set's JSONL, the checksums, every
     tensor file the workloads name and its stamp (a solution could forge a stamp)."""
     from harness.data.dataset import CHECKSUMS_FILE, OUR_DEFINITION
 
-    monkeypatch.setenv("GDN_BENCH_CACHE", str(tmp_path))
-    dataset = open_dataset("contest-v1", show_progress=False)
+    cache, dataset = generated_contest_v1
     files = dataset.read_files()
-    blob = tmp_path / "dataset" / dataset.workloads[0].inputs["state"].path
+    blob = cache / "dataset" / dataset.workloads[0].inputs["state"].path
     assert {OUR_DEFINITION, CHECKSUMS_FILE, blob, blob.with_name(blob.name + ".verified")} <= set(files)
     assert all(f.is_file() for f in files)
 
