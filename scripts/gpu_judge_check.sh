@@ -182,6 +182,21 @@ ncu_subject() {  # ncu_subject WORK LABEL SUBJECT BATCH DTYPE [VARIANT [BUILD]]:
     || echo "$label: no source page" >> "$work/$label.log"
   tail -2 "$work/$label.log"
 }
+ncu_side_by_side() {  # ncu_side_by_side WORK variant|build NAME...: ncu_subject of cuda-v4 as each variant or ablation
+  # probe build at NCU_BATCH (default 128) with a NCU_DTYPE state (default bfloat16), then tools/ncu_table.py of them side
+  # by side (WORK/table.md)
+  local work=$1 kind=$2 name label columns=(); shift 2
+  for name in "$@"; do
+    label=$(echo "$name" | tr / _)
+    if [ "$kind" = variant ]; then
+      ncu_subject "$work" "$label" cuda-v4 "${NCU_BATCH:-128}" "${NCU_DTYPE:-bfloat16}" "$name"
+    else
+      ncu_subject "$work" "$label" cuda-v4 "${NCU_BATCH:-128}" "${NCU_DTYPE:-bfloat16}" "" "$name"
+    fi
+    columns+=("$name=$work/$label-details.csv")
+  done
+  python -m tools.ncu_table "${columns[@]}" | tee "$work/table.md"
+}
 compare() {  # compare A B NAME [PER]: ratios of two runs' traces, per workload (or PER), into NAME
   python -m tools.compare_runs "$1"/runs/*/traces.jsonl "$2"/runs/*/traces.jsonl --per "${4:-workload}" \
     --tiers cupti,events > "$3" 2>&1
@@ -259,20 +274,11 @@ for step in "$@"; do
     ncu-v4)      work=/tmp/gdn-check-$step; mkdir -p "$work"
                  for subject in cuda-v4 fla-recurrent stream-copy; do ncu_subject "$work" "$subject-b1" "$subject" 1 float32; done
                  pack "$step" "$work" ;;
-    ncu-variants) work=/tmp/gdn-check-$step; mkdir -p "$work"; columns=()
-                 for variant in ${NCU_VARIANTS:?NCU_VARIANTS: cuda-v4 variant names, e.g. r16/noalloc/l16/w1/p2s}; do
-                   label=$(echo "$variant" | tr / _)
-                   ncu_subject "$work" "$label" cuda-v4 "${NCU_BATCH:-128}" "${NCU_DTYPE:-bfloat16}" "$variant"
-                   columns+=("$variant=$work/$label-details.csv")
-                 done
-                 python -m tools.ncu_table "${columns[@]}" | tee "$work/table.md"
+    ncu-variants) work=/tmp/gdn-check-$step; mkdir -p "$work"
+                 ncu_side_by_side "$work" variant ${NCU_VARIANTS:?NCU_VARIANTS: cuda-v4 variant names, e.g. r16/noalloc/l16/w1/p2s}
                  pack "$step" "$work" ;;
-    ncu-builds)  work=/tmp/gdn-check-$step; mkdir -p "$work"; columns=()
-                 for build in ${NCU_BUILDS:?NCU_BUILDS: ablation probe build names, e.g. copy copy-held}; do
-                   ncu_subject "$work" "$build" cuda-v4 "${NCU_BATCH:-128}" "${NCU_DTYPE:-bfloat16}" "" "$build"
-                   columns+=("$build=$work/$build-details.csv")
-                 done
-                 python -m tools.ncu_table "${columns[@]}" | tee "$work/table.md"
+    ncu-builds)  work=/tmp/gdn-check-$step; mkdir -p "$work"
+                 ncu_side_by_side "$work" build ${NCU_BUILDS:?NCU_BUILDS: ablation probe build names, e.g. copy copy-held}
                  pack "$step" "$work" ;;
     ncu-bf16)    work=/tmp/gdn-check-$step; mkdir -p "$work"
                  ncu_subject "$work" cuda-v4-bf16-b64 cuda-v4 64 bfloat16
