@@ -223,11 +223,19 @@ constexpr int kCandidateL2Prefetch = 536870912;
 constexpr int kCandidateL2PrefetchQuarter = 1073741824;
 // With kCandidateL2Prefetch: the lanes of warp 0 prefetch the target's 128-byte lines (prefetch.global.L2), no bulk unit.
 constexpr long long kCandidateL2PrefetchLines = 2147483648LL;
+// With kCandidateL2PrefetchLines: no branch around the prefetch; every thread computes the target and warp 0's lanes
+// issue a predicated prefetch.global.L2, so the kernel keeps one basic block (see prefetch_later_rows).
+constexpr long long kCandidateL2PrefetchPredicated = 4294967296LL;
+// The control of an L2-prefetch build: the same code, but no block's target is ever wanted (a test the compiler cannot
+// fold, on Params::sm_count), so what it costs is the code's presence, not a prefetch.
+constexpr long long kCandidateL2PrefetchIdle = 8589934592LL;
 constexpr long long kCandidate = GDN_V4_CANDIDATE;  // 64 bits: the flags passed 2^31
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
-static_assert(kCandidate >= 0 && kCandidate < 4294967296LL && !(kCandidate & kCandidateRemoved) &&
+static_assert(kCandidate >= 0 && kCandidate < 17179869184LL && !(kCandidate & kCandidateRemoved) &&
                   (!(kCandidate & (kCandidateL2PrefetchQuarter | kCandidateL2PrefetchLines)) ||
-                   (kCandidate & kCandidateL2Prefetch)),
+                   (kCandidate & kCandidateL2Prefetch)) &&
+                  (!(kCandidate & kCandidateL2PrefetchPredicated) || (kCandidate & kCandidateL2PrefetchLines)) &&
+                  (!(kCandidate & kCandidateL2PrefetchIdle) || (kCandidate & kCandidateL2Prefetch)),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -1010,18 +1018,43 @@ __device__ __forceinline__ void hold_registers(const Params& p, Body body) {
 // through the load path like any load and leaves the bulk unit out of the kernel. Prediction (H200, window means
 // against full, results/ablation/20261128-H200-bf16-l2-prefetch): bf16 B = 32 within +-0.05 µs if the bulk
 // instruction was the B = 32 cost, +0.2..+0.6 again if it was not; B = 128 half a wave -0.3..-0.5, as the bulk form.
+// Outcome (run-5, ab6a4b3): B = 32 +0.64 (the bulk form +0.64 beside it), B = 128 -0.43: not the bulk unit. In the
+// SASS of the B = 32 and 128 picks (nvcc 13, sm_90a) the branch around the prefetch changes ptxas's schedule: both
+// passes' v loads come late (instructions 207 and 300 of 520, where full issues one with the operands) and the first
+// pass's stores before the second pass's math. The predicated form (kCandidateL2PrefetchPredicated) has no branch: its
+// picks issue v's loads at 86-157, nearer full's. The idle builds (kCandidateL2PrefetchIdle) are each form's control.
+// Prediction for run-6 (bf16, H200, window means against full): lines-idle as lines at B = 32 (+0.64 +-0.05) and
+// +0.2..+0.6 at B = 128, so the prefetch alone is worth -0.7..-1.0 there; predicated +0..+0.2 at B = 32 and
+// -0.5..-0.9 at B = 128; predicated at B = 256 +0.5..+2 (its pick r16/l16 takes 117 registers against 99: 4 blocks
+// an SM against 5).
 template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
 __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
   constexpr bool kLines = (kCandidate & kCandidateL2PrefetchLines) != 0;
-  if (threadIdx.x >= (kLines ? kWarpSize : 1)) return;
+  constexpr bool kPredicated = (kCandidate & kCandidateL2PrefetchPredicated) != 0;
+  if (!kPredicated && threadIdx.x >= (kLines ? kWarpSize : 1)) return;
   constexpr int kBound = kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>;
   constexpr unsigned kBlocksPerSm = kBound > 1 ? kBound : 4;
   constexpr unsigned kChunkBytes = WARPS * ROWS * kHeadK * sizeof(S);
   const unsigned wave = p.sm_count * kBlocksPerSm;
   const unsigned target = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) +
                           wave / ((kCandidate & kCandidateL2PrefetchQuarter) ? 4 : 2);
-  if (target < wave || target >= gridDim.x * gridDim.y * gridDim.z) return;
+  const bool wanted = target >= wave && target < gridDim.x * gridDim.y * gridDim.z &&
+                      (!(kCandidate & kCandidateL2PrefetchIdle) || p.sm_count > 65536);
   const char* rows = static_cast<const char*>(p.state) + static_cast<uint64_t>(target) * kChunkBytes;
+  if constexpr (kPredicated) {
+    constexpr unsigned kLine = 128;
+    constexpr unsigned kLines = kChunkBytes / kLine, kLinesPerLane = (kLines + kWarpSize - 1) / kWarpSize;
+#pragma unroll
+    for (unsigned i = 0; i < kLinesPerLane; ++i) {
+      const unsigned line = i * kWarpSize + threadIdx.x % kWarpSize;
+      const unsigned go = (threadIdx.x < kWarpSize && wanted && line < kLines) ? 1u : 0u;
+      asm volatile("{\n\t.reg .pred go;\n\tsetp.ne.u32 go, %1, 0;\n\t@go prefetch.global.L2 [%0];\n\t}" ::"l"(
+                       rows + line * kLine),
+                   "r"(go));
+    }
+    return;
+  }
+  if (!wanted) return;
   if constexpr (kLines) {
     constexpr unsigned kLine = 128;
 #pragma unroll
