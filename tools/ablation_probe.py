@@ -94,7 +94,8 @@ registers instead: 0.71 of its 0.95-µs lead at B = 128 is the warps (results/ab
 a wave ahead, +0.22..+0.64 at B = 32, where they prefetch nothing (results/ablation/20261128-H200-bf16-l2-prefetch).
 ``l2-prefetch-lines`` (warp 0's lanes, ``prefetch.global.L2``) read the same +0.64 at B = 32 (run-5): the cost is the
 schedule ptxas gives the code around a branch, not the bulk unit. The ``-idle`` builds are the controls: the same code,
-no target ever (run-6).
+no target ever (run-6). ``l2-prefetch-entry`` calls the predicated form before the block's own state loads, where the
+SASS of the bf16 picks keeps full's order (run-7).
 """
 
 from __future__ import annotations
@@ -119,7 +120,8 @@ ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, 
 #: kCandidateOutputLast 4096, kCandidateKqEarly 8192, kCandidateGatesEarly 16384, kCandidateClusterSync 32768,
 #: kCandidateClusterSyncFirst 65536, kCandidateL2Prefetch 536870912 and with it kCandidateL2PrefetchQuarter 1073741824
 #: or kCandidateL2PrefetchLines 2147483648, with the lines form kCandidateL2PrefetchPredicated 4294967296 (no branch),
-#: and kCandidateL2PrefetchIdle 8589934592 (the same code, never a target: its control) (the first L2-prefetch candidates, 134217728 and 268435456 at b9c1505, were
+#: and kCandidateL2PrefetchIdle 8589934592 (the same code, never a target: its control), and with the predicated form
+#: kCandidateL2PrefetchEntry 17179869184 (called before the block's own state loads) (the first L2-prefetch candidates, 134217728 and 268435456 at b9c1505, were
 #: replaced after their run); qk-multicast, 131072 at ccaafb0, bf16-mma, 262144 at b8c0192, the lean-sums and
 #: warps candidates, 524288-8388608 at 02d788b, and the carveout candidates, 16777216 and 33554432 at 47353fa, were
 #: removed after their runs; the halves candidate, 32 at b280400, is the variants' passes now, and the bf16-staged
@@ -130,7 +132,8 @@ CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "p
               "kq-gates-early": 24576, "cluster-sync": 32768, "cluster-sync-first": 65536, "l2-prefetch": 536870912,
               "l2-prefetch-quarter": 1610612736, "l2-prefetch-lines": 2684354560,
               "l2-prefetch-lines-idle": 11274289152, "l2-prefetch-predicated": 6979321856,
-              "l2-prefetch-predicated-idle": 15569256448}
+              "l2-prefetch-predicated-idle": 15569256448, "l2-prefetch-entry": 24159191040,
+              "l2-prefetch-entry-idle": 32749125632, "l2-prefetch-entry-quarter": 25232932864}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
           **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}

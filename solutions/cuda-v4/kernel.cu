@@ -229,13 +229,16 @@ constexpr long long kCandidateL2PrefetchPredicated = 4294967296LL;
 // The control of an L2-prefetch build: the same code, but no block's target is ever wanted (a test the compiler cannot
 // fold, on Params::sm_count), so what it costs is the code's presence, not a prefetch.
 constexpr long long kCandidateL2PrefetchIdle = 8589934592LL;
+// With kCandidateL2PrefetchPredicated: the prefetch at the block's entry, before its own state loads (see update_rows).
+constexpr long long kCandidateL2PrefetchEntry = 17179869184LL;
 constexpr long long kCandidate = GDN_V4_CANDIDATE;  // 64 bits: the flags passed 2^31
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
-static_assert(kCandidate >= 0 && kCandidate < 17179869184LL && !(kCandidate & kCandidateRemoved) &&
+static_assert(kCandidate >= 0 && kCandidate < 34359738368LL && !(kCandidate & kCandidateRemoved) &&
                   (!(kCandidate & (kCandidateL2PrefetchQuarter | kCandidateL2PrefetchLines)) ||
                    (kCandidate & kCandidateL2Prefetch)) &&
                   (!(kCandidate & kCandidateL2PrefetchPredicated) || (kCandidate & kCandidateL2PrefetchLines)) &&
-                  (!(kCandidate & kCandidateL2PrefetchIdle) || (kCandidate & kCandidateL2Prefetch)),
+                  (!(kCandidate & kCandidateL2PrefetchIdle) || (kCandidate & kCandidateL2Prefetch)) &&
+                  (!(kCandidate & kCandidateL2PrefetchEntry) || (kCandidate & kCandidateL2PrefetchPredicated)),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -846,6 +849,11 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   float v_early = 0.0f;
   if constexpr (kCandidate & kCandidateClusterSyncFirst) cluster_barrier();
   if constexpr (kOperandsFirst) load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
+  // The entry form of the L2 prefetch (kCandidateL2PrefetchEntry): with no branch here, ptxas keeps the rest of the
+  // kernel in full's order (the SASS of the B = 32, 128 and 256 picks), at ~26 instructions before the first state load.
+  constexpr bool kPrefetch = (kCandidate & kCandidateL2Prefetch) && !STAGED;
+  constexpr bool kPrefetchAtEntry = (kCandidate & kCandidateL2PrefetchEntry) != 0;
+  if constexpr (kPrefetch && kPrefetchAtEntry) prefetch_later_rows<WARPS, ROWS, LANES, STAGED, S>(p);
   StatePiece<S> s[kLaneRows][kPieces];
   // STAGED: the second pass's rows [kStagedFrom, kLaneRows) go to shared memory.
   static_assert(!STAGED || kCanStage<S, PASSES>, "only a bf16 state's two-pass variants stage rows");
@@ -913,7 +921,7 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   }
   if constexpr (kSharedQK) load_shared_qk<WARPS, kPieces, LANES>(p, batch, hq, sub, q4, k4);
   // After every load of the block's own: thread 0's ~25 uniform instructions would hold warp 0's loads back.
-  if constexpr ((kCandidate & kCandidateL2Prefetch) && !STAGED) prefetch_later_rows<WARPS, ROWS, LANES, STAGED, S>(p);
+  if constexpr (kPrefetch && !kPrefetchAtEntry) prefetch_later_rows<WARPS, ROWS, LANES, STAGED, S>(p);
   const Gates gates = (kAblate & kAblateGates)              ? Gates{0.9f, 0.5f}
                       : (kCandidate & kCandidatePreciseGates) ? compute_gates_precise(in.A_log, in.dt_bias, in.a, in.b)
                                                               : compute_gates(in.A_log, in.dt_bias, in.a, in.b);
@@ -1027,6 +1035,16 @@ __device__ __forceinline__ void hold_registers(const Params& p, Body body) {
 // +0.2..+0.6 at B = 128, so the prefetch alone is worth -0.7..-1.0 there; predicated +0..+0.2 at B = 32 and
 // -0.5..-0.9 at B = 128; predicated at B = 256 +0.5..+2 (its pick r16/l16 takes 117 registers against 99: 4 blocks
 // an SM against 5).
+// Outcome (run-6, a3844d3, two runs on one H200): each build's idle control prices its code alone. lines-idle +0.64 /
+// +0.04 / +0.79 µs at B = 32 / 128 / 256, predicated-idle +0.56 / +0.36 / -0.01: the code's shape, not a prefetch, and not
+// monotonic in anything. The prefetch alone (build minus its control): lines -0.47..-0.51 at B = 128 and -0.96 at 256;
+// predicated -0.33..-0.39 and +0.10. Predicted lines-idle +0.2..+0.6 at B = 128 and predicated -0.5..-0.9: refuted.
+// The entry form (kCandidateL2PrefetchEntry): the predicated prefetch before the state loads, where the SASS of the
+// B = 32, 128 and 256 picks keeps full's order (both passes' stores together at the end, v's loads where full has them,
+// about 0.9 of the instruction sequence in common at B = 32 and 128, 0.66 at 256) behind ~26 instructions of address
+// math. Prediction for run-7 (H200, bf16, window means against full): entry-idle +0..+0.06 at B = 32, +0..+0.1 at 128,
+// +0..+0.15 at 256; entry as entry-idle at B = 32 (+-0.03: no target), -0.35..-0.5 at B = 128, -0.1..-0.9 at 256;
+// a quarter wave (entry-quarter) within 0.15 of half at B = 128.
 template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
 __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
   constexpr bool kLines = (kCandidate & kCandidateL2PrefetchLines) != 0;
