@@ -1045,6 +1045,11 @@ __device__ __forceinline__ void hold_registers(const Params& p, Body body) {
 // math. Prediction for run-7 (H200, bf16, window means against full): entry-idle +0..+0.06 at B = 32, +0..+0.1 at 128,
 // +0..+0.15 at 256; entry as entry-idle at B = 32 (+-0.03: no target), -0.35..-0.5 at B = 128, -0.1..-0.9 at 256;
 // a quarter wave (entry-quarter) within 0.15 of half at B = 128.
+// Outcome (run-7, 45b0112, two runs): entry-idle +0.10 / +0.13 / +1.74 at B = 32 / 128 / 256, entry +0.21 / -0.27 /
+// +0.87, entry-quarter +0.21 / -0.45 / +0.66: refuted; full's order in the SASS did not carry over to time. A tune of
+// every bf16 variant with the lines form (results/tuning/20261128-H200-bf16-l2-prefetch-tune, two rounds) found
+// B = 128's best at 18.40-18.43 µs against 18.75-18.78 and B = 256's at 34.19-34.30 against 34.75-34.94, and the median
+// variant 0.3-0.4 slower: shipping needs the prefetch as a knob of the variants (template twins), and still misses 0.55x.
 template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
 __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
   constexpr bool kLines = (kCandidate & kCandidateL2PrefetchLines) != 0;
