@@ -850,7 +850,8 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   if constexpr (kCandidate & kCandidateClusterSyncFirst) cluster_barrier();
   if constexpr (kOperandsFirst) load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
   // The entry form of the L2 prefetch (kCandidateL2PrefetchEntry): with no branch here, ptxas keeps the rest of the
-  // kernel in full's order (the SASS of the B = 32, 128 and 256 picks), at ~26 instructions before the first state load.
+  // kernel in full's order (the SASS of the B = 32, 128 and 256 picks), ~26 instructions before the first state load;
+  // its control still cost up to 1.7 µs (run-7, results/ablation/20261128-H200-bf16-l2-prefetch).
   constexpr bool kPrefetch = (kCandidate & kCandidateL2Prefetch) && !STAGED;
   constexpr bool kPrefetchAtEntry = (kCandidate & kCandidateL2PrefetchEntry) != 0;
   if constexpr (kPrefetch && kPrefetchAtEntry) prefetch_later_rows<WARPS, ROWS, LANES, STAGED, S>(p);
@@ -1026,30 +1027,14 @@ __device__ __forceinline__ void hold_registers(const Params& p, Body body) {
 // through the load path like any load and leaves the bulk unit out of the kernel. Prediction (H200, window means
 // against full, results/ablation/20261128-H200-bf16-l2-prefetch): bf16 B = 32 within +-0.05 µs if the bulk
 // instruction was the B = 32 cost, +0.2..+0.6 again if it was not; B = 128 half a wave -0.3..-0.5, as the bulk form.
-// Outcome (run-5, ab6a4b3): B = 32 +0.64 (the bulk form +0.64 beside it), B = 128 -0.43: not the bulk unit. In the
-// SASS of the B = 32 and 128 picks (nvcc 13, sm_90a) the branch around the prefetch changes ptxas's schedule: both
-// passes' v loads come late (instructions 207 and 300 of 520, where full issues one with the operands) and the first
-// pass's stores before the second pass's math. The predicated form (kCandidateL2PrefetchPredicated) has no branch: its
-// picks issue v's loads at 86-157, nearer full's. The idle builds (kCandidateL2PrefetchIdle) are each form's control.
-// Prediction for run-6 (bf16, H200, window means against full): lines-idle as lines at B = 32 (+0.64 +-0.05) and
-// +0.2..+0.6 at B = 128, so the prefetch alone is worth -0.7..-1.0 there; predicated +0..+0.2 at B = 32 and
-// -0.5..-0.9 at B = 128; predicated at B = 256 +0.5..+2 (its pick r16/l16 takes 117 registers against 99: 4 blocks
-// an SM against 5).
-// Outcome (run-6, a3844d3, two runs on one H200): each build's idle control prices its code alone. lines-idle +0.64 /
-// +0.04 / +0.79 µs at B = 32 / 128 / 256, predicated-idle +0.56 / +0.36 / -0.01: the code's shape, not a prefetch, and not
-// monotonic in anything. The prefetch alone (build minus its control): lines -0.47..-0.51 at B = 128 and -0.96 at 256;
-// predicated -0.33..-0.39 and +0.10. Predicted lines-idle +0.2..+0.6 at B = 128 and predicated -0.5..-0.9: refuted.
-// The entry form (kCandidateL2PrefetchEntry): the predicated prefetch before the state loads, where the SASS of the
-// B = 32, 128 and 256 picks keeps full's order (both passes' stores together at the end, v's loads where full has them,
-// about 0.9 of the instruction sequence in common at B = 32 and 128, 0.66 at 256) behind ~26 instructions of address
-// math. Prediction for run-7 (H200, bf16, window means against full): entry-idle +0..+0.06 at B = 32, +0..+0.1 at 128,
-// +0..+0.15 at 256; entry as entry-idle at B = 32 (+-0.03: no target), -0.35..-0.5 at B = 128, -0.1..-0.9 at 256;
-// a quarter wave (entry-quarter) within 0.15 of half at B = 128.
-// Outcome (run-7, 45b0112, two runs): entry-idle +0.10 / +0.13 / +1.74 at B = 32 / 128 / 256, entry +0.21 / -0.27 /
-// +0.87, entry-quarter +0.21 / -0.45 / +0.66: refuted; full's order in the SASS did not carry over to time. A tune of
-// every bf16 variant with the lines form (results/tuning/20261128-H200-bf16-l2-prefetch-tune, two rounds) found
-// B = 128's best at 18.40-18.43 µs against 18.75-18.78 and B = 256's at 34.19-34.30 against 34.75-34.94, and the median
-// variant 0.3-0.4 slower: shipping needs the prefetch as a knob of the variants (template twins), and still misses 0.55x.
+// Runs 5-7 (ab6a4b3, a3844d3, 45b0112; each predicted in the folder's PREDICTION.md before it ran): the lines form
+// costs B = 32 the same +0.64, so not the bulk unit but the code's shape: the branch moves both passes' v loads late in
+// ptxas's schedule. Two more forms, each with an idle control (the same code, no target ever): predicated (no branch)
+// and entry (predicated, before the block's own state loads, where the SASS keeps full's order). The controls cost
+// -0.01..+1.77 µs by form and batch size, with no order in it; the prefetch alone (build minus control) is worth
+// -0.38..-0.51 at B = 128 in every form. Only the lines form gains at both B = 128 (-0.43..-0.47) and 256. Tuned with it
+// (results/tuning/20261128-H200-bf16-l2-prefetch-tune): B = 128's best variant 18.40-18.43 µs against 18.75-18.78, the
+// median variant 0.3-0.4 slower. Not shipped: it would need a knob of the variants (template twins), and misses 0.55x.
 template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
 __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
   constexpr bool kLines = (kCandidate & kCandidateL2PrefetchLines) != 0;
@@ -1066,11 +1051,11 @@ __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
   const char* rows = static_cast<const char*>(p.state) + static_cast<uint64_t>(target) * kChunkBytes;
   if constexpr (kPredicated) {
     constexpr unsigned kLine = 128;
-    constexpr unsigned kLines = kChunkBytes / kLine, kLinesPerLane = (kLines + kWarpSize - 1) / kWarpSize;
+    constexpr unsigned kLineCount = kChunkBytes / kLine, kLinesPerLane = (kLineCount + kWarpSize - 1) / kWarpSize;
 #pragma unroll
     for (unsigned i = 0; i < kLinesPerLane; ++i) {
       const unsigned line = i * kWarpSize + threadIdx.x % kWarpSize;
-      const unsigned go = (threadIdx.x < kWarpSize && wanted && line < kLines) ? 1u : 0u;
+      const unsigned go = (threadIdx.x < kWarpSize && wanted && line < kLineCount) ? 1u : 0u;
       asm volatile("{\n\t.reg .pred go;\n\tsetp.ne.u32 go, %1, 0;\n\t@go prefetch.global.L2 [%0];\n\t}" ::"l"(
                        rows + line * kLine),
                    "r"(go));
