@@ -999,42 +999,22 @@ __device__ __forceinline__ void hold_registers(const Params& p, Body body) {
   }
 }
 
-// The L2 prefetch of a later block's rows (kCandidateL2Prefetch, issue #33). The held-registers ablation priced the
-// warps an SM: the bf16 state's copy build held to the full build's 32 warps an SM lost 0.71 of its 0.95-µs lead at
-// B = 128 on an H200, and nothing at B = 32, where one wave fits either way (results/ablation/
-// 20261128-H200-bf16-fixed-carveout). So an SM of this kernel has too few bytes in flight from DRAM, and its
-// registers, not its math, set how many. A prefetch to L2 holds no register and no L1: one thread a block asks the
-// bulk-copy unit (cp.async.bulk.prefetch.L2) for the rows of a block that starts later, so that block's loads find
-// them in L2. Block i's rows are bytes [i, i + 1) x its chunk of the state, with i = x + X (y + Y z) (grid
-// (V / chunk rows, HV, B), the state [B, HV, V, K] contiguous), and blocks start in that order.
-// How it got here (results/ablation/20261128-H200-bf16-l2-prefetch, four runs on H200s, each predicted in its
-// PREDICTION.md before it ran):
-//   run-1 (b9c1505): every block prefetched one wave or half a wave ahead, the wave from %nsmid. Half took 0.39 µs off
-//     bf16 B = 128; one wave overflowed L2 (+0.48 there, +26-33% for the fp32 state's 4,224-block waves at B = 128-256);
-//     B = 32, one wave, lost +0.22 / +0.52.
-//   run-2 (6c79c5d): half or a quarter ahead, only targets past the first wave (first-wave targets run already), the
-//     SM count from a __device__ variable: -0.49 / -0.53 at B = 128, +0.62 at B = 32 with no target, its load held
-//     back behind the cold-L2 flush.
-//   run-3 (fa0d8f6): the SM count as a kernel parameter (Params::sm_count): B = 128 -0.30 / -0.50, B = 32 still +0.29.
-//   run-4 (a690d85, as below): called after the block's own loads (update_rows), since the prefetch's ~25 uniform
-//     instructions ran ahead of warp 0's first state load: B = 128 -0.50 / -0.04, B = 32 +0.64.
-// So half a wave ahead takes 0.30-0.51 µs off B = 128 in every run, and the build costs 0.22-0.64 at B = 32, where it
-// prefetches nothing: what is left to blame is the bulk-prefetch instruction's presence (not explained). Not shipped;
-// next, per-thread prefetch.global.L2 in its place (the folder's README). A block count an SM for unbounded variants
-// is a guess (4: their 96-128 registers in blocks of 4 warps).
-// The lines form (kCandidateL2PrefetchLines, written after run-4 and before any run of it, 2026-11-28): warp 0's lanes
-// prefetch the target's 128-byte lines, two a lane for the bf16 picks' 8 KB, with prefetch.global.L2, which goes
-// through the load path like any load and leaves the bulk unit out of the kernel. Prediction (H200, window means
-// against full, results/ablation/20261128-H200-bf16-l2-prefetch): bf16 B = 32 within +-0.05 µs if the bulk
-// instruction was the B = 32 cost, +0.2..+0.6 again if it was not; B = 128 half a wave -0.3..-0.5, as the bulk form.
-// Runs 5-7 (ab6a4b3, a3844d3, 45b0112; each predicted in the folder's PREDICTION.md before it ran): the lines form
-// costs B = 32 the same +0.64, so not the bulk unit but the code's shape: the branch moves both passes' v loads late in
-// ptxas's schedule. Two more forms, each with an idle control (the same code, no target ever): predicated (no branch)
-// and entry (predicated, before the block's own state loads, where the SASS keeps full's order). The controls cost
-// -0.01..+1.77 µs by form and batch size, with no order in it; the prefetch alone (build minus control) is worth
-// -0.38..-0.51 at B = 128 in every form. Only the lines form gains at both B = 128 (-0.43..-0.47) and 256. Tuned with it
-// (results/tuning/20261128-H200-bf16-l2-prefetch-tune): B = 128's best variant 18.40-18.43 µs against 18.75-18.78, the
-// median variant 0.3-0.4 slower. Not shipped: it would need a knob of the variants (template twins), and misses 0.55x.
+// The L2 prefetch of a later block's rows (kCandidateL2Prefetch and its forms, issue #33; not shipped). The held-registers
+// ablation priced the warps an SM: the bf16 state's copy build held to the full build's 32 warps an SM lost 0.71 of its
+// 0.95-µs lead at B = 128 on an H200 (results/ablation/20261128-H200-bf16-fixed-carveout), so an SM of this kernel has
+// too few DRAM bytes in flight, bounded by its registers. A prefetch to L2 holds no register and no L1: a block asks for
+// the rows of the block half a wave (or a quarter) later, so that block's loads find them in L2. Block i's rows are
+// bytes [i, i + 1) x its chunk of the state, with i = x + X (y + Y z) (grid (V / chunk rows, HV, B), the state
+// [B, HV, V, K] contiguous), and blocks start in that order; only targets past the first wave, which runs already. A
+// block count an SM for unbounded variants is a guess (4: their 96-128 registers in blocks of 4 warps).
+// Forms: one thread's cp.async.bulk.prefetch.L2 (the first), warp 0's lanes' prefetch.global.L2 (Lines), the same with
+// no branch (Predicated), that at the block's entry (Entry), and each form's control (Idle: the same code, no target).
+// What eight runs and a tune on H200s found (results/ablation/20261128-H200-bf16-l2-prefetch, its PREDICTION.md, and
+// results/tuning/20261128-H200-bf16-l2-prefetch-tune): the prefetch alone (a build minus its control) is worth 0.4-0.5
+// µs at bf16 B = 128, but each form's code moves ptxas's schedule of the rest by -0.01..+1.77 µs, so only the lines form
+// gains at both B = 128 (-0.43..-0.47) and 256, and it costs +0.64 at B = 32, where it prefetches nothing. Tuned with it,
+// B = 128's best variant reads 18.40-18.43 µs against 18.75-18.78; the median variant 0.3-0.4 slower. The fp32 state's
+// large waves overflow L2 (+26-33% one wave ahead at B = 128-256).
 template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
 __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
   constexpr bool kLines = (kCandidate & kCandidateL2PrefetchLines) != 0;
