@@ -118,11 +118,11 @@ ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, 
 #: kCandidateAllReduce 8, kCandidateSharedQK 16, kCandidateIndex32 32, kCandidateBf16Packed 128 (the bf16
 #: state's kernels only: --state-dtype bfloat16), kCandidateSkAllReduce 1024, kCandidateWarmStores 2048,
 #: kCandidateOutputLast 4096, kCandidateKqEarly 8192, kCandidateGatesEarly 16384, kCandidateClusterSync 32768,
-#: kCandidateClusterSyncFirst 65536, kCandidateL2Prefetch 536870912 and with it kCandidateL2PrefetchQuarter 1073741824
-#: or kCandidateL2PrefetchLines 2147483648, with the lines form kCandidateL2PrefetchPredicated 4294967296 (no branch),
-#: and kCandidateL2PrefetchIdle 8589934592 (the same code, never a target: its control), and with the predicated form
-#: kCandidateL2PrefetchEntry 17179869184 (called before the block's own state loads) (the first L2-prefetch candidates, 134217728 and 268435456 at b9c1505, were
-#: replaced after their run); qk-multicast, 131072 at ccaafb0, bf16-mma, 262144 at b8c0192, the lean-sums and
+#: kCandidateClusterSyncFirst 65536, and the L2-prefetch forms: kCandidateL2Prefetch 536870912, with it
+#: kCandidateL2PrefetchQuarter 1073741824, kCandidateL2PrefetchLines 2147483648 or kCandidateL2PrefetchIdle 8589934592
+#: (the same code, never a target: a form's control), with the lines form kCandidateL2PrefetchPredicated 4294967296 (no
+#: branch), and with that kCandidateL2PrefetchEntry 17179869184 (before the block's own state loads). The first
+#: L2-prefetch candidates, 134217728 and 268435456 at b9c1505, were replaced after their run; qk-multicast, 131072 at ccaafb0, bf16-mma, 262144 at b8c0192, the lean-sums and
 #: warps candidates, 524288-8388608 at 02d788b, and the carveout candidates, 16777216 and 33554432 at 47353fa, were
 #: removed after their runs; the halves candidate, 32 at b280400, is the variants' passes now, and the bf16-staged
 #: candidate, 512 at d180165, their ``staged``).

@@ -1023,6 +1023,7 @@ __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
   constexpr int kBound = kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>;
   constexpr unsigned kBlocksPerSm = kBound > 1 ? kBound : 4;
   constexpr unsigned kChunkBytes = WARPS * ROWS * kHeadK * sizeof(S);
+  constexpr unsigned kLine = 128;  // bytes a prefetch.global.L2 brings (the lines and predicated forms)
   const unsigned wave = p.sm_count * kBlocksPerSm;
   const unsigned target = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) +
                           wave / ((kCandidate & kCandidateL2PrefetchQuarter) ? 4 : 2);
@@ -1030,7 +1031,6 @@ __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
                       (!(kCandidate & kCandidateL2PrefetchIdle) || p.sm_count > 65536);
   const char* rows = static_cast<const char*>(p.state) + static_cast<uint64_t>(target) * kChunkBytes;
   if constexpr (kPredicated) {
-    constexpr unsigned kLine = 128;
     constexpr unsigned kLineCount = kChunkBytes / kLine, kLinesPerLane = (kLineCount + kWarpSize - 1) / kWarpSize;
 #pragma unroll
     for (unsigned i = 0; i < kLinesPerLane; ++i) {
@@ -1044,7 +1044,6 @@ __device__ __forceinline__ void prefetch_later_rows(const Params& p) {
   }
   if (!wanted) return;
   if constexpr (kLines) {
-    constexpr unsigned kLine = 128;
 #pragma unroll
     for (unsigned line = threadIdx.x; line < kChunkBytes / kLine; line += kWarpSize) {
       asm volatile("prefetch.global.L2 [%0];" ::"l"(rows + line * kLine));
