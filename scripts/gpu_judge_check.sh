@@ -72,6 +72,10 @@
 #                 costs time at small B, and the candidates that would win it back; ABLATION_BUILDS picks builds,
 #                 ABLATION_BATCHES the batch sizes, ABLATION_DTYPE=bfloat16 the bf16 state, ABLATION_REPEATS the rounds
 #                 (default 3); about 5 min for all)
+#   dirty-l2      tools/dirty_l2_probe.py: the ablation probe's subjects after FlashInfer's cold-L2 flush (dirty lines) and
+#                 after the same flush followed by a read of 2 x L2 (clean lines), the harness's CUPTI recorder (issue #33: what
+#                 the flush's write-backs cost a call, and the loads-evict-first candidate); DIRTY_BUILDS, DIRTY_BATCHES,
+#                 DIRTY_DTYPE (default bfloat16) and DIRTY_REPEATS as ABLATION_*'s (about 2 min a dtype at 3 batch sizes)
 #   code-warm     tools/code_warm_probe.py: cuda-v4 and the copy floor's kernels at B = 1, 8 after no decoy, after
 #                 themselves on other buffers (their code warm) and after another kernel (issue #33: is part of a
 #                 µs kernel's cold-L2 time the fetch of its own code? about 2 min)
@@ -330,6 +334,9 @@ for step in "$@"; do
     ablation)    probe_step "$step" ablation_probe 420 ${ABLATION_BUILDS:+--builds "$ABLATION_BUILDS"} \
                    ${ABLATION_BATCHES:+--batches "$ABLATION_BATCHES"} ${ABLATION_DTYPE:+--state-dtype "$ABLATION_DTYPE"} \
                    ${ABLATION_REPEATS:+--repeats "$ABLATION_REPEATS"} ;;
+    dirty-l2)    probe_step "$step" dirty_l2_probe 420 ${DIRTY_BUILDS:+--builds "$DIRTY_BUILDS"} \
+                   ${DIRTY_BATCHES:+--batches "$DIRTY_BATCHES"} ${DIRTY_DTYPE:+--state-dtype "$DIRTY_DTYPE"} \
+                   ${DIRTY_REPEATS:+--repeats "$DIRTY_REPEATS"} ;;
     events-loops) probe_step "$step" events_loop_probe 240 ;;
     code-warm)   probe_step "$step" code_warm_probe 300 ;;
     idle-start)  probe_step "$step" idle_start_probe 300 ;;

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from tools import ablation_probe, events_loop_probe, idle_start_probe, l2_persist_probe, placement_probe
+from tools import ablation_probe, dirty_l2_probe, events_loop_probe, idle_start_probe, l2_persist_probe, placement_probe
 from tools.probe_cli import batch_sizes, spread, time_batches, write_report
 
 
@@ -45,7 +45,8 @@ def test_the_report_says_when_on_what_commit_and_gpu_it_was_measured(tmp_path, m
 
 
 PROBES = [pytest.param(module, id=module.__name__.split(".")[-1]) for module in (placement_probe, events_loop_probe,
-                                                                                   ablation_probe, idle_start_probe, l2_persist_probe)]
+                                                                                   ablation_probe, idle_start_probe, l2_persist_probe,
+                                                                                   dirty_l2_probe)]
 
 
 @pytest.mark.parametrize("probe", PROBES)
