@@ -121,11 +121,10 @@ ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, 
 #: kCandidateClusterSyncFirst 65536, and the L2-prefetch forms: kCandidateL2Prefetch 536870912, with it
 #: kCandidateL2PrefetchQuarter 1073741824, kCandidateL2PrefetchLines 2147483648 or kCandidateL2PrefetchIdle 8589934592
 #: (the same code, never a target: a form's control), with the lines form kCandidateL2PrefetchPredicated 4294967296 (no
-#: branch), and with that kCandidateL2PrefetchEntry 17179869184 (before the block's own state loads);
-#: kCandidateLoadsEvictFirst 34359738368 (the state's loads evict-first in L2) and, with it, its control
-#: kCandidateLoadsPolicyIdle 68719476736 (an evict-normal policy: the same SASS but for one immediate). The first
+#: branch), and with that kCandidateL2PrefetchEntry 17179869184 (before the block's own state loads). The first
 #: L2-prefetch candidates, 134217728 and 268435456 at b9c1505, were replaced after their run; qk-multicast, 131072 at ccaafb0, bf16-mma, 262144 at b8c0192, the lean-sums and
-#: warps candidates, 524288-8388608 at 02d788b, and the carveout candidates, 16777216 and 33554432 at 47353fa, were
+#: warps candidates, 524288-8388608 at 02d788b, the carveout candidates, 16777216 and 33554432 at 47353fa, and
+#: loads-evict-first, 34359738368 (its control 103079215104, and the copy built with it) at 66addcf, were
 #: removed after their runs; the halves candidate, 32 at b280400, is the variants' passes now, and the bf16-staged
 #: candidate, 512 at d180165, their ``staged``).
 CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,
@@ -135,16 +134,10 @@ CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "p
               "l2-prefetch-quarter": 1610612736, "l2-prefetch-lines": 2684354560,
               "l2-prefetch-lines-idle": 11274289152, "l2-prefetch-predicated": 6979321856,
               "l2-prefetch-predicated-idle": 15569256448, "l2-prefetch-entry": 24159191040,
-              "l2-prefetch-entry-idle": 32749125632, "l2-prefetch-entry-quarter": 25232932864,
-              "loads-evict-first": 34359738368, "loads-evict-first-idle": 103079215104}
-#: name -> (ablation flags, candidate flags): an ablation built with a candidate (the copy in the kernel's geometry with
-#: the state's loads evict-first: what a copy, the floor, could take of that candidate; tools/dirty_l2_probe.py).
-ABLATED_CANDIDATES = {"copy-loads-evict-first": (16, 34359738368)}
+              "l2-prefetch-entry-idle": 32749125632, "l2-prefetch-entry-quarter": 25232932864}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
-          **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()},
-          **{name: (f"GDN_V4_ABLATE={ablate}", f"GDN_V4_CANDIDATE={candidate}")
-             for name, (ablate, candidate) in ABLATED_CANDIDATES.items()}}
+          **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}
 #: Seconds of back-to-back calls before each timing: an idle H100 times µs kernels up to 2x slow
 #: (tools.tier_parity.warm).
 WARM_S = 0.3

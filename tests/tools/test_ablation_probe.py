@@ -32,13 +32,9 @@ def shipped_code():
 #: cluster-sync (32768) the launch and a barrier between the loads; v-early and operands-first (3) the
 #: loads' order, output-last (4096) the stores' order, kq-early and gates-early (8192 + 16384) what the
 #: row sums wait on. (cluster-sync-first, 65536, spills in the bf16 state's staged variants: the probe
-#: times the fp32 state's.) The state loads' L2 policy rides along: loads-evict-first (34359738368) in the first,
-#: its evict-normal control (+ 68719476736) in the second, so ptxas sees each policy's createpolicy and cache-hinted
-#: loads in every cache policy's form.
-COMBINED = {"sk-all-reduce+warm-stores+qk-private+cluster-sync+loads-evict-first":
-                ("GDN_V4_CANDIDATE=34359774208", "GDN_V4_ABLATE=32"),
-            "v-early-operands-first+output-last+kq-gates-early+loads-evict-first-idle":
-                ("GDN_V4_CANDIDATE=103079243779",)}
+#: times the fp32 state's.)
+COMBINED = {"sk-all-reduce+warm-stores+qk-private+cluster-sync": ("GDN_V4_CANDIDATE=35840", "GDN_V4_ABLATE=32"),
+            "v-early-operands-first+output-last+kq-gates-early": ("GDN_V4_CANDIDATE=28675",)}
 
 
 @pytest.mark.parametrize("name", ["no-operands-no-exchange", "copy", "shared-qk", *COMBINED])
