@@ -297,28 +297,47 @@ def excess(times_us: dict[str, list[float]]) -> dict[str, dict]:
                    "over_floor_us": point["median_us"] - floor} for name, point in points.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = probe_parser(__doc__, "1,2,4,8")
-    parser.add_argument("--builds", default=",".join(BUILDS),
-                        help="comma-separated names of BUILDS to time (full is always timed); default: all")
-    parser.add_argument("--state-dtype", choices=declared_state_dtypes(), default="float32",
+def parse_build_probe(argv: list[str] | None, doc: str, batches: str, builds: str, state_dtype: str,
+                      probe: str) -> tuple | None:
+    """The command line of a probe of cuda-v4's builds (this one, tools/dirty_l2_probe.py): :func:`probe_parser`'s
+    options (``doc``, default ``batches``) with ``--builds`` (default ``builds``) and ``--state-dtype`` (default
+    ``state_dtype``). ``(args, build names with full first and each once, batch sizes)``, or None after an error line
+    (a build not in BUILDS, a bad ``--batches``, no GPU for ``probe``)."""
+    parser = probe_parser(doc, batches)
+    parser.add_argument("--builds", default=builds,
+                        help="comma-separated names of BUILDS to time (full is always timed)")
+    parser.add_argument("--state-dtype", choices=declared_state_dtypes(), default=state_dtype,
                         help="the state's dtype (bfloat16: cuda-v4's bf16-state kernels and copies of that state)")
     args = parser.parse_args(argv)
     names = ["full", *dict.fromkeys(n for n in args.builds.split(",") if n and n != "full")]
     if unknown := [n for n in names if n not in BUILDS]:
         print(f"error: --builds: no build named {', '.join(unknown)} (known: {', '.join(BUILDS)})", file=sys.stderr)
+        return None
+    chosen = batch_sizes(args.batches)
+    if chosen is None or not has_gpu(probe):
+        return None
+    return args, names, chosen
+
+
+def refuse_misbuilt(batch: int, wrong: list[str]) -> bool:
+    """Whether :func:`misbuilt` found builds at ``batch``; if so, an error line naming them on stderr."""
+    if wrong:
+        print(f"error: B={batch}: {', '.join(wrong)}: an ablation computed what the full build did, or a candidate "
+              "did not", file=sys.stderr)
+    return bool(wrong)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parsed = parse_build_probe(argv, __doc__, "1,2,4,8", ",".join(BUILDS), "float32", "the ablation probe")
+    if parsed is None:
         return 2
-    batches = batch_sizes(args.batches)
-    if batches is None or not has_gpu("the ablation probe"):
-        return 2
+    args, names, batches = parsed
     import torch
 
     probed = {}
     for batch in batches:
         probed[batch] = in_fresh_process(probe_batch, batch, max(1, args.repeats), names, args.state_dtype)
-        if probed[batch]["misbuilt"]:
-            print(f"error: B={batch}: {', '.join(probed[batch]['misbuilt'])}: an ablation computed what the full "
-                  "build did, or a candidate did not", file=sys.stderr)
+        if refuse_misbuilt(batch, probed[batch]["misbuilt"]):
             return 1
     major, minor = torch.cuda.get_device_capability()
     target = (f"compute_{major}{minor}a", f"sm_{major}{minor}a")

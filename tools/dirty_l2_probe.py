@@ -30,8 +30,8 @@ back at B = 128 and 256 against its control.
 Measured (H200, 66addcf-c98f932, results/ablation/20261128-H200-dirty-l2): the tax is on every subject at every size,
 +0.20-0.27 µs at fp32 B = 1, +0.8 at bf16 B = 32 (the prediction's "under 0.1" refuted), +2.6-3.4 at bf16 B = 128,
 +3.0-3.8 at bf16 B = 256; the full kernel pays what the fastest copy pays within 0.1 µs, but at fp32 B = 4 (+0.45
-against +0.26-0.31, two machines). ``loads-evict-first`` took nothing back (and was removed). The L2 prefetch's lines form gains only after the
-dirty flush: -0.55 µs against its control at bf16 B = 128, +0.68 after the clean one.
+against +0.26-0.31, two machines). ``loads-evict-first`` took nothing back (and was removed). The L2 prefetch's lines
+form gains only after the dirty flush: -0.55 µs against its control at bf16 B = 128, +0.68 after the clean one.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from tools.ablation_probe import BUILDS, WARM_S, build_ablations, declared_state_dtypes, misbuilt, subjects
-from tools.probe_cli import batch_sizes, has_gpu, probe_parser, spread, write_report
+from tools.ablation_probe import (BUILDS, WARM_S, build_ablations, misbuilt, parse_build_probe, refuse_misbuilt,
+                                  subjects)
+from tools.probe_cli import spread, write_report
 from tools.timing_proof import in_fresh_process
 
 #: The two flushes, in the order a round times them (the order turns every other round).
@@ -120,25 +121,14 @@ def rows_of(batch: int, probed: dict) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = probe_parser(__doc__, "32,128,256")
-    parser.add_argument("--builds", default=",".join(DEFAULT_BUILDS),
-                        help="comma-separated names of tools.ablation_probe.BUILDS (full is always timed)")
-    parser.add_argument("--state-dtype", choices=declared_state_dtypes(), default="bfloat16",
-                        help="the state's dtype (cuda-v4's kernels and the copies of that state)")
-    args = parser.parse_args(argv)
-    names = ["full", *dict.fromkeys(n for n in args.builds.split(",") if n and n != "full")]
-    if unknown := [n for n in names if n not in BUILDS]:
-        print(f"error: --builds: no build named {', '.join(unknown)} (known: {', '.join(BUILDS)})", file=sys.stderr)
+    parsed = parse_build_probe(argv, __doc__, "32,128,256", ",".join(DEFAULT_BUILDS), "bfloat16", "the dirty-L2 probe")
+    if parsed is None:
         return 2
-    batches = batch_sizes(args.batches)
-    if batches is None or not has_gpu("the dirty-L2 probe"):
-        return 2
+    args, names, batches = parsed
     rows, flush_bytes = [], None
     for batch in batches:
         probed = in_fresh_process(probe_batch, batch, max(1, args.repeats), names, args.state_dtype)
-        if probed["misbuilt"]:
-            print(f"error: B={batch}: {', '.join(probed['misbuilt'])}: an ablation computed what the full build did, "
-                  "or a candidate did not", file=sys.stderr)
+        if refuse_misbuilt(batch, probed["misbuilt"]):
             return 1
         flush_bytes = probed["flush_bytes"]
         for row in rows_of(batch, probed):
