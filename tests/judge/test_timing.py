@@ -273,6 +273,10 @@ def test_each_tier_says_which_timer_made_it_and_with_what_settings():
     assert "2 x L2 zeroed, as FlashInfer's CUPTI timer" in cupti and "256 MB" not in cupti
     assert "cuMemsetD32Async" in cupti  # the core's flush, said as it is
     assert "torch's int8 fill" in describe_timer("cupti", config, by_core=False)  # the in-process loop's
+    # every flush is a zero fill, and the figure carries its write-backs (docs/timing.md): each tier says so
+    for tier in ("cupti", "events", "sync", "contest"):
+        assert "dirty lines" in describe_timer(tier, config, by_core=tier != "contest")
+    assert "dirty" not in describe_timer("wallclock", config, by_core=False)
     with pytest.raises(KeyError):
         describe_timer("no-such-tier", config, by_core=True)
 

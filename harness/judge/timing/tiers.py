@@ -93,11 +93,15 @@ _IN_PROCESS_LOOPS = {
 #: taken back: with it in the worker the core's events tier read 21-40% high at B = 1
 #: (results/proof/20261128-H100-flush-graph-ab).
 _CUPTI_FILL = {True: "but by cuMemsetD32Async (the core), not its int8 fill", False: "by torch's int8 fill, as it does"}
+#: What a zero fill leaves in the L2, and what the call then pays (docs/timing.md, "The flush's dirty lines"): on an
+#: H200 0.20-0.27 µs at fp32 B = 1, 2.6-3.4 µs at bf16 B = 128 (results/ablation/20261128-H200-dirty-l2).
+_DIRTY_LINES = " (the call then starts among dirty lines and pays their write-back)"
 _CONTEST_LOOP = ("FlashInfer's bench_gpu_time_with_cupti as flashinfer-bench main's time_runnable calls it "
                  "(since #196, 0cd5b6e): the span of each call's kernels; each trial on an input set of its own, "
                  "the same inputs every call of a trial, as its evaluator makes one a trial")
 _SYNC_LOOP = ("flashinfer-bench 0.1.2's time_runnable loop, called, not re-implemented: its do_bench with its "
-              "clone setup, so before each call 256 MB zeroed, every argument cloned (outside the timed region), "
+              f"clone setup, so before each call 256 MB zeroed{_DIRTY_LINES}, every argument cloned (outside the "
+              "timed region), "
               "torch.cuda.synchronize(), a CUDA event pair around the call")
 _CLAIM = ("a solution's figure is timed in its own process (the worker), so it is a claim, believed only down "
           "to the timing core's CUPTI figure of the same workload (the bracket check) and the copy floor")
@@ -114,9 +118,10 @@ def describe_timer(tier: str, config: TimingConfig, by_core: bool, sets: int = 1
         KeyError: an unknown tier.
     """
     flush = (f"L2 flush: 2 x L2 zeroed, as FlashInfer's CUPTI timer, {_CUPTI_FILL[by_core]}" if tier == Tier.CUPTI
-             else f"L2 flush: max(2 x L2, {MIN_FLUSH_BYTES >> 20} MB) zeroed")
+             else f"L2 flush: max(2 x L2, {MIN_FLUSH_BYTES >> 20} MB) zeroed") + _DIRTY_LINES
     if tier == Tier.CONTEST:
-        return (f"{_CONTEST_LOOP}; {CONTEST_SETTINGS}; {CONTEST_TRIALS} trials of "
+        return (f"{_CONTEST_LOOP}; {CONTEST_SETTINGS}; its cold-L2 flush: 2 x L2 zeroed{_DIRTY_LINES}; "
+                f"{CONTEST_TRIALS} trials of "
                 f"{CONTEST_SETTINGS['repeat_iters']} calls, mean of the trial medians; where those trials would "
                 f"outlast the {config.budget_s} s budget at one call's measured time, 1 dry run and as many timed "
                 f"calls a trial as the budget holds, at least {config.min_iters}")
