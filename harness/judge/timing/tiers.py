@@ -101,8 +101,7 @@ _CONTEST_LOOP = ("FlashInfer's bench_gpu_time_with_cupti as flashinfer-bench mai
                  "the same inputs every call of a trial, as its evaluator makes one a trial")
 _SYNC_LOOP = ("flashinfer-bench 0.1.2's time_runnable loop, called, not re-implemented: its do_bench with its "
               f"clone setup, so before each call 256 MB zeroed{_DIRTY_LINES}, every argument cloned (outside the "
-              "timed region), "
-              "torch.cuda.synchronize(), a CUDA event pair around the call")
+              "timed region), torch.cuda.synchronize(), a CUDA event pair around the call")
 _CLAIM = ("a solution's figure is timed in its own process (the worker), so it is a claim, believed only down "
           "to the timing core's CUPTI figure of the same workload (the bracket check) and the copy floor")
 
