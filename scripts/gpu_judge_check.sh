@@ -74,7 +74,7 @@
 #                 (default 3); about 5 min for all)
 #   dirty-l2      tools/dirty_l2_probe.py: the ablation probe's subjects after FlashInfer's cold-L2 flush (dirty lines) and
 #                 after the same flush followed by a read of 2 x L2 (clean lines), the harness's CUPTI recorder (issue #33: what
-#                 the flush's write-backs cost a call, and the loads-evict-first candidate); DIRTY_BUILDS, DIRTY_BATCHES,
+#                 the flush's write-backs cost a call, and whether a candidate's gain is its own); DIRTY_BUILDS, DIRTY_BATCHES,
 #                 DIRTY_DTYPE (default bfloat16) and DIRTY_REPEATS as ABLATION_*'s (about 2 min a dtype at 3 batch sizes)
 #   code-warm     tools/code_warm_probe.py: cuda-v4 and the copy floor's kernels at B = 1, 8 after no decoy, after
 #                 themselves on other buffers (their code warm) and after another kernel (issue #33: is part of a

@@ -95,7 +95,9 @@ a wave ahead, +0.22..+0.64 at B = 32, where they prefetch nothing (results/ablat
 ``l2-prefetch-lines`` (warp 0's lanes, ``prefetch.global.L2``) read the same +0.64 at B = 32 (run-5): the cost is the
 schedule ptxas gives the code around a branch, not the bulk unit. The ``-idle`` builds are the controls: the same code,
 no target ever (run-6). ``l2-prefetch-entry`` calls the predicated form before the block's own state loads, where the
-SASS of the bf16 picks keeps full's order (run-7).
+SASS of the bf16 picks keeps full's order (run-7). ``tools/dirty_l2_probe.py`` then timed the lines form after a clean
+flush too: +0.68 µs against its control at B = 128, where the judge's flush read -0.55. The prefetch gained by moving
+the flush's write-backs, and its forms were removed (their build: 75d2bc6; results/ablation/20261128-H200-dirty-l2).
 """
 
 from __future__ import annotations
@@ -118,23 +120,18 @@ ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, 
 #: kCandidateAllReduce 8, kCandidateSharedQK 16, kCandidateIndex32 32, kCandidateBf16Packed 128 (the bf16
 #: state's kernels only: --state-dtype bfloat16), kCandidateSkAllReduce 1024, kCandidateWarmStores 2048,
 #: kCandidateOutputLast 4096, kCandidateKqEarly 8192, kCandidateGatesEarly 16384, kCandidateClusterSync 32768,
-#: kCandidateClusterSyncFirst 65536, and the L2-prefetch forms: kCandidateL2Prefetch 536870912, with it
-#: kCandidateL2PrefetchQuarter 1073741824, kCandidateL2PrefetchLines 2147483648 or kCandidateL2PrefetchIdle 8589934592
-#: (the same code, never a target: a form's control), with the lines form kCandidateL2PrefetchPredicated 4294967296 (no
-#: branch), and with that kCandidateL2PrefetchEntry 17179869184 (before the block's own state loads). The first
-#: L2-prefetch candidates, 134217728 and 268435456 at b9c1505, were replaced after their run; qk-multicast, 131072 at ccaafb0, bf16-mma, 262144 at b8c0192, the lean-sums and
-#: warps candidates, 524288-8388608 at 02d788b, the carveout candidates, 16777216 and 33554432 at 47353fa, and
-#: loads-evict-first, 34359738368 (its control 103079215104, and the copy built with it) at 66addcf, were
+#: kCandidateClusterSyncFirst 65536). The first L2-prefetch candidates, 134217728 and 268435456 at b9c1505, were
+#: replaced after their run; qk-multicast, 131072 at ccaafb0, bf16-mma, 262144 at b8c0192, the lean-sums and warps
+#: candidates, 524288-8388608 at 02d788b, the carveout candidates, 16777216 and 33554432 at 47353fa, loads-evict-first,
+#: 34359738368 (its control 103079215104, and the copy built with it) at 66addcf, and the L2-prefetch forms
+#: (l2-prefetch 536870912, -quarter 1610612736, -lines 2684354560, -lines-idle 11274289152, -predicated 6979321856,
+#: -predicated-idle 15569256448, -entry 24159191040, -entry-idle 32749125632, -entry-quarter 25232932864) at 75d2bc6, were
 #: removed after their runs; the halves candidate, 32 at b280400, is the variants' passes now, and the bf16-staged
 #: candidate, 512 at d180165, their ``staged``).
 CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,
               "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "index-32": 32, "bf16-packed": 128,
               "sk-all-reduce": 1024, "warm-stores": 2048, "output-last": 4096, "kq-early": 8192, "gates-early": 16384,
-              "kq-gates-early": 24576, "cluster-sync": 32768, "cluster-sync-first": 65536, "l2-prefetch": 536870912,
-              "l2-prefetch-quarter": 1610612736, "l2-prefetch-lines": 2684354560,
-              "l2-prefetch-lines-idle": 11274289152, "l2-prefetch-predicated": 6979321856,
-              "l2-prefetch-predicated-idle": 15569256448, "l2-prefetch-entry": 24159191040,
-              "l2-prefetch-entry-idle": 32749125632, "l2-prefetch-entry-quarter": 25232932864}
+              "kq-gates-early": 24576, "cluster-sync": 32768, "cluster-sync-first": 65536}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
           **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}

@@ -24,7 +24,8 @@ import pandas as pd
 DEFAULT_METRICS = (
     "Duration", "DRAM Throughput", "L2 Cache Throughput", "L1/TEX Cache Throughput", "L2 Hit Rate",
     "L1/TEX Hit Rate", "Grid Size", "Block Size", "Registers Per Thread", "Static Shared Memory Per Block",
-    "Dynamic Shared Memory Per Block", "Shared Memory Configuration Size", "Block Limit Registers", "Block Limit Shared Mem", "Waves Per SM",
+    "Dynamic Shared Memory Per Block", "Shared Memory Configuration Size", "Block Limit Registers",
+    "Block Limit Shared Mem", "Waves Per SM",
     "Theoretical Occupancy", "Achieved Occupancy", "Eligible Warps Per Scheduler",
     "Warp Cycles Per Issued Instruction",
 )

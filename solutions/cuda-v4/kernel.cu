@@ -217,32 +217,19 @@ constexpr int kCandidateClusterSyncFirst = 65536;
 // results/ablation/20261128-H200-bf16-fixed-carveout). 134217728 and 268435456 were the first L2-prefetch candidates
 // (one wave ahead, half a wave), with the wave from %nsmid and every block prefetching (b9c1505; results/ablation/
 // 20261128-H200-bf16-l2-prefetch, run-1).
-// The L2 prefetch of a later block's rows (issue #33; see prefetch_later_rows): half a wave ahead, or a quarter with
-// kCandidateL2PrefetchQuarter added.
-constexpr int kCandidateL2Prefetch = 536870912;
-constexpr int kCandidateL2PrefetchQuarter = 1073741824;
-// With kCandidateL2Prefetch: the lanes of warp 0 prefetch the target's 128-byte lines (prefetch.global.L2), no bulk unit.
-constexpr long long kCandidateL2PrefetchLines = 2147483648LL;
-// With kCandidateL2PrefetchLines: no branch around the prefetch; every thread computes the target and warp 0's lanes
-// issue a predicated prefetch.global.L2, so the kernel keeps one basic block (see prefetch_later_rows).
-constexpr long long kCandidateL2PrefetchPredicated = 4294967296LL;
-// The control of an L2-prefetch build: the same code, but no block's target is ever wanted (a test the compiler cannot
-// fold, on Params::sm_count), so what it costs is the code's presence, not a prefetch.
-constexpr long long kCandidateL2PrefetchIdle = 8589934592LL;
-// With kCandidateL2PrefetchPredicated: the prefetch at the block's entry, before its own state loads (see update_rows).
-constexpr long long kCandidateL2PrefetchEntry = 17179869184LL;
+// 536870912-17179869184 were the L2 prefetch of a later block's rows (cp.async.bulk.prefetch.L2 from one thread, or
+// warp 0's lanes' prefetch.global.L2, half or a quarter of a wave ahead, with or without a branch, each with a control):
+// -0.4..-0.5 µs at bf16 B = 128 under the judge's flush, but +0.68 µs against its control after a clean one. It gained
+// by moving the flush's write-backs, not the kernel's own DRAM time, so it was removed (their build: 75d2bc6;
+// results/ablation/20261128-H200-bf16-l2-prefetch, results/ablation/20261128-H200-dirty-l2, run-4).
 // 34359738368 was loads-evict-first (the state's loads with an L2 evict-first policy, createpolicy + .L2::cache_hint) and
 // 68719476736 its control (an evict-normal policy): against the flush's dirty lines, no gain at any B, and 0.7-1.5 µs
 // slower at the largest states after a dirty or a clean flush (its build: 66addcf; results/ablation/20261128-H200-dirty-l2).
-// The bound below refuses them.
-constexpr long long kCandidate = GDN_V4_CANDIDATE;  // 64 bits: the flags passed 2^31
+// The bound below refuses them all.
+// 64 bits, so that a recorded flag past 2^31 is refused by the bound rather than wrapped into a live one.
+constexpr long long kCandidate = GDN_V4_CANDIDATE;
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
-static_assert(kCandidate >= 0 && kCandidate < 34359738368LL && !(kCandidate & kCandidateRemoved) &&
-                  (!(kCandidate & (kCandidateL2PrefetchQuarter | kCandidateL2PrefetchLines)) ||
-                   (kCandidate & kCandidateL2Prefetch)) &&
-                  (!(kCandidate & kCandidateL2PrefetchPredicated) || (kCandidate & kCandidateL2PrefetchLines)) &&
-                  (!(kCandidate & kCandidateL2PrefetchIdle) || (kCandidate & kCandidateL2Prefetch)) &&
-                  (!(kCandidate & kCandidateL2PrefetchEntry) || (kCandidate & kCandidateL2PrefetchPredicated)),
+static_assert(kCandidate >= 0 && kCandidate < 536870912 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -493,7 +480,6 @@ struct Params {
   float scale;
   uint16_t* output;         // [B, 1, HV, V] bf16
   void* new_state;          // [B, HV, V, K], the state's dtype
-  unsigned sm_count;        // the GPU's SMs, for the L2-prefetch candidate only (prefetch_later_rows); else 0
 };
 
 // The state and new state as arrays of S, the kernel's state element type (float, or uint16_t: bf16 bits).
@@ -813,10 +799,6 @@ constexpr int kRowsPerLane = static_cast<int>(rows_per_lane(ROWS, LANES));
 // update_rows, the all-variants launch and validate_config all ask it.
 constexpr int kMinRowsPerLaneForTwoPasses = 2;
 
-// The L2-prefetch candidate (kCandidateL2Prefetch; defined below, after kMinBlocksPerSm).
-template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
-__device__ __forceinline__ void prefetch_later_rows(const Params& p);
-
 // Updates rows [v0, v0 + ROWS) of state tile (batch, hv), v0 = (chunk * WARPS + warp) * ROWS:
 // the work of one warp. Warps never wait for each other (no block barrier).
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
@@ -853,12 +835,6 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
   float v_early = 0.0f;
   if constexpr (kCandidate & kCandidateClusterSyncFirst) cluster_barrier();
   if constexpr (kOperandsFirst) load_operands<kPieces, LANES, kVEarly, kSharedQK>(p, batch, hq, k0, hv, head, v_row, q4, k4, in, v_early);
-  // The entry form of the L2 prefetch (kCandidateL2PrefetchEntry): with no branch here, ptxas keeps the rest of the
-  // kernel in full's order (the SASS of the B = 32, 128 and 256 picks), ~26 instructions before the first state load;
-  // its control still cost up to 1.7 µs (run-7, results/ablation/20261128-H200-bf16-l2-prefetch).
-  constexpr bool kPrefetch = (kCandidate & kCandidateL2Prefetch) && !STAGED;
-  constexpr bool kPrefetchAtEntry = (kCandidate & kCandidateL2PrefetchEntry) != 0;
-  if constexpr (kPrefetch && kPrefetchAtEntry) prefetch_later_rows<WARPS, ROWS, LANES, STAGED, S>(p);
   StatePiece<S> s[kLaneRows][kPieces];
   // STAGED: the second pass's rows [kStagedFrom, kLaneRows) go to shared memory.
   static_assert(!STAGED || kCanStage<S, PASSES>, "only a bf16 state's two-pass variants stage rows");
@@ -925,8 +901,6 @@ __device__ __forceinline__ void update_rows(const Params& p, int chunk, int hv, 
                                                       private_q, private_k);
   }
   if constexpr (kSharedQK) load_shared_qk<WARPS, kPieces, LANES>(p, batch, hq, sub, q4, k4);
-  // After every load of the block's own: thread 0's ~25 uniform instructions would hold warp 0's loads back.
-  if constexpr (kPrefetch && !kPrefetchAtEntry) prefetch_later_rows<WARPS, ROWS, LANES, STAGED, S>(p);
   const Gates gates = (kAblate & kAblateGates)              ? Gates{0.9f, 0.5f}
                       : (kCandidate & kCandidatePreciseGates) ? compute_gates_precise(in.A_log, in.dt_bias, in.a, in.b)
                                                               : compute_gates(in.A_log, in.dt_bias, in.a, in.b);
@@ -1000,60 +974,6 @@ __device__ __forceinline__ void hold_registers(const Params& p, Body body) {
   for (int i = 0; i < kHeldRegisters / 2; ++i) {
     asm volatile("{ .reg .pred never; setp.lt.f32 never, %2, 0fF149F2CA; @never st.global.v2.u32 [%3], {%0, %1}; }"
                  ::"r"(held[i].x), "r"(held[i].y), "f"(p.scale), "l"(p.output + 4 * i) : "memory");
-  }
-}
-
-// The L2 prefetch of a later block's rows (kCandidateL2Prefetch and its forms, issue #33; not shipped). The held-registers
-// ablation priced the warps an SM: the bf16 state's copy build held to the full build's 32 warps an SM lost 0.71 of its
-// 0.95-µs lead at B = 128 on an H200 (results/ablation/20261128-H200-bf16-fixed-carveout), so an SM of this kernel has
-// too few DRAM bytes in flight, bounded by its registers. A prefetch to L2 holds no register and no L1: a block asks for
-// the rows of the block half a wave (or a quarter) later, so that block's loads find them in L2. Block i's rows are
-// bytes [i, i + 1) x its chunk of the state, with i = x + X (y + Y z) (grid (V / chunk rows, HV, B), the state
-// [B, HV, V, K] contiguous), and blocks start in that order; only targets past the first wave, which runs already. A
-// block count an SM for unbounded variants is a guess (4: their 96-128 registers in blocks of 4 warps).
-// Forms: one thread's cp.async.bulk.prefetch.L2 (the first), warp 0's lanes' prefetch.global.L2 (Lines), the same with
-// no branch (Predicated), that at the block's entry (Entry), and each form's control (Idle: the same code, no target).
-// What eight runs and a tune on H200s found (results/ablation/20261128-H200-bf16-l2-prefetch, its PREDICTION.md, and
-// results/tuning/20261128-H200-bf16-l2-prefetch-tune): the prefetch alone (a build minus its control) is worth 0.4-0.5
-// µs at bf16 B = 128, but each form's code moves ptxas's schedule of the rest by -0.01..+1.77 µs, so only the lines form
-// gains at both B = 128 (-0.43..-0.47) and 256, and it costs +0.64 at B = 32, where it prefetches nothing. Tuned with it,
-// B = 128's best variant reads 18.40-18.43 µs against 18.75-18.78; the median variant 0.3-0.4 slower. The fp32 state's
-// large waves overflow L2 (+26-33% one wave ahead at B = 128-256).
-template <int WARPS, int ROWS, int LANES, bool STAGED, typename S>
-__device__ __forceinline__ void prefetch_later_rows(const Params& p) {
-  constexpr bool kLines = (kCandidate & kCandidateL2PrefetchLines) != 0;
-  constexpr bool kPredicated = (kCandidate & kCandidateL2PrefetchPredicated) != 0;
-  if (!kPredicated && threadIdx.x >= (kLines ? kWarpSize : 1)) return;
-  constexpr int kBound = kMinBlocksPerSm<WARPS, ROWS, LANES, S, STAGED>;
-  constexpr unsigned kBlocksPerSm = kBound > 1 ? kBound : 4;
-  constexpr unsigned kChunkBytes = WARPS * ROWS * kHeadK * sizeof(S);
-  constexpr unsigned kLine = 128;  // bytes a prefetch.global.L2 brings (the lines and predicated forms)
-  const unsigned wave = p.sm_count * kBlocksPerSm;
-  const unsigned target = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) +
-                          wave / ((kCandidate & kCandidateL2PrefetchQuarter) ? 4 : 2);
-  const bool wanted = target >= wave && target < gridDim.x * gridDim.y * gridDim.z &&
-                      (!(kCandidate & kCandidateL2PrefetchIdle) || p.sm_count > 65536);
-  const char* rows = static_cast<const char*>(p.state) + static_cast<uint64_t>(target) * kChunkBytes;
-  if constexpr (kPredicated) {
-    constexpr unsigned kLineCount = kChunkBytes / kLine, kLinesPerLane = (kLineCount + kWarpSize - 1) / kWarpSize;
-#pragma unroll
-    for (unsigned i = 0; i < kLinesPerLane; ++i) {
-      const unsigned line = i * kWarpSize + threadIdx.x % kWarpSize;
-      const unsigned go = (threadIdx.x < kWarpSize && wanted && line < kLineCount) ? 1u : 0u;
-      asm volatile("{\n\t.reg .pred go;\n\tsetp.ne.u32 go, %1, 0;\n\t@go prefetch.global.L2 [%0];\n\t}" ::"l"(
-                       rows + line * kLine),
-                   "r"(go));
-    }
-    return;
-  }
-  if (!wanted) return;
-  if constexpr (kLines) {
-#pragma unroll
-    for (unsigned line = threadIdx.x; line < kChunkBytes / kLine; line += kWarpSize) {
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(rows + line * kLine));
-    }
-  } else {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(rows), "r"(kChunkBytes) : "memory");
   }
 }
 
@@ -1290,16 +1210,6 @@ int current_device() {
   return device_id;
 }
 
-// The SM count of a device, for the L2-prefetch candidate (Params::sm_count), asked once a process (it runs on one GPU).
-[[maybe_unused]] unsigned multiprocessors(int device_id) {
-  static const unsigned count = [device_id] {
-    int sms = 0;
-    TVM_FFI_CHECK_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_id));
-    return static_cast<unsigned>(sms);
-  }();
-  return count;
-}
-
 template <int WARPS, int ROWS, int POLICY, int LANES, int PASSES, bool STAGED, typename S>
 void launch_kernel(const Params& params, int64_t batch, cudaStream_t stream) {
   const dim3 grid(kHeadV / (WARPS * ROWS), kNumVHeads, static_cast<unsigned>(batch));
@@ -1502,7 +1412,6 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
   params.scale = scale == 0.0 ? kDefaultScale : static_cast<float>(scale);
   params.output = data_of<uint16_t>(output);
   params.new_state = data_of<void>(new_state);
-  params.sm_count = (kCandidate & kCandidateL2Prefetch) ? multiprocessors(device_id) : 0;
 
   ffi::CUDADeviceGuard guard(device_id);
   // The caller's stream (torch's current stream when called with torch tensors).
