@@ -142,7 +142,10 @@ PIPELINED = {"pipelined": (),
                                      "GDN_V4_PIPE_RING_KB=96"),
              "pipelined-r32-w16-l16": ("GDN_V4_PIPE_WARPS=16", "GDN_V4_PIPE_LANES=16"),
              "pipelined-ring64": ("GDN_V4_PIPE_RING_KB=64",),
-             "pipelined-ring192": ("GDN_V4_PIPE_RING_KB=192",)}
+             "pipelined-ring192": ("GDN_V4_PIPE_RING_KB=192",),
+             "pipelined-r128-w16": ("GDN_V4_PIPE_ROWS=128", "GDN_V4_PIPE_WARPS=16", "GDN_V4_PIPE_RING_KB=192"),
+             "pipelined-r64-w16-b2": ("GDN_V4_PIPE_ROWS=64", "GDN_V4_PIPE_WARPS=16", "GDN_V4_PIPE_BLOCKS=2",
+                                      "GDN_V4_PIPE_RING_KB=96")}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
           **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()},

@@ -999,8 +999,10 @@ __global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROW
 // (cp.async.bulk: the TMA unit, no registers, no L1), NS stages ahead; PIPE_WARPS consumer warps read a stage into
 // registers, free it, and do the shipped math and stores (update_and_store, the same exchange and order). The bytes in
 // flight an SM are then the ring's (PIPE_RING_KB), not the registers', and reads and writes overlap through the whole
-// call instead of all reads first. Every consumer thread arrives on a stage's `empty` barrier after its reads of it,
-// so the producer's next copy into that stage is ordered after them.
+// call instead of all reads first. Each consumer warp's lane 0 arrives on a stage's `empty` barrier after the warp's
+// reads of it (a warp sync between), so the producer's next copy into that stage is ordered after them. (Run 1 had
+// every consumer thread arrive, 8-16 arrivals a row on one barrier; run 2 one a warp: results/ablation/
+// 20261128-H200-pipelined.)
 // Prediction (before any run, 2026-11-28; H200, the ablation probe, its table's full build as the control): at
 // bf16 B = 64 the candidate runs 9.4-9.8 µs against the full build's ~10.0 and the fastest copy's 9.28 (it streams
 // as a copy does), at bf16 B = 128 and 256 within -0.6..+0.2 µs of full (full is 1.04-1.05x torch's copy there), at
@@ -1149,7 +1151,8 @@ __device__ __forceinline__ void consume_chunks(const Params& p, int chunks, Pipe
     const float v_row = __uint_as_float(static_cast<uint32_t>(from.v[first + sub / (kPipeLanes / kLaneRows)]) << 16);
     const float a = __uint_as_float(static_cast<uint32_t>(from.a[hv]) << 16);
     const float b = __uint_as_float(static_cast<uint32_t>(from.b[hv]) << 16);
-    barrier_arrive(&empty[stage]);
+    __syncwarp();  // the warp's reads of the stage before lane 0's release of it
+    if (lane == 0) barrier_arrive(&empty[stage]);
     const Gates gates = compute_gates(A_log[hv], dt_bias[hv], a, b);
     const Index tile = (head * kHeadV + v0) * kHeadK + k0;
     update_and_store<kLaneRows, kPieces, kStream, kPipeLanes, true, S>(p, s, q4, k4, gates, v_row, head, v0, tile,
@@ -1169,7 +1172,7 @@ __global__ void __launch_bounds__((kPipeWarps + 1) * kWarpSize, kPipeBlocksPerSm
   auto* ring = reinterpret_cast<PipeStage<S>*>(shared + kPipeHeaderBytes);
   if (threadIdx.x < kStages) {
     barrier_init(&full[threadIdx.x], 1);
-    barrier_init(&empty[threadIdx.x], kPipeWarps * kWarpSize);
+    barrier_init(&empty[threadIdx.x], kPipeWarps);
   } else if (threadIdx.x >= 64 && threadIdx.x < 64 + kNumVHeads) {
     A_log[threadIdx.x - 64] = p.A_log[threadIdx.x - 64];
     dt_bias[threadIdx.x - 64] = p.dt_bias[threadIdx.x - 64];
