@@ -125,31 +125,16 @@ ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, 
 #: candidates, 524288-8388608 at 02d788b, the carveout candidates, 16777216 and 33554432 at 47353fa, loads-evict-first,
 #: 34359738368 (its control 103079215104, and the copy built with it) at 66addcf, and the L2-prefetch forms
 #: (l2-prefetch 536870912, -quarter 1610612736, -lines 2684354560, -lines-idle 11274289152, -predicated 6979321856,
-#: -predicated-idle 15569256448, -entry 24159191040, -entry-idle 32749125632, -entry-quarter 25232932864) at 75d2bc6, were
-#: removed after their runs; the halves candidate, 32 at b280400, is the variants' passes now, and the bf16-staged
+#: -predicated-idle 15569256448, -entry 24159191040, -entry-idle 32749125632, -entry-quarter 25232932864) at 75d2bc6, and
+#: the pipelined kernel, 137438953472 with its GDN_V4_PIPE_* shapes, at 8760d03, were removed after their runs; the halves candidate, 32 at b280400, is the variants' passes now, and the bf16-staged
 #: candidate, 512 at d180165, their ``staged``).
 CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,
               "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "index-32": 32, "bf16-packed": 128,
               "sk-all-reduce": 1024, "warm-stores": 2048, "output-last": 4096, "kq-early": 8192, "gates-early": 16384,
               "kq-gates-early": 24576, "cluster-sync": 32768, "cluster-sync-first": 65536}
-#: kernel.cu's kCandidatePipelined: the persistent, bulk-copy-fed kernel in place of every variant (issue #33).
-PIPELINED_FLAG = 137438953472
-#: name -> the pipelined candidate's shape macros (kernel.cu's GDN_V4_PIPE_*: rows a chunk, consumer warps a block,
-#: lanes a row, the ring's KB, blocks an SM; unnamed ones keep kernel.cu's defaults: 32, 8, 32, 128, 1).
-PIPELINED = {"pipelined": (),
-             "pipelined-r64-w16": ("GDN_V4_PIPE_ROWS=64", "GDN_V4_PIPE_WARPS=16"),
-             "pipelined-r16-w4-b2": ("GDN_V4_PIPE_ROWS=16", "GDN_V4_PIPE_WARPS=4", "GDN_V4_PIPE_BLOCKS=2",
-                                     "GDN_V4_PIPE_RING_KB=96"),
-             "pipelined-r32-w16-l16": ("GDN_V4_PIPE_WARPS=16", "GDN_V4_PIPE_LANES=16"),
-             "pipelined-ring64": ("GDN_V4_PIPE_RING_KB=64",),
-             "pipelined-ring192": ("GDN_V4_PIPE_RING_KB=192",),
-             "pipelined-r128-w16": ("GDN_V4_PIPE_ROWS=128", "GDN_V4_PIPE_WARPS=16", "GDN_V4_PIPE_RING_KB=192"),
-             "pipelined-r64-w16-b2": ("GDN_V4_PIPE_ROWS=64", "GDN_V4_PIPE_WARPS=16", "GDN_V4_PIPE_BLOCKS=2",
-                                      "GDN_V4_PIPE_RING_KB=96")}
 #: name -> the build's nvcc macros (``-D`` without the dash): every ablation and candidate.
 BUILDS = {**{name: (f"GDN_V4_ABLATE={flags}",) if flags else () for name, flags in ABLATIONS.items()},
-          **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()},
-          **{name: (f"GDN_V4_CANDIDATE={PIPELINED_FLAG}", *macros) for name, macros in PIPELINED.items()}}
+          **{name: (f"GDN_V4_CANDIDATE={flags}",) for name, flags in CANDIDATES.items()}}
 #: Seconds of back-to-back calls before each timing: an idle H100 times µs kernels up to 2x slow
 #: (tools.tier_parity.warm).
 WARM_S = 0.3
@@ -206,7 +191,7 @@ def misbuilt(builds: dict, inputs: dict, state_dtype: str = "float32") -> list[s
     wrong = []
     for name, module in builds.items():
         mine = results(module)
-        if (name in CANDIDATES or name in PIPELINED) and not agrees(mine, full):
+        if name in CANDIDATES and not agrees(mine, full):
             wrong.append(name)
         elif name in ABLATIONS and name != "full" and all(torch.equal(a, b) for a, b in zip(mine, full)):
             wrong.append(name)

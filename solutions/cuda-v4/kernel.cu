@@ -107,7 +107,6 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
-#include <utility>
 
 namespace {
 
@@ -226,12 +225,14 @@ constexpr int kCandidateClusterSyncFirst = 65536;
 // 34359738368 was loads-evict-first (the state's loads with an L2 evict-first policy, createpolicy + .L2::cache_hint) and
 // 68719476736 its control (an evict-normal policy): against the flush's dirty lines, no gain at any B, and 0.7-1.5 µs
 // slower at the largest states after a dirty or a clean flush (its build: 66addcf; results/ablation/20261128-H200-dirty-l2).
+// 137438953472 was the pipelined kernel (a persistent grid whose consumer warps took chunks of rows from a ring of
+// shared-memory stages filled by bulk copies, shapes by GDN_V4_PIPE_*): 7-13% slower than the tables' picks at bf16
+// B = 64-256 and 8% at fp32 B = 64 and 256 on an H200 (its build: 8760d03; results/ablation/20261128-H200-pipelined).
 // The bound below refuses them all.
 // 64 bits, so that a recorded flag past 2^31 is refused by the bound rather than wrapped into a live one.
 constexpr long long kCandidate = GDN_V4_CANDIDATE;
-constexpr long long kCandidatePipelined = 137438953472LL;  // the pipelined kernel (gdn_decode_v4_pipelined_kernel)
 constexpr bool kClusterLaunch = (kCandidate & (kCandidateClusterSync | kCandidateClusterSyncFirst)) != 0;
-static_assert(kCandidate >= 0 && (kCandidate & ~kCandidatePipelined) < 536870912 && !(kCandidate & kCandidateRemoved),
+static_assert(kCandidate >= 0 && kCandidate < 536870912 && !(kCandidate & kCandidateRemoved),
               "GDN_V4_CANDIDATE is a sum of kCandidate* flags");
 // The integer type of element offsets into the tensors. The index-32 candidate (issue #33): the B = 1
 // variant's SASS issues its first state load ~43 instructions in, after 64-bit address math
@@ -987,205 +988,6 @@ __global__ void __launch_bounds__(WARPS * kWarpSize, (kMinBlocksPerSm<WARPS, ROW
   else rows();
 }
 
-// ---------------------------------------------------------------- the pipelined candidate
-
-// The pipelined candidate (kCandidatePipelined, issue #33; GDN_V4_CANDIDATE=137438953472). Every variant above holds a
-// warp's rows in registers from their loads to their stores, so the bytes an SM has in flight are bounded by its
-// registers (at 64 a thread, 32 warps an SM), and the staged variants that add shared memory paid in L1 (cp.async .ca)
-// or in a barrier per 2 KB (cp.async.bulk per warp): results/cuda-notes.md, "The one-wave candidate". This one is the
-// design those notes name as left: a persistent grid (PIPE_BLOCKS blocks an SM) whose blocks each take chunks of
-// PIPE_ROWS consecutive rows of one (batch, v-head) tile in turn (chunk blockIdx.x, + gridDim.x, ...). One producer
-// lane a block bulk-copies each chunk's rows, with the chunk's q, k, v, a and b, into a ring of shared-memory stages
-// (cp.async.bulk: the TMA unit, no registers, no L1), NS stages ahead; PIPE_WARPS consumer warps read a stage into
-// registers, free it, and do the shipped math and stores (update_and_store, the same exchange and order). The bytes in
-// flight an SM are then the ring's (PIPE_RING_KB), not the registers', and reads and writes overlap through the whole
-// call instead of all reads first. Each consumer warp's lane 0 arrives on a stage's `empty` barrier after the warp's
-// reads of it (a warp sync between), so the producer's next copy into that stage is ordered after them. (Run 1 had
-// every consumer thread arrive, 8-16 arrivals a row on one barrier; run 2 one a warp: results/ablation/
-// 20261128-H200-pipelined.)
-// Prediction (before any run, 2026-11-28; H200, the ablation probe, its table's full build as the control): at
-// bf16 B = 64 the candidate runs 9.4-9.8 µs against the full build's ~10.0 and the fastest copy's 9.28 (it streams
-// as a copy does), at bf16 B = 128 and 256 within -0.6..+0.2 µs of full (full is 1.04-1.05x torch's copy there), at
-// fp32 B = 64-256 within +-1% of full; at B <= 8 slower (the ring's set-up and one chunk's chain per block, few
-// blocks at B = 1), where it is not meant to ship.
-#ifndef GDN_V4_PIPE_ROWS
-#define GDN_V4_PIPE_ROWS 32
-#endif
-#ifndef GDN_V4_PIPE_WARPS
-#define GDN_V4_PIPE_WARPS 8
-#endif
-#ifndef GDN_V4_PIPE_LANES
-#define GDN_V4_PIPE_LANES 32
-#endif
-#ifndef GDN_V4_PIPE_RING_KB
-#define GDN_V4_PIPE_RING_KB 128
-#endif
-#ifndef GDN_V4_PIPE_BLOCKS
-#define GDN_V4_PIPE_BLOCKS 1
-#endif
-constexpr int kPipeRows = GDN_V4_PIPE_ROWS;        // rows a chunk (a stage)
-constexpr int kPipeWarps = GDN_V4_PIPE_WARPS;      // consumer warps a block (one producer warp besides)
-constexpr int kPipeLanes = GDN_V4_PIPE_LANES;      // lanes a row, as LANES above
-constexpr int kPipeRingBytes = GDN_V4_PIPE_RING_KB * 1024;
-constexpr int kPipeBlocksPerSm = GDN_V4_PIPE_BLOCKS;
-constexpr int kPipeChunksPerTile = kHeadV / kPipeRows;
-static_assert(kHeadV % kPipeRows == 0 && kPipeRows % 8 == 0, "a chunk's v is a bulk copy: 8 rows, 16 bytes, at least");
-static_assert(kPipeWarps >= 2, "threads 64-71 load the gate parameters");
-static_assert(kPipeRows % (kPipeWarps * (kWarpSize / kPipeLanes)) == 0, "the consumer warps' lane groups tile a chunk");
-
-// One stage of the ring: a chunk's rows and its small operands, as they lie in global memory.
-template <typename S>
-struct PipeStage {
-  S rows[kPipeRows][kHeadK];
-  uint16_t q[kHeadK];
-  uint16_t k[kHeadK];
-  uint16_t v[kPipeRows];
-  uint16_t a[kNumVHeads];  // a[batch, 0, :] and b[batch, 0, :]: 16 bytes each
-  uint16_t b[kNumVHeads];
-};
-template <typename S>
-constexpr int kPipeStageBytes = (sizeof(PipeStage<S>) + 127) / 128 * 128;
-template <typename S>
-constexpr int kPipeStages = kPipeRingBytes / kPipeStageBytes<S> >= 2 ? kPipeRingBytes / kPipeStageBytes<S> : 2;
-// The block's shared memory: the barriers and the per-head gate parameters, then the stages (128-byte aligned).
-constexpr int kPipeHeaderBytes = 1280;
-template <typename S>
-constexpr int kPipeSharedBytes = kPipeHeaderBytes + kPipeStages<S> * kPipeStageBytes<S>;
-static_assert(kPipeStages<float> <= 64 && kPipeStages<uint16_t> <= 64, "at most 64 stages");
-static_assert(2 * 8 * 64 + 2 * kNumVHeads * 4 <= kPipeHeaderBytes, "the header holds up to 64 stages' barriers");
-
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void barrier_init(uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void barrier_arrive(uint64_t* bar) {
-  asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" ::"r"(shared_address(bar)) : "memory");
-}
-__device__ __forceinline__ void barrier_expect(uint64_t* bar, unsigned bytes) {
-  asm volatile("{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }"
-               ::"r"(shared_address(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void barrier_wait(uint64_t* bar, unsigned parity) {
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                 : "=r"(done) : "r"(shared_address(bar)), "r"(parity) : "memory");
-  }
-}
-// `bytes` (a multiple of 16) from global `src` to shared `dst` (both 16-byte aligned), completing on `bar`.
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-               ::"r"(shared_address(dst)), "l"(src), "r"(bytes), "r"(shared_address(bar)) : "memory");
-}
-
-// 4 consecutive bf16 in shared memory (8-byte aligned) -> float4.
-__device__ __forceinline__ float4 shared_bf16x4(const uint16_t* p) {
-  const uint2 raw = *reinterpret_cast<const uint2*>(p);
-  return make_float4(bf16_lo(raw.x), bf16_hi(raw.x), bf16_lo(raw.y), bf16_hi(raw.y));
-}
-__device__ __forceinline__ float4 shared_piece(const float* p) { return *reinterpret_cast<const float4*>(p); }
-__device__ __forceinline__ float4 shared_piece(const uint16_t* p) { return shared_bf16x4(p); }
-
-// The producer: one lane copies each of the block's chunks into the ring, a stage as soon as its readers freed it.
-template <typename S>
-__device__ __forceinline__ void produce_chunks(const Params& p, int chunks, PipeStage<S>* ring, uint64_t* full,
-                                               uint64_t* empty) {
-  constexpr int kStages = kPipeStages<S>;
-  constexpr unsigned kRowBytes = kPipeRows * kHeadK * sizeof(S);
-  constexpr unsigned kTx = kRowBytes + 2 * kHeadK * 2 + kPipeRows * 2 + 2 * kNumVHeads * 2;
-  int j = 0;
-  for (int chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x, ++j) {
-    const int stage = j % kStages;
-    if (j >= kStages) barrier_wait(&empty[stage], ((j / kStages) - 1) & 1);
-    const Index head = chunk / kPipeChunksPerTile;  // batch * HV + hv
-    const int v0 = chunk % kPipeChunksPerTile * kPipeRows;
-    const Index batch = head / kNumVHeads;
-    const int hq = static_cast<int>(head % kNumVHeads) / kGroup;
-    PipeStage<S>& to = ring[stage];
-    barrier_expect(&full[stage], kTx);
-    bulk_copy(to.rows, state_of<S>(p) + (head * kHeadV + v0) * kHeadK, kRowBytes, &full[stage]);
-    bulk_copy(to.q, p.q + (batch * kNumQKHeads + hq) * kHeadK, kHeadK * 2, &full[stage]);
-    bulk_copy(to.k, p.k + (batch * kNumQKHeads + hq) * kHeadK, kHeadK * 2, &full[stage]);
-    bulk_copy(to.v, p.v + head * kHeadV + v0, kPipeRows * 2, &full[stage]);
-    bulk_copy(to.a, p.a + batch * kNumVHeads, kNumVHeads * 2, &full[stage]);
-    bulk_copy(to.b, p.b + batch * kNumVHeads, kNumVHeads * 2, &full[stage]);
-  }
-}
-
-// A consumer warp: for each of the block's chunks, its rows' pieces read from the stage into registers, the stage
-// freed, then the shipped reduction, update and stores (update_and_store).
-template <typename S>
-__device__ __forceinline__ void consume_chunks(const Params& p, int chunks, PipeStage<S>* ring, uint64_t* full,
-                                               uint64_t* empty, const float* A_log, const float* dt_bias) {
-  constexpr int kStages = kPipeStages<S>;
-  constexpr int kGroups = kWarpSize / kPipeLanes;
-  constexpr int kPieces = kHeadK / (kPiece * kPipeLanes);
-  constexpr int kLaneRows = kPipeRows / kPipeWarps / kGroups;
-  const int lane = threadIdx.x % kWarpSize;
-  const int group = lane / kPipeLanes;
-  const int sub = lane % kPipeLanes;
-  const int warp = threadIdx.x / kWarpSize;
-  const int first = (warp * kGroups + group) * kLaneRows;  // the lane group's first row of a chunk
-  const int k0 = kPiece * sub;
-  int j = 0;
-  for (int chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x, ++j) {
-    const int stage = j % kStages;
-    barrier_wait(&full[stage], (j / kStages) & 1);
-    const PipeStage<S>& from = ring[stage];
-    const Index head = chunk / kPipeChunksPerTile;
-    const int hv = static_cast<int>(head % kNumVHeads);
-    const int v0 = chunk % kPipeChunksPerTile * kPipeRows + first;
-    float4 s[kLaneRows][kPieces], q4[kPieces], k4[kPieces];
-#pragma unroll
-    for (int r = 0; r < kLaneRows; ++r) {
-#pragma unroll
-      for (int c = 0; c < kPieces; ++c) s[r][c] = shared_piece(&from.rows[first + r][k0 + c * kPiece * kPipeLanes]);
-    }
-#pragma unroll
-    for (int c = 0; c < kPieces; ++c) {
-      q4[c] = shared_bf16x4(&from.q[k0 + c * kPiece * kPipeLanes]);
-      k4[c] = shared_bf16x4(&from.k[k0 + c * kPiece * kPipeLanes]);
-    }
-    const float v_row = __uint_as_float(static_cast<uint32_t>(from.v[first + sub / (kPipeLanes / kLaneRows)]) << 16);
-    const float a = __uint_as_float(static_cast<uint32_t>(from.a[hv]) << 16);
-    const float b = __uint_as_float(static_cast<uint32_t>(from.b[hv]) << 16);
-    __syncwarp();  // the warp's reads of the stage before lane 0's release of it
-    if (lane == 0) barrier_arrive(&empty[stage]);
-    const Gates gates = compute_gates(A_log[hv], dt_bias[hv], a, b);
-    const Index tile = (head * kHeadV + v0) * kHeadK + k0;
-    update_and_store<kLaneRows, kPieces, kStream, kPipeLanes, true, S>(p, s, q4, k4, gates, v_row, head, v0, tile,
-                                                                       group, sub);
-  }
-}
-
-template <typename S>
-__global__ void __launch_bounds__((kPipeWarps + 1) * kWarpSize, kPipeBlocksPerSm)
-    gdn_decode_v4_pipelined_kernel(const Params p, int chunks) {
-  constexpr int kStages = kPipeStages<S>;
-  extern __shared__ __align__(128) unsigned char shared[];
-  auto* full = reinterpret_cast<uint64_t*>(shared);
-  uint64_t* empty = full + kStages;
-  auto* A_log = reinterpret_cast<float*>(empty + kStages);
-  float* dt_bias = A_log + kNumVHeads;
-  auto* ring = reinterpret_cast<PipeStage<S>*>(shared + kPipeHeaderBytes);
-  if (threadIdx.x < kStages) {
-    barrier_init(&full[threadIdx.x], 1);
-    barrier_init(&empty[threadIdx.x], kPipeWarps);
-  } else if (threadIdx.x >= 64 && threadIdx.x < 64 + kNumVHeads) {
-    A_log[threadIdx.x - 64] = p.A_log[threadIdx.x - 64];
-    dt_bias[threadIdx.x - 64] = p.dt_bias[threadIdx.x - 64];
-  }
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  __syncthreads();
-  if (threadIdx.x / kWarpSize == kPipeWarps) {
-    if (threadIdx.x % kWarpSize == 0) produce_chunks<S>(p, chunks, ring, full, empty);
-  } else {
-    consume_chunks<S>(p, chunks, ring, full, empty, A_log, dt_bias);
-  }
-}
-
 // ---------------------------------------------------------------- host side
 
 // Address of element 0 (DLPack keeps a separate byte offset).
@@ -1542,26 +1344,6 @@ void launch_variant(const Params& params, int64_t batch, const LaunchConfig& con
                             << "and -DGDN_V4_BF16_ALL_VARIANTS for a bf16 state)";
 }
 
-// The pipelined candidate's launch: PIPE_BLOCKS blocks an SM, at most one a chunk (kCandidatePipelined).
-template <typename S>
-void launch_pipelined(const Params& params, int64_t batch, int device_id, cudaStream_t stream) {
-  static int sms[64] = {};  // SM count by device id, and whether the kernel's shared-memory limit is raised
-  static bool raised = false;
-  if (device_id < 64 && sms[device_id] == 0) {
-    TVM_FFI_CHECK_CUDA_ERROR(cudaDeviceGetAttribute(&sms[device_id], cudaDevAttrMultiProcessorCount, device_id));
-  }
-  if (!raised) {
-    TVM_FFI_CHECK_CUDA_ERROR(cudaFuncSetAttribute(gdn_decode_v4_pipelined_kernel<S>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kPipeSharedBytes<S>));
-    raised = true;
-  }
-  const int64_t chunks = batch * kNumVHeads * kPipeChunksPerTile;
-  const int64_t slots = static_cast<int64_t>(device_id < 64 ? sms[device_id] : 132) * kPipeBlocksPerSm;
-  const unsigned grid = static_cast<unsigned>(chunks < slots ? chunks : slots);
-  gdn_decode_v4_pipelined_kernel<S><<<grid, (kPipeWarps + 1) * kWarpSize, kPipeSharedBytes<S>, stream>>>(
-      params, static_cast<int>(chunks));
-}
-
 // Throws ValueError for a shape that kernel.cu does not instantiate.
 void validate_config(const LaunchConfig& config) {
   const int64_t rows = config.rows_per_warp, lanes = config.lanes_per_row;
@@ -1637,18 +1419,7 @@ void gdn_decode_config(ffi::TensorView q, ffi::TensorView k, ffi::TensorView v,
   ffi::CUDADeviceGuard guard(device_id);
   // The caller's stream (torch's current stream when called with torch tensors).
   auto stream = static_cast<cudaStream_t>(TVMFFIEnvGetStream(kDLCUDA, device_id));
-  if constexpr (kCandidate & kCandidatePipelined) {  // bulk copies: 16-byte aligned sources
-    for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}, {&state, "state"}, {&a, "a"}, {&b, "b"}}) {
-      TVM_FFI_CHECK(reinterpret_cast<uintptr_t>(data_of<char>(*t)) % 16 == 0, ValueError)
-          << name << " must be 16-byte aligned (the pipelined candidate's bulk copies)";
-    }
-    TVM_FFI_CHECK(batch * kNumVHeads * kPipeChunksPerTile <= INT32_MAX, ValueError) << "batch " << batch << ": too many chunks";
-    if (bf16_state) {
-      launch_pipelined<uint16_t>(params, batch, device_id, stream);
-    } else {
-      launch_pipelined<float>(params, batch, device_id, stream);
-    }
-  } else if (bf16_state) {
+  if (bf16_state) {
     launch_variant<uint16_t>(params, batch, config, stream);
   } else {
     launch_variant<float>(params, batch, config, stream);
