@@ -317,8 +317,21 @@ def judged(report: dict, harness: dict, plain: dict) -> dict:
 
 def rejudge(stored: Path, out: Path) -> dict:
     """A recorded cross-check (its ``tier_parity.json``, or that file's ``.gz``) judged again by this
-    version's comparisons, its report written into ``out`` (never over ``stored``'s folder's files
-    unless ``out`` is it); the figures are the recorded ones, nothing is measured.
+    version's comparisons (:func:`judged_again`), its report written into ``out`` (never over ``stored``'s
+    folder's files unless ``out`` is it); the figures are the recorded ones, nothing is measured.
+
+    Raises:
+        OSError: ``stored`` cannot be read.
+        ValueError: it is not JSON, or holds no ``figures`` of both sides.
+    """
+    report = judged_again(stored)
+    write_report(out, report)
+    return report
+
+
+def judged_again(stored: Path) -> dict:
+    """The report of a recorded cross-check (``tier_parity.json``, or that file's ``.gz``) with every comparison
+    made again by this version from its recorded figures (:func:`judged`); nothing measured, nothing written.
 
     Raises:
         OSError: ``stored`` cannot be read.
@@ -337,11 +350,23 @@ def rejudge(stored: Path, out: Path) -> dict:
         raise ValueError(f"{stored}: no figures of both sides (field 'figures')")
     from harness.records.environment import git_commit
 
-    report = judged({**report, "rejudged_from": str(stored), "rejudged_by_commit": git_commit(),
-                     "rejudged_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
-                    points_from_figures(figures["harness"]), points_from_figures(figures["plain"]))
-    write_report(out, report)
-    return report
+    return judged({**report, "rejudged_from": str(stored), "rejudged_by_commit": git_commit(),
+                   "rejudged_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+                  points_from_figures(figures["harness"]), points_from_figures(figures["plain"]))
+
+
+def tier_counts(report: dict) -> dict[str, dict]:
+    """Per tier of a judged report's ``repeatability``: ``{"within": n, "yardstick": n, "points": n, "plain_self":
+    {"within", "points"} or None, "harness_self": ... or None}``: its rows within the issue's target, the points the
+    proposed yardstick counts (:func:`yardstick_points`), its rows, and each side against itself
+    (:func:`repeatability`). What the report's yardstick table and ``tools/parity_pool.py``'s sums are made of."""
+    rows, trial_rows = report["rows"], report.get("contest_trial_rows") or []
+    counts = {}
+    for tier, sides in (report.get("repeatability") or {}).items():
+        mine = [r for r in rows if r["tier"] == tier]
+        counts[tier] = {"within": sum(r["within"] for r in mine), "yardstick": yardstick_points(tier, rows, trial_rows),
+                        "points": len(mine), "plain_self": sides.get("plain"), "harness_self": sides.get("harness")}
+    return counts
 
 
 def _share(count: dict[str, int] | None) -> str:
@@ -393,14 +418,10 @@ def write_report(out: Path, report: dict) -> None:
                   "| tier | target | harness / plain within | plain against itself | harness against itself | "
                   "proposed yardstick |",
                   "|---|---|---|---|---|---|"]
-        rows = report["rows"]
-        for tier, sides in report["repeatability"].items():
-            mine = [r for r in rows if r["tier"] == tier]
-            within = sum(r["within"] for r in mine)
-            counted = yardstick_points(tier, rows, report.get("contest_trial_rows") or [])
-            lines.append(f"| {tier} | ±{TARGETS[Tier(tier)]:.0%} | {within} of {len(mine)} | "
-                         f"{_share(sides.get('plain'))} | {_share(sides.get('harness'))} | "
-                         f"{yardstick(tier, counted, len(mine), sides.get('plain'))} |")
+        for tier, count in tier_counts(report).items():
+            lines.append(f"| {tier} | ±{TARGETS[Tier(tier)]:.0%} | {count['within']} of {count['points']} | "
+                         f"{_share(count['plain_self'])} | {_share(count['harness_self'])} | "
+                         f"{yardstick(tier, count['yardstick'], count['points'], count['plain_self'])} |")
     if report.get("host_rows"):
         lines += ["", "The host beside the sync tier, both sides measured alike (µs; median over the trials, then "
                       "over the repeats). Host time of one call: the untimed call after each trial, timed with "
