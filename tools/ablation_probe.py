@@ -126,8 +126,9 @@ ABLATIONS = {"full": 0, "no-qk": 1, "no-gates": 2, "no-v": 4, "no-operands": 7, 
 #: 34359738368 (its control 103079215104, and the copy built with it) at 66addcf, and the L2-prefetch forms
 #: (l2-prefetch 536870912, -quarter 1610612736, -lines 2684354560, -lines-idle 11274289152, -predicated 6979321856,
 #: -predicated-idle 15569256448, -entry 24159191040, -entry-idle 32749125632, -entry-quarter 25232932864) at 75d2bc6, and
-#: the pipelined kernel, 137438953472 with its GDN_V4_PIPE_* shapes, at 8760d03, were removed after their runs; the halves candidate, 32 at b280400, is the variants' passes now, and the bf16-staged
-#: candidate, 512 at d180165, their ``staged``).
+#: the pipelined kernel, 137438953472 with its GDN_V4_PIPE_* shapes, at 8760d03, were removed after their runs; the
+#: halves candidate, 32 at b280400, is the variants' passes now, and the bf16-staged candidate, 512 at d180165, their
+#: ``staged``).
 CANDIDATES = {"v-early": 1, "operands-first": 2, "v-early-operands-first": 3, "precise-gates": 4,
               "precise-gates-operands-first": 6, "all-reduce": 8, "shared-qk": 16, "index-32": 32, "bf16-packed": 128,
               "sk-all-reduce": 1024, "warm-stores": 2048, "output-last": 4096, "kq-early": 8192, "gates-early": 16384,

@@ -369,7 +369,8 @@ def tier_counts(report: dict) -> dict[str, dict]:
     return counts
 
 
-def _share(count: dict[str, int] | None) -> str:
+def share(count: dict[str, int] | None) -> str:
+    """A ``{"within", "points"}`` count in words ("13 of 20"), or "–" for none."""
     return "–" if count is None else f"{count['within']} of {count['points']}"
 
 
@@ -420,7 +421,7 @@ def write_report(out: Path, report: dict) -> None:
                   "|---|---|---|---|---|---|"]
         for tier, count in tier_counts(report).items():
             lines.append(f"| {tier} | ±{TARGETS[Tier(tier)]:.0%} | {count['within']} of {count['points']} | "
-                         f"{_share(count['plain_self'])} | {_share(count['harness_self'])} | "
+                         f"{share(count['plain_self'])} | {share(count['harness_self'])} | "
                          f"{yardstick(tier, count['yardstick'], count['points'], count['plain_self'])} |")
     if report.get("host_rows"):
         lines += ["", "The host beside the sync tier, both sides measured alike (µs; median over the trials, then "
@@ -484,7 +485,7 @@ def summary(report: dict) -> str:
             f"{sum(r['within_spread'] for r in rows)} within the plain timer's range widened by the target")
     line += f"; sync at full speed: {sum(r['within'] for r in fast)} of {len(fast)} judged" if fast else ""
     plain_sync = (report.get("repeatability") or {}).get(str(Tier.SYNC), {}).get("plain")
-    line += f"; the plain sync timer against itself: {_share(plain_sync)}" if plain_sync else ""
+    line += f"; the plain sync timer against itself: {share(plain_sync)}" if plain_sync else ""
     return line + (f"; slow trials: {slow_share(report['slow_trials'])}" if report.get("slow_trials") else "")
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from harness.facts import Tier
 from harness.records.environment import git_commit
 from harness.run_lock import writing_into
-from tools.parity_compare import TARGETS, judged_again, tier_counts, yardstick
+from tools.parity_compare import TARGETS, judged_again, share, tier_counts, yardstick
 
 REPORT = "tier_parity.json"
 COUNTED = ("within", "yardstick", "points")
@@ -66,10 +66,6 @@ def verdict(tier: str, count: dict) -> str:
     return yardstick(tier, count["yardstick"], count["points"], count["plain_self"])
 
 
-def _share(count: dict | None) -> str:
-    return "–" if not count else f"{count['within']} of {count['points']}"
-
-
 def markdown(runs: list[dict], pooled: dict[str, dict]) -> str:
     """The per-run counts and the pooled ones, one table per tier."""
     lines = ["# The proposed yardstick over recorded cross-checks (issue #29)", "",
@@ -86,11 +82,11 @@ def markdown(runs: list[dict], pooled: dict[str, dict]) -> str:
             count = run["counts"].get(tier)
             if count:
                 lines.append(f"| {run['run']} | {run['git_commit']} | {run['hardware']} | {count['within']} of "
-                             f"{count['points']} | {count['yardstick']} | {_share(count['plain_self'])} | "
-                             f"{_share(count['harness_self'])} | {verdict(tier, count)} |")
+                             f"{count['points']} | {count['yardstick']} | {share(count['plain_self'])} | "
+                             f"{share(count['harness_self'])} | {verdict(tier, count)} |")
         total = pooled[tier]
         lines += [f"| **pooled** | | | {total['within']} of {total['points']} | {total['yardstick']} | "
-                  f"{_share(total['plain_self'])} | {_share(total['harness_self'])} | **{verdict(tier, total)}** |", ""]
+                  f"{share(total['plain_self'])} | {share(total['harness_self'])} | **{verdict(tier, total)}** |", ""]
     fast = [f"{run['git_commit']} {run['sync_full_speed']['within']} of {run['sync_full_speed']['judged']}" for run in runs]
     within, judged = (sum(run["sync_full_speed"][key] for run in runs) for key in ("within", "judged"))
     lines += ["The sync tier at the host's full speed (points both sides had full-speed trials at, within ±15%): "
