@@ -30,9 +30,9 @@ back at B = 128 and 256 against its control.
 Measured (H200, 66addcf-c98f932, results/ablation/20261128-H200-dirty-l2): the tax is on every subject at every size,
 +0.20-0.27 µs at fp32 B = 1, +0.8 at bf16 B = 32 (the prediction's "under 0.1" refuted), +2.6-3.4 at bf16 B = 128,
 +3.0-3.8 at bf16 B = 256; the full kernel's tax is within 0.12 µs of the fastest copy's at most sizes, 0.15-0.19 over
-it at fp32 B = 4 and 0.43-0.51 at fp32 B = 128 and bf16 B = 256. ``loads-evict-first`` took nothing back (and was removed). The L2 prefetch's lines
-form gained only after the dirty flush: -0.55 µs against its control at bf16 B = 128, +0.68 after the clean one
-(removed after it).
+it at fp32 B = 4 and 0.43-0.51 at fp32 B = 128 and bf16 B = 256. ``loads-evict-first`` took nothing back (and was
+removed). The L2 prefetch's lines form gained only after the dirty flush: -0.55 µs against its control at bf16
+B = 128, +0.68 after the clean one (removed after it).
 """
 
 from __future__ import annotations

@@ -477,13 +477,20 @@ def write_report(out: Path, report: dict) -> None:
         (out / "tier_parity.md").write_text("\n".join(lines) + "\n")
 
 
+def full_speed_count(report: dict) -> dict[str, int]:
+    """The sync tier at the host's full speed in a judged report (``full_speed_rows``): ``{"within": n, "judged": n}``
+    over the points where both sides had full-speed trials or repeats (:func:`compare_at_full_speed`)."""
+    judged = [row["within"] for row in report.get("full_speed_rows") or [] if row["within"] is not None]
+    return {"within": sum(judged), "judged": len(judged)}
+
+
 def summary(report: dict) -> str:
     """The report's counts in one line: within target, within the widened range, and the sync tier at
     full speed (where any point could be judged so)."""
-    rows, fast = report["rows"], [r for r in report.get("full_speed_rows", []) if r["within"] is not None]
+    rows, fast = report["rows"], full_speed_count(report)
     line = (f"{sum(r['within'] for r in rows)} of {len(rows)} within their targets; "
             f"{sum(r['within_spread'] for r in rows)} within the plain timer's range widened by the target")
-    line += f"; sync at full speed: {sum(r['within'] for r in fast)} of {len(fast)} judged" if fast else ""
+    line += f"; sync at full speed: {fast['within']} of {fast['judged']} judged" if fast["judged"] else ""
     plain_sync = (report.get("repeatability") or {}).get(str(Tier.SYNC), {}).get("plain")
     line += f"; the plain sync timer against itself: {share(plain_sync)}" if plain_sync else ""
     return line + (f"; slow trials: {slow_share(report['slow_trials'])}" if report.get("slow_trials") else "")

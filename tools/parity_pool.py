@@ -26,7 +26,7 @@ from pathlib import Path
 from harness.facts import Tier
 from harness.records.environment import git_commit
 from harness.run_lock import writing_into
-from tools.parity_compare import TARGETS, judged_again, share, tier_counts, yardstick
+from tools.parity_compare import TARGETS, full_speed_count, judged_again, share, tier_counts, yardstick
 
 REPORT = "tier_parity.json"
 COUNTED = ("within", "yardstick", "points")
@@ -52,13 +52,6 @@ def pool(counts: list[dict[str, dict]]) -> dict[str, dict]:
                     mine = total[side] or {"within": 0, "points": 0}
                     total[side] = {key: mine[key] + count[side][key] for key in ("within", "points")}
     return pooled
-
-
-def full_speed(report: dict) -> dict[str, int]:
-    """The sync tier at the host's full speed in a judged report (``full_speed_rows``): ``{"within": n, "judged": n}``
-    over the points both sides had full-speed trials at (the proposal judges sync there too: docs/timing.md)."""
-    judged = [row["within"] for row in report.get("full_speed_rows") or [] if row["within"] is not None]
-    return {"within": sum(judged), "judged": len(judged)}
 
 
 def verdict(tier: str, count: dict) -> str:
@@ -89,7 +82,8 @@ def markdown(runs: list[dict], pooled: dict[str, dict]) -> str:
                   f"{share(total['plain_self'])} | {share(total['harness_self'])} | **{verdict(tier, total)}** |", ""]
     fast = [f"{run['git_commit']} {run['sync_full_speed']['within']} of {run['sync_full_speed']['judged']}" for run in runs]
     within, judged = (sum(run["sync_full_speed"][key] for run in runs) for key in ("within", "judged"))
-    lines += ["The sync tier at the host's full speed (points both sides had full-speed trials at, within ±15%): "
+    lines += ["The sync tier at the host's full speed (points both sides had full-speed trials at, within "
+              f"±{TARGETS[Tier.SYNC]:.0%}): "
               f"{', '.join(fast)}; pooled **{within} of {judged}**.", ""]
     return "\n".join(lines)
 
@@ -107,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {run}: {exc}", file=sys.stderr)
             return 2
         runs.append({"run": str(run), "git_commit": report.get("git_commit"), "hardware": report.get("hardware"),
-                     "date": report.get("date"), "counts": tier_counts(report), "sync_full_speed": full_speed(report)})
+                     "date": report.get("date"), "counts": tier_counts(report), "sync_full_speed": full_speed_count(report)})
     pooled = pool([run["counts"] for run in runs])
     text = markdown(runs, pooled)
     with writing_into([args.out]):  # never while a run's vault watches results/ (harness/run_lock.py)
