@@ -16,6 +16,8 @@ tools.tier_parity --rejudge``) without measuring anything:
   placement draw);
 * :func:`repeatability`: how often each side agrees with itself, its repeats split in two halves
   and judged by the same targets: the yardstick a harness / plain ratio is read against;
+* :func:`paired_counts` and :func:`paired_p`: that yardstick as a paired test, the harness and the plain
+  timer's odd repeats each judged against the plain timer's even repeats, point by point;
 * :func:`machine_speed`: how often a stand-in pinned to one CPU read slow while each side ran
   (measured by ``tools/tier_parity.py --speed-log``; recorded, not judged again).
 """
@@ -26,6 +28,8 @@ import json
 import statistics
 from datetime import datetime, timezone
 from pathlib import Path
+
+from scipy.stats import binomtest
 
 from harness.facts import Tier
 from harness.records.store import read_stored
@@ -219,10 +223,56 @@ def repeatability(harness: dict, plain: dict) -> dict[str, dict[str, dict[str, i
     return counts
 
 
-#: The tiers the proposed yardstick judges against the named timer's own repeatability (docs/timing.md,
-#: "Each timer against itself": the issue's literal "within target at every B" is missed by flashinfer-bench
-#: 0.1.2's loop and FlashInfer's events loop against themselves); cupti and contest keep every point.
+#: The tiers the proposed yardstick judges against the named timer's own repeatability (docs/timing.md, "Each timer
+#: against itself": the issue's literal "within target at every B" is missed by flashinfer-bench 0.1.2's loop and
+#: FlashInfer's events loop against themselves); cupti and contest keep every point.
 SELF_RELATIVE_TIERS = (Tier.EVENTS, Tier.SYNC)
+
+#: The paired test's level (:func:`paired_p`): a tier reads worse than its named timer's own repeatability where the
+#: one-sided p is below it. The usual 5%; the points of one run share a host, so the test errs toward "worse".
+PAIRED_LEVEL = 0.05
+
+#: The four kinds of point of :func:`paired_counts`.
+PAIRED_KEYS = ("harness_only", "plain_only", "both", "neither")
+
+
+def paired_counts(harness: dict, plain: dict) -> dict[str, dict[str, int]]:
+    """Per tier, the points (both sides measured, the plain side at least twice) sorted by two ratios against one
+    reference, the median of the plain repeats in even places (second, fourth, ...): the harness's median over it, and
+    the median of the plain repeats in odd places over it (:func:`split_half_ratio`, the plain side against itself).
+    ``{"harness_only": n, "plain_only": n, "both": n, "neither": n}``: at how many points only the harness's ratio is
+    within the tier's target (:data:`TARGETS`), only the plain one, both, neither.
+
+    Why one reference for both: where the harness tier is the timer it names, a harness run and the plain timer's odd
+    repeats are draws of the same timer, so either ratio is as likely as the other to be the one within; the points
+    where they differ are a fair coin (:func:`paired_p`). Comparing the two sides' counts instead ("at least as
+    often") reads an exact copy of the timer as a miss about half the time (docs/timing.md)."""
+    counts: dict[str, dict[str, int]] = {}
+    for tier, target in TARGETS.items():
+        for key in set(harness) & set(plain):
+            ours, theirs = harness[key].get(tier, []), plain[key].get(tier, [])
+            if not ours or len(theirs) < 2:
+                continue
+            reference = statistics.median(theirs[1::2])
+            if reference <= 0:
+                continue
+            mine = abs(statistics.median(ours) / reference - 1) <= target
+            own = abs(split_half_ratio(theirs) - 1) <= target
+            kind = "both" if mine and own else "harness_only" if mine else "plain_only" if own else "neither"
+            count = counts.setdefault(str(tier), dict.fromkeys(PAIRED_KEYS, 0))
+            count[kind] += 1
+    return counts
+
+
+def paired_p(count: dict[str, int]) -> float:
+    """The one-sided exact sign test on :func:`paired_counts`'s discordant points: the chance, were each of them a fair
+    coin, of ``plain_only`` or more of them falling to the plain side (``scipy.stats.binomtest``, alternative
+    "greater"). Small: the harness is within the target measurably less often than its named timer is against
+    itself. 1.0 where no point is discordant."""
+    discordant = count["harness_only"] + count["plain_only"]
+    if not discordant:
+        return 1.0
+    return binomtest(count["plain_only"], discordant, 0.5, alternative="greater").pvalue
 
 
 #: Up to this batch size a contest point whose two sides' trials meet (:func:`compare_contest_trials`) counts
@@ -243,17 +293,25 @@ def yardstick_points(tier: str, rows: list[dict], trial_rows: list[dict]) -> int
                for r in rows if r["tier"] == tier)
 
 
-def yardstick(tier: str, within: int, points: int, plain_self: dict[str, int] | None) -> str:
+def yardstick(tier: str, within: int, points: int, paired: dict[str, int] | None) -> str:
     """The proposed yardstick's verdict on one tier, for the issue's author to adopt or not (docs/timing.md):
     ``met`` or ``missed``. ``within``: the points it counts (:func:`yardstick_points`). For
-    :data:`SELF_RELATIVE_TIERS`, met where harness / plain is within the target at least as often (as a share of its
-    points) as the plain timer against itself (:func:`repeatability`), and ``–`` without that count; for the others,
-    met where every point counts. A proposal beside the issue's targets, never in their place."""
+    :data:`SELF_RELATIVE_TIERS`, met unless the paired test finds the harness within the target less often than the
+    plain timer against itself (:func:`paired_p` below :data:`PAIRED_LEVEL`; ``paired``: :func:`paired_counts`), and
+    ``–`` without paired points; for the others, met where every point counts. A proposal beside the issue's targets,
+    never in their place."""
     if Tier(tier) not in SELF_RELATIVE_TIERS:
         return "met" if points and within == points else "missed"
-    if not plain_self or not plain_self["points"] or not points:
+    if not paired or not sum(paired.values()):
         return "–"
-    return "met" if within / points >= plain_self["within"] / plain_self["points"] else "missed"
+    return "met" if paired_p(paired) >= PAIRED_LEVEL else "missed"
+
+
+def paired_cell(paired: dict[str, int] | None) -> str:
+    """:func:`paired_counts` of one tier in a table cell: "harness only 4, plain only 8 (p = 0.19)", or "–"."""
+    if not paired:
+        return "–"
+    return f"harness only {paired['harness_only']}, plain only {paired['plain_only']} (p = {paired_p(paired):.2f})"
 
 
 def machine_speed(blocks: list[tuple[float, float]], phases: list[dict]) -> dict[str, dict[str, int]] | None:
@@ -307,12 +365,12 @@ def judged(report: dict, harness: dict, plain: dict) -> dict:
     """``report`` with its comparisons made from the two sides' figures: ``rows`` (:func:`compare`),
     ``host_rows`` (:func:`compare_host`), ``full_speed_rows`` (:func:`compare_at_full_speed`),
     ``slow_trials`` (:func:`slow_trials`), ``contest_trial_rows`` (:func:`compare_contest_trials`) and
-    ``repeatability`` (:func:`repeatability`)."""
+    ``repeatability`` (:func:`repeatability`) and ``paired`` (:func:`paired_counts`)."""
     return {**report, "figures": {"harness": figures_by_point(harness), "plain": figures_by_point(plain)},
             "rows": compare(harness, plain), "host_rows": compare_host(harness, plain),
             "full_speed_rows": compare_at_full_speed(harness, plain), "slow_trials": slow_trials(harness, plain),
             "contest_trial_rows": compare_contest_trials(harness, plain),
-            "repeatability": repeatability(harness, plain)}
+            "repeatability": repeatability(harness, plain), "paired": paired_counts(harness, plain)}
 
 
 def rejudge(stored: Path, out: Path) -> dict:
@@ -357,15 +415,17 @@ def judged_again(stored: Path) -> dict:
 
 def tier_counts(report: dict) -> dict[str, dict]:
     """Per tier of a judged report's ``repeatability``: ``{"within": n, "yardstick": n, "points": n, "plain_self":
-    {"within", "points"} or None, "harness_self": ... or None}``: its rows within the issue's target, the points the
-    proposed yardstick counts (:func:`yardstick_points`), its rows, and each side against itself
-    (:func:`repeatability`). What the report's yardstick table and ``tools/parity_pool.py``'s sums are made of."""
-    rows, trial_rows = report["rows"], report.get("contest_trial_rows") or []
+    {"within", "points"} or None, "harness_self": ... or None, "paired": {...} or None}``: its rows within the issue's
+    target, the points the proposed yardstick counts (:func:`yardstick_points`), its rows, each side against itself
+    (:func:`repeatability`) and the paired test's points (:func:`paired_counts`). What the report's yardstick table
+    and ``tools/parity_pool.py``'s sums are made of."""
+    rows, trial_rows, paired = report["rows"], report.get("contest_trial_rows") or [], report.get("paired") or {}
     counts = {}
     for tier, sides in (report.get("repeatability") or {}).items():
         mine = [r for r in rows if r["tier"] == tier]
         counts[tier] = {"within": sum(r["within"] for r in mine), "yardstick": yardstick_points(tier, rows, trial_rows),
-                        "points": len(mine), "plain_self": sides.get("plain"), "harness_self": sides.get("harness")}
+                        "points": len(mine), "plain_self": sides.get("plain"), "harness_self": sides.get("harness"),
+                        "paired": paired.get(tier)}
     return counts
 
 
@@ -411,18 +471,22 @@ def write_report(out: Path, report: dict) -> None:
         lines += ["", "Each side against itself: its repeats split in two halves (odd against even, in the order "
                       "measured), the ratio of their medians judged by the same target, over the points both sides "
                       "measured. A harness / plain count is read against these: two runs of one timer miss its "
-                      "target as often as that. The last column is the yardstick proposed to the issue's author "
-                      "(docs/timing.md): events and sync within their targets at least as often as the plain timer "
-                      "against itself, cupti and contest at every point, a contest point at B <= "
-                      f"{PLACEMENT_BOUND_BATCH} also where the two sides' trials meet (the trial table below); the "
-                      "issue's targets are the rows above.", "",
+                      "target as often as that. The paired test: at each point the harness's median and the plain "
+                      "timer's odd repeats, each over the plain timer's even repeats; where only one of the two ratios "
+                      "is within the target, a point for that side; p: the one-sided sign test on those points "
+                      "(small: the harness is within less often than the timer against itself). The last column is "
+                      "the yardstick proposed to the issue's author (docs/timing.md): events and sync not worse by "
+                      f"the paired test (p >= {PAIRED_LEVEL}), cupti and contest at every point, a contest point at "
+                      f"B <= {PLACEMENT_BOUND_BATCH} also where the two sides' trials meet (the trial table below); "
+                      "the issue's targets are the rows above.", "",
                   "| tier | target | harness / plain within | plain against itself | harness against itself | "
-                  "proposed yardstick |",
-                  "|---|---|---|---|---|---|"]
+                  "paired test | proposed yardstick |",
+                  "|---|---|---|---|---|---|---|"]
         for tier, count in tier_counts(report).items():
             lines.append(f"| {tier} | ±{TARGETS[Tier(tier)]:.0%} | {count['within']} of {count['points']} | "
                          f"{share(count['plain_self'])} | {share(count['harness_self'])} | "
-                         f"{yardstick(tier, count['yardstick'], count['points'], count['plain_self'])} |")
+                         f"{paired_cell(count['paired'])} | "
+                         f"{yardstick(tier, count['yardstick'], count['points'], count['paired'])} |")
     if report.get("host_rows"):
         lines += ["", "The host beside the sync tier, both sides measured alike (µs; median over the trials, then "
                       "over the repeats). Host time of one call: the untimed call after each trial, timed with "

@@ -5,8 +5,10 @@
 RUN: a ``tier_parity.json`` of ``tools/tier_parity.py`` (or its ``.gz``), or the folder holding it. Each run is
 judged again by this version's comparisons (:func:`tools.parity_compare.judged_again`; nothing is measured), and per
 tier its counts are summed over the runs: the points within the issue's target, the points the proposed yardstick
-counts, and each side against itself; and the sync tier's points at the host's full speed. The pooled verdict is the
-yardstick's (:func:`tools.parity_compare.yardstick`) on those sums. Why: one run's count against one run's count is
+counts, each side against itself and the paired test's points (:func:`tools.parity_compare.paired_counts`); and the
+sync tier's points at the host's full speed. The pooled verdict is the yardstick's
+(:func:`tools.parity_compare.yardstick`) on those sums: for events and sync, the paired sign test over every run's
+points. Why: one run's count against one run's count is
 itself a draw, two or three points either way on 20 (docs/timing.md, "Each timer against itself"), so a verdict on a
 timer is taken over several runs of the same tiers.
 Pool only runs of the same tier code and the same subjects; the table names each run's commit so a reader can check.
@@ -26,7 +28,8 @@ from pathlib import Path
 from harness.facts import Tier
 from harness.records.environment import git_commit
 from harness.run_lock import writing_into
-from tools.parity_compare import TARGETS, full_speed_count, judged_again, share, tier_counts, yardstick
+from tools.parity_compare import (PAIRED_KEYS, TARGETS, full_speed_count, judged_again, paired_cell, share,
+                                  tier_counts, yardstick)
 
 REPORT = "tier_parity.json"
 COUNTED = ("within", "yardstick", "points")
@@ -39,24 +42,26 @@ def stored_report(run: Path) -> Path:
 
 
 def pool(counts: list[dict[str, dict]]) -> dict[str, dict]:
-    """Per tier, :func:`tools.parity_compare.tier_counts` summed over runs: the counts of :data:`COUNTED`, and each
-    side against itself (``{"within", "points"}``, summed over the runs that have it; None where none has)."""
+    """Per tier, :func:`tools.parity_compare.tier_counts` summed over runs: the counts of :data:`COUNTED`, each side
+    against itself (``{"within", "points"}``) and the paired test's points (``paired``), each summed over the runs
+    that have it (None where none has)."""
     pooled: dict[str, dict] = {}
     for run in counts:
         for tier, count in run.items():
-            total = pooled.setdefault(tier, {**{key: 0 for key in COUNTED}, **{side: None for side in SIDES}})
+            total = pooled.setdefault(tier, {**{key: 0 for key in COUNTED}, **{side: None for side in SIDES},
+                                             "paired": None})
             for key in COUNTED:
                 total[key] += count[key]
-            for side in SIDES:
-                if count[side]:
-                    mine = total[side] or {"within": 0, "points": 0}
-                    total[side] = {key: mine[key] + count[side][key] for key in ("within", "points")}
+            for side, keys in [(side, ("within", "points")) for side in SIDES] + [("paired", PAIRED_KEYS)]:
+                if count.get(side):
+                    mine = total[side] or dict.fromkeys(keys, 0)
+                    total[side] = {key: mine[key] + count[side][key] for key in keys}
     return pooled
 
 
 def verdict(tier: str, count: dict) -> str:
     """The proposed yardstick's verdict on one tier's (pooled) counts."""
-    return yardstick(tier, count["yardstick"], count["points"], count["plain_self"])
+    return yardstick(tier, count["yardstick"], count["points"], count.get("paired"))
 
 
 def markdown(runs: list[dict], pooled: dict[str, dict]) -> str:
@@ -65,21 +70,25 @@ def markdown(runs: list[dict], pooled: dict[str, dict]) -> str:
              "Each run judged again by this version's comparisons (`tools/parity_compare.py`); per tier: the points "
              "within the issue's target, the points the proposed yardstick counts (for contest also a point at "
              "B <= 8 whose two sides' trials meet), the plain timer against itself, the harness against itself "
-             "(where a run had two harness repeats), and the yardstick's verdict (events and sync: harness / plain "
-             "within at least as often as the plain timer against itself; cupti and contest: every point).", ""]
+             "(where a run had two harness repeats), the paired test (the harness's median and the plain timer's odd "
+             "repeats, each over its even repeats: the points where only one is within the target, and the one-sided "
+             "sign test on them) and the yardstick's verdict (events and sync: not worse by the paired test, "
+             "p >= 0.05; cupti and contest: every point).", ""]
     for tier in pooled:
         lines += [f"## {tier} (±{TARGETS[Tier(tier)]:.0%})", "",
                   "| run | commit | hardware | within | yardstick counts | plain against itself | harness against itself "
-                  "| verdict |", "|---|---|---|---|---|---|---|---|"]
+                  "| paired test | verdict |", "|---|---|---|---|---|---|---|---|---|"]
         for run in runs:
             count = run["counts"].get(tier)
             if count:
                 lines.append(f"| {run['run']} | {run['git_commit']} | {run['hardware']} | {count['within']} of "
                              f"{count['points']} | {count['yardstick']} | {share(count['plain_self'])} | "
-                             f"{share(count['harness_self'])} | {verdict(tier, count)} |")
+                             f"{share(count['harness_self'])} | {paired_cell(count.get('paired'))} | "
+                             f"{verdict(tier, count)} |")
         total = pooled[tier]
         lines += [f"| **pooled** | | | {total['within']} of {total['points']} | {total['yardstick']} | "
-                  f"{share(total['plain_self'])} | {share(total['harness_self'])} | **{verdict(tier, total)}** |", ""]
+                  f"{share(total['plain_self'])} | {share(total['harness_self'])} | {paired_cell(total['paired'])} | "
+                  f"**{verdict(tier, total)}** |", ""]
     fast = [f"{run['git_commit']} {run['sync_full_speed']['within']} of {run['sync_full_speed']['judged']}" for run in runs]
     within, judged = (sum(run["sync_full_speed"][key] for run in runs) for key in ("within", "judged"))
     lines += ["The sync tier at the host's full speed (points both sides had full-speed trials at, within "

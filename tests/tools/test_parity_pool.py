@@ -17,16 +17,20 @@ def stored_run(folder, commit: str, harness_sync: list[float], plain_sync: list[
     return folder
 
 
+def paired(harness_only: int, plain_only: int, both: int = 10, neither: int = 5) -> dict[str, int]:
+    return {"harness_only": harness_only, "plain_only": plain_only, "both": both, "neither": neither}
+
+
 def test_counts_are_summed_per_tier_over_the_runs_and_judged_on_the_sums():
     one = {"sync": {"within": 10, "yardstick": 10, "points": 20, "plain_self": {"within": 8, "points": 20},
-                    "harness_self": None}}
+                    "harness_self": None, "paired": paired(0, 5)}}
     two = {"sync": {"within": 12, "yardstick": 12, "points": 20, "plain_self": {"within": 13, "points": 20},
-                    "harness_self": {"within": 15, "points": 20}}}
+                    "harness_self": {"within": 15, "points": 20}, "paired": paired(4, 1)}}
     pooled = pool([one, two])
     assert pooled["sync"] == {"within": 22, "yardstick": 22, "points": 40, "plain_self": {"within": 21, "points": 40},
-                              "harness_self": {"within": 15, "points": 20}}
-    assert verdict("sync", one["sync"]) == "met" and verdict("sync", two["sync"]) == "missed"
-    assert verdict("sync", pooled["sync"]) == "met"  # 22 of 40 against 21 of 40: the sums decide, not the runs
+                              "harness_self": {"within": 15, "points": 20}, "paired": paired(4, 6, 20, 10)}
+    assert verdict("sync", one["sync"]) == "missed" and verdict("sync", two["sync"]) == "met"  # p = 1/32, then 1.0
+    assert verdict("sync", pooled["sync"]) == "met"  # 6 of 10 discordant points to the plain side: the sums decide
 
 
 def test_recorded_runs_are_judged_again_and_pooled_into_a_report(tmp_path, capsys):
@@ -39,7 +43,9 @@ def test_recorded_runs_are_judged_again_and_pooled_into_a_report(tmp_path, capsy
     assert report["pooled"]["sync"]["plain_self"] == {"within": 1, "points": 2}
     assert report["verdicts"] == {"cupti": "met", "sync": "met"}
     text = (tmp_path / "pool" / "parity_pool.md").read_text()
-    assert "| **pooled** | | | 1 of 2 | 1 | 1 of 2 | – | **met** |" in text and text in capsys.readouterr().out
+    assert report["pooled"]["sync"]["paired"] == {"harness_only": 0, "plain_only": 0, "both": 1, "neither": 1}
+    assert ("| **pooled** | | | 1 of 2 | 1 | 1 of 2 | – | harness only 0, plain only 0 (p = 1.00) | **met** |" in text
+            and text in capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("content", [None, "{not json", '{"rows": []}'])

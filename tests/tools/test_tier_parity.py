@@ -8,8 +8,8 @@ import torch
 
 from tools.parity_compare import (CONTEST_TRIAL_MEDIANS, FULL_SPEED_FACTOR, HOST, PROBE, TARGETS, TRIAL_MEANS,
                                   TRIAL_PROBES, compare, compare_at_full_speed, compare_contest_trials, compare_host,
-                                  judged, machine_speed, repeatability, slow_trials, split_half_ratio, summary,
-                                  write_report, yardstick, yardstick_points)
+                                  judged, machine_speed, paired_counts, paired_p, repeatability, slow_trials,
+                                  split_half_ratio, summary, write_report, yardstick, yardstick_points)
 from tools.tier_parity import COPY, COPY_METHOD, extend, flashinfer_flush, harness_figures, solution_inputs
 
 
@@ -525,17 +525,58 @@ def test_each_side_is_judged_against_itself_by_its_repeats_split_in_halves(tmp_p
                     harness, plain)
     assert report["repeatability"] == counts
     assert "the plain sync timer against itself: 1 of 2" in summary(report)
+    # the paired test: copy neither (20.5 / 34 and 17 / 34), cuda-v4 both (25 / 22 and 20 / 22): no discordant point
+    assert report["paired"]["sync"] == {"harness_only": 0, "plain_only": 0, "both": 1, "neither": 1}
     write_report(tmp_path, report)
-    assert "| sync | ±15% | 0 of 2 | 1 of 2 | 1 of 2 | missed |" in (tmp_path / "tier_parity.md").read_text()
+    assert ("| sync | ±15% | 0 of 2 | 1 of 2 | 1 of 2 | harness only 0, plain only 0 (p = 1.00) | met |"
+            in (tmp_path / "tier_parity.md").read_text())
 
 
-def test_the_proposed_yardstick_holds_events_and_sync_to_the_plain_timers_own_repeatability():
-    assert yardstick("sync", 14, 20, {"within": 13, "points": 20}) == "met"  # as often as plain against itself, or more
-    assert yardstick("events", 12, 20, {"within": 13, "points": 20}) == "missed"
-    assert yardstick("sync", 7, 10, {"within": 13, "points": 20}) == "met"  # shares, not counts
+def test_the_paired_test_sorts_each_point_by_which_ratio_over_the_plain_even_repeats_is_within():
+    harness = {("a", 1): {"sync": [20.0]}, ("b", 1): {"sync": [30.0]}, ("c", 1): {"sync": [20.0, 22.0]},
+               ("d", 1): {"sync": [40.0]}, ("e", 1): {"sync": [20.0], "events": [5.0]}}
+    plain = {("a", 1): {"sync": [20.0, 21.0]},        # 20 / 21 and 20 / 21: both within
+             ("b", 1): {"sync": [20.0, 21.0]},        # 30 / 21 out, 20 / 21 in: the plain side's
+             ("c", 1): {"sync": [30.0, 21.0]},        # 21 / 21 in (the harness's median), 30 / 21 out: the harness's
+             ("d", 1): {"sync": [30.0, 20.0, 31.0]},  # 40 / 20 and 30.5 / 20: neither
+             ("e", 1): {"sync": [20.0], "events": [5.0]}}  # one plain repeat: not a paired point
+    assert paired_counts(harness, plain) == {"sync": {"harness_only": 1, "plain_only": 1, "both": 1, "neither": 1}}
+
+
+def test_the_paired_test_is_the_one_sided_sign_test_on_the_discordant_points():
+    count = dict.fromkeys(("harness_only", "plain_only", "both", "neither"), 0)
+    assert paired_p({**count, "both": 20}) == 1.0  # nothing discordant: no evidence either way
+    assert paired_p({**count, "plain_only": 5}) == pytest.approx(1 / 32)  # five of five to the plain side
+    assert paired_p({**count, "harness_only": 5}) == 1.0
+    assert paired_p({**count, "harness_only": 14, "plain_only": 23}) == pytest.approx(0.094, abs=0.001)
+
+
+def test_the_proposed_yardstick_holds_events_and_sync_to_the_paired_test_and_the_others_to_every_point():
+    count = dict.fromkeys(("harness_only", "plain_only", "both", "neither"), 0)
+    assert yardstick("sync", 14, 20, {**count, "both": 12, "harness_only": 2, "plain_only": 4}) == "met"
+    assert yardstick("events", 12, 20, {**count, "both": 12, "plain_only": 5}) == "missed"  # p = 1/32
     assert yardstick("sync", 14, 20, None) == "–"  # one plain repeat: no yardstick
-    assert yardstick("cupti", 19, 20, {"within": 20, "points": 20}) == "missed"  # cupti keeps every point
+    assert yardstick("cupti", 19, 20, {**count, "both": 19}) == "missed"  # cupti keeps every point
     assert yardstick("contest", 20, 20, None) == "met"
+
+
+def test_the_paired_test_passes_a_copy_of_the_timer_and_catches_one_that_reads_high():
+    """Seeded draws: a harness that is the named timer (the same lognormal spread, 6%) against one that reads 8% high
+    on every point, six runs of 20 points pooled as tools/parity_pool.py pools them."""
+    import random
+
+    rng = random.Random(29)
+
+    def pooled(skew: float) -> dict[str, int]:
+        harness, plain = {}, {}
+        for point in range(120):
+            draw = [rng.lognormvariate(0.0, 0.06) for _ in range(3)]
+            harness[(f"s{point}", 1)] = {"events": [draw[0] * skew]}
+            plain[(f"s{point}", 1)] = {"events": draw[1:]}
+        return paired_counts(harness, plain)["events"]
+
+    assert yardstick("events", 0, 120, pooled(1.0)) == "met"
+    assert yardstick("events", 0, 120, pooled(1.08)) == "missed"
 
 
 def test_a_recorded_cross_check_kept_compressed_is_judged_again(tmp_path):
