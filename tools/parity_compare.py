@@ -245,8 +245,11 @@ def paired_counts(harness: dict, plain: dict) -> dict[str, dict[str, int]]:
 
     Why one reference for both: where the harness tier is the timer it names, a harness run and the plain timer's odd
     repeats are draws of the same timer, so either ratio is as likely as the other to be the one within; the points
-    where they differ are a fair coin (:func:`paired_p`). Comparing the two sides' counts instead ("at least as
-    often") reads an exact copy of the timer as a miss about half the time (docs/timing.md)."""
+    where they differ are a fair coin (:func:`paired_p`); exactly so with one harness run and two plain repeats, the
+    cross-check's usual shape, and with more plain repeats than harness runs the odd side's median is the steadier
+    one, which makes the test err toward "worse". Comparing the two sides' counts instead ("at least as
+    often") reads an exact copy of the timer as a miss in 9-27% of simulated single runs (tools/yardstick_power.py,
+    results/proof/20261128-CPU-yardstick-power)."""
     counts: dict[str, dict[str, int]] = {}
     for tier, target in TARGETS.items():
         for key in set(harness) & set(plain):
