@@ -250,9 +250,10 @@ def paired_counts(harness: dict, plain: dict) -> dict[str, dict[str, int]]:
     one, which makes the test err toward "worse". Comparing the two sides' counts instead ("at least as
     often") reads an exact copy of the timer as a miss in 9-27% of simulated single runs (tools/yardstick_power.py,
     results/proof/20261128-CPU-yardstick-power)."""
+    shared = set(harness) & set(plain)
     counts: dict[str, dict[str, int]] = {}
     for tier, target in TARGETS.items():
-        for key in set(harness) & set(plain):
+        for key in shared:
             ours, theirs = harness[key].get(tier, []), plain[key].get(tier, [])
             if not ours or len(theirs) < 2:
                 continue
@@ -305,6 +306,12 @@ def yardstick(tier: str, within: int, points: int, paired: dict[str, int] | None
     never in their place."""
     if Tier(tier) not in SELF_RELATIVE_TIERS:
         return "met" if points and within == points else "missed"
+    return paired_verdict(paired)
+
+
+def paired_verdict(paired: dict[str, int] | None) -> str:
+    """The paired test's verdict on one tier's :func:`paired_counts` (one run's, or summed over runs): ``met`` unless
+    :func:`paired_p` is below :data:`PAIRED_LEVEL`, ``missed`` where it is, ``–`` without paired points."""
     if not paired or not sum(paired.values()):
         return "–"
     return "met" if paired_p(paired) >= PAIRED_LEVEL else "missed"

@@ -12,7 +12,7 @@ harness that reads that much high at every point). Each cross-check is judged by
   the harness over the median of the plain repeats) at least as often as the plain timer against itself
   (:func:`~tools.parity_compare.repeatability`);
 * ``paired``: the paired sign test (:func:`~tools.parity_compare.paired_counts`,
-  :func:`~tools.parity_compare.yardstick`).
+  :func:`~tools.parity_compare.paired_verdict`, the events and sync verdict of the yardstick).
 
 Each row gives the share of ``--trials`` simulated verdicts that read "missed", for one cross-check and for ``--runs``
 pooled as tools/parity_pool.py pools them (the counts summed). With skew 1.0 that share is the rule's false alarm; above
@@ -33,7 +33,7 @@ from pathlib import Path
 from harness.facts import Tier
 from harness.records.environment import git_commit
 from harness.run_lock import writing_into
-from tools.parity_compare import PAIRED_KEYS, compare, paired_counts, repeatability, yardstick
+from tools.parity_compare import PAIRED_KEYS, TARGETS, compare, paired_counts, paired_verdict, repeatability
 
 TIER = Tier.EVENTS
 #: The timers' run-to-run spreads simulated (lognormal sigma): a quiet timer to a noisy one at the ±10% target.
@@ -63,7 +63,7 @@ def verdicts(runs: list[dict]) -> dict[str, bool]:
     """Whether each rule reads "missed" on ``runs`` pooled (the counts summed; every run has the same points)."""
     within, plain_self = sum(run["within"] for run in runs), sum(run["plain_self"] for run in runs)
     paired = {key: sum(run["paired"][key] for run in runs) for key in PAIRED_KEYS}
-    return {"counts": within < plain_self, "paired": yardstick(str(TIER), 0, 1, paired) == "missed"}
+    return {"counts": within < plain_self, "paired": paired_verdict(paired) == "missed"}
 
 
 def missed_shares(rng: random.Random, trials: int, points: int, pooled: int, sigma: float, skew: float) -> dict:
@@ -78,8 +78,8 @@ def missed_shares(rng: random.Random, trials: int, points: int, pooled: int, sig
 
 
 def markdown(rows: list[dict], args: argparse.Namespace) -> str:
-    lines = [f"# The yardstick's two forms on simulated cross-checks ({TIER} target ±10%, {args.points} points a run, "
-             f"{args.trials} trials, seed {args.seed})", "",
+    lines = [f"# The yardstick's two forms on simulated cross-checks ({TIER} target ±{TARGETS[TIER]:.0%}, "
+             f"{args.points} points a run, {args.trials} trials, seed {args.seed})", "",
              "Share of verdicts reading \"missed\". Skew 1.0: the harness is the named timer (a false alarm); above: "
              f"it reads that much high at every point (the power). One run, and {args.runs} runs pooled.", "",
              "| sigma | skew | counts, one run | paired, one run | counts, pooled | paired, pooled |",
