@@ -28,8 +28,8 @@ from pathlib import Path
 from harness.facts import Tier
 from harness.records.environment import git_commit
 from harness.run_lock import writing_into
-from tools.parity_compare import (PAIRED_KEYS, TARGETS, full_speed_count, judged_again, paired_cell, share,
-                                  tier_counts, yardstick)
+from tools.parity_compare import (PAIRED_KEYS, PAIRED_LEVEL, PLACEMENT_BOUND_BATCH, TARGETS, full_speed_count,
+                                  judged_again, paired_cell, share, tier_counts, yardstick)
 
 REPORT = "tier_parity.json"
 COUNTED = ("within", "yardstick", "points")
@@ -69,15 +69,16 @@ def markdown(runs: list[dict], pooled: dict[str, dict]) -> str:
     lines = ["# The proposed yardstick over recorded cross-checks (issue #29)", "",
              "Each run judged again by this version's comparisons (`tools/parity_compare.py`); per tier: the points "
              "within the issue's target, the points the proposed yardstick counts (for contest also a point at "
-             "B <= 8 whose two sides' trials meet), the plain timer against itself, the harness against itself "
-             "(where a run had two harness repeats), the paired test (the harness's median and the plain timer's odd "
-             "repeats, each over its even repeats: the points where only one is within the target, and the one-sided "
-             "sign test on them) and the yardstick's verdict (events and sync: not worse by the paired test, "
-             "p >= 0.05; cupti and contest: every point).", ""]
+             f"B <= {PLACEMENT_BOUND_BATCH} whose two sides' trials meet), the plain timer against itself, the harness "
+             "against itself (where a run had two harness repeats), the paired test (the harness's median and the "
+             "plain timer's odd repeats, each over its even repeats: the points where only one is within the target, "
+             "and the one-sided sign test on them) and the yardstick's verdict (events and sync: not worse by the "
+             "paired test, "
+             f"p >= {PAIRED_LEVEL}; cupti and contest: every point).", ""]
     for tier in pooled:
         lines += [f"## {tier} (±{TARGETS[Tier(tier)]:.0%})", "",
-                  "| run | commit | hardware | within | yardstick counts | plain against itself | harness against itself "
-                  "| paired test | verdict |", "|---|---|---|---|---|---|---|---|---|"]
+                  "| run | commit | hardware | within | yardstick counts | plain against itself | "
+                  "harness against itself | paired test | verdict |", "|---|---|---|---|---|---|---|---|---|"]
         for run in runs:
             count = run["counts"].get(tier)
             if count:
@@ -89,7 +90,8 @@ def markdown(runs: list[dict], pooled: dict[str, dict]) -> str:
         lines += [f"| **pooled** | | | {total['within']} of {total['points']} | {total['yardstick']} | "
                   f"{share(total['plain_self'])} | {share(total['harness_self'])} | {paired_cell(total['paired'])} | "
                   f"**{verdict(tier, total)}** |", ""]
-    fast = [f"{run['git_commit']} {run['sync_full_speed']['within']} of {run['sync_full_speed']['judged']}" for run in runs]
+    fast = [f"{run['git_commit']} {run['sync_full_speed']['within']} of {run['sync_full_speed']['judged']}"
+            for run in runs]
     within, judged = (sum(run["sync_full_speed"][key] for run in runs) for key in ("within", "judged"))
     lines += ["The sync tier at the host's full speed (points both sides had full-speed trials at, within "
               f"±{TARGETS[Tier.SYNC]:.0%}): "
@@ -110,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {run}: {exc}", file=sys.stderr)
             return 2
         runs.append({"run": str(run), "git_commit": report.get("git_commit"), "hardware": report.get("hardware"),
-                     "date": report.get("date"), "counts": tier_counts(report), "sync_full_speed": full_speed_count(report)})
+                     "date": report.get("date"), "counts": tier_counts(report),
+                     "sync_full_speed": full_speed_count(report)})
     pooled = pool([run["counts"] for run in runs])
     text = markdown(runs, pooled)
     with writing_into([args.out]):  # never while a run's vault watches results/ (harness/run_lock.py)
