@@ -66,6 +66,9 @@
 #                 timers flushing 256 MB (--plain-flush-mb 256; the cupti tier's flush before 5d4fc77) instead of their own 2 x L2: is the
 #                 B = 8 CUPTI gap the flush, and does a longer flush hide a Python launch from the events timer?
 #                 Set it beside a `parity` run of the same session (its own-flush side). About 4 min
+#   worker-conditions tools/worker_conditions_probe.py: the copy, cuda-v4 and fla-recurrent at B = 1, 64 under FlashInfer's
+#                 contest and cupti timers in a plain process, beside a second idle CUDA context, and after holding a
+#                 worker's 2.25 GiB first (issue #29: which of the worker's conditions is the H200's contest lean; ~3 min)
 #   placement     tools/placement_probe.py: the copy at B = 1, 8 with the state at five offsets, FlashInfer's CUPTI
 #                 timer (is the B <= 8 CUPTI offset where the buffers lie? about 1 min)
 #   ablation      tools/ablation_probe.py: cuda-v4 built with each of kernel.cu's ablation switches beside the copy
@@ -340,6 +343,7 @@ for step in "$@"; do
                  echo "tree: $AB_TREE at $AB_COMMIT" > "$work/trees.txt"
                  compare "$work/this" "$work/tree" "$work/compare.md" batch; cat "$work/compare.md"; pack "$step" "$work" ;;
     placement)   probe_step "$step" placement_probe 240 ;;
+    worker-conditions) probe_step "$step" worker_conditions_probe 420 ;;
     ablation)    probe_step "$step" ablation_probe 420 ${ABLATION_BUILDS:+--builds "$ABLATION_BUILDS"} \
                    ${ABLATION_BATCHES:+--batches "$ABLATION_BATCHES"} ${ABLATION_DTYPE:+--state-dtype "$ABLATION_DTYPE"} \
                    ${ABLATION_REPEATS:+--repeats "$ABLATION_REPEATS"} ;;

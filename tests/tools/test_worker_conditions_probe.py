@@ -1,0 +1,36 @@
+"""The worker conditions probe (tools/worker_conditions_probe.py) on the CPU: how it sets each condition
+beside ``plain``, and its command line without a GPU; the timing itself needs a GPU."""
+
+import pytest
+
+from tools.worker_conditions_probe import CONDITIONS, main, summary
+
+
+def rows(condition: str, contest: list[float], cupti: list[float]) -> list[dict]:
+    return [{"round": r, "condition": condition, "subject": "cuda-v4", "batch_size": 64, "contest_us": c,
+             "contest_trials_us": [c] * 3, "cupti_us": u} for r, (c, u) in enumerate(zip(contest, cupti))]
+
+
+def test_each_condition_is_its_median_over_the_rounds_over_plains():
+    measured = (rows("plain", [17.8, 17.9, 18.0], [17.9, 17.9, 17.8])
+                + rows("second-context", [18.1, 18.2, 18.3], [18.0, 18.1, 18.1])
+                + rows("footprint", [17.9, 17.7, 17.8], [17.9, 17.8, 17.9]))
+    table = {e["condition"]: e for e in summary(measured)}
+    assert set(table) == set(CONDITIONS)
+    assert table["plain"]["contest_over_plain"] == 1.0
+    assert table["second-context"]["contest_us"] == 18.2
+    assert table["second-context"]["contest_over_plain"] == pytest.approx(18.2 / 17.9)
+    assert table["footprint"]["cupti_over_plain"] == pytest.approx(17.9 / 17.9)
+    assert table["second-context"]["contest_rounds_us"] == [18.1, 18.2, 18.3]
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the error is for a machine without a GPU")
+def test_without_a_gpu_it_says_so_and_exits_2(tmp_path, capsys):
+    assert main(["--out", str(tmp_path)]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_bad_batches_exit_2(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), "--batches", "one"]) == 2
+    assert "--batches" in capsys.readouterr().err

@@ -1,0 +1,161 @@
+"""Which of the judge's worker's conditions moves FlashInfer's CUPTI timers on a kernel? A probe of the
+H200's contest lean (issue #29, docs/timing.md):
+
+    python -m tools.worker_conditions_probe --out DIR [--batches 1,64] [--repeats 3] [--subjects copy,cuda-v4,fla-recurrent]
+
+The harness's contest and cupti tiers read the own kernels about 1% over the same timers in a plain
+process at B = 1 and 64 on an H200, in both harness rounds of a run that alternated the sides
+(results/proof/20261128-H200-parity-order: not the order, not the clocks), while the copy, timed in
+the judge's own process before any worker starts, does not. A solution's worker differs from
+:mod:`tools.tier_parity`'s plain process in two ways this probe can set apart, each a condition of a
+fresh process that times every subject at every batch size with the plain contest and cupti timers
+(:func:`tools.tier_parity.plain_figures`, the cross-check's own):
+
+* ``plain``: nothing else, as the cross-check's plain side;
+* ``second-context``: another process holds a CUDA context on the same GPU, idle, as the judge does
+  while its worker times (:func:`second_context`);
+* ``footprint``: the process first holds :data:`FOOTPRINT_BYTES` of GPU memory, about what a worker
+  holds before its timed buffers (the timing core's buffer sets, up to 2 GiB, and the L2 flush's
+  256 MB), so the timed buffers land elsewhere in its address space.
+
+The conditions run in rounds, their order rotated each round, so a drift of the machine spreads over
+all three. Writes ``DIR/worker_conditions_probe.json`` (every round's figures) and prints each
+condition's median over the rounds beside ``plain``'s. Needs a CUDA GPU, flashinfer-python,
+flashinfer-bench and cupti-python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from tools.probe_cli import batch_sizes, has_gpu, write_report
+
+CONDITIONS = ("plain", "second-context", "footprint")
+#: GPU memory the ``footprint`` condition holds before the timed buffers: the timing core's 2 GiB of buffer sets
+#: (harness.judge.core.SET_BYTES) and the 256 MB the worker's flush zeroes (gpu_state.MIN_FLUSH_BYTES).
+FOOTPRINT_BYTES = (2 << 30) + (256 << 20)
+#: The second context's process: a CUDA context and one small tensor, held until its stdin closes.
+_SECOND_CONTEXT = ("import sys, torch; x = torch.ones(1, device='cuda'); torch.cuda.synchronize(); "
+                   "print('ready', flush=True); sys.stdin.read()")
+
+
+@contextmanager
+def second_context():
+    """Another process holding an idle CUDA context on the GPU for the duration of the block.
+
+    Raises:
+        RuntimeError: that process ended without saying it holds one.
+    """
+    holder = subprocess.Popen([sys.executable, "-c", _SECOND_CONTEXT], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        line = holder.stdout.readline()  # blocks until it holds the context, or has ended
+        if line.strip() != "ready":
+            raise RuntimeError(f"the second context's process did not start (it said {line!r})")
+        yield
+    finally:
+        holder.stdin.close()
+        try:
+            holder.wait(30)
+        except subprocess.TimeoutExpired:
+            holder.kill()
+
+
+def figures_in_condition(condition: str, subjects: list[str], batches: list[int], warm_s: float) -> list[dict]:
+    """In this (fresh) process, under ``condition`` (``footprint`` is set up here; ``second-context`` by
+    the caller), each subject at each batch size timed with the plain contest and cupti timers: rows
+    ``{"subject", "batch_size", "contest_us", "contest_trials_us", "cupti_us"}`` (µs)."""
+    import torch
+
+    from harness.facts import Tier
+    from tools.tier_parity import CONTEST_TRIAL_MEDIANS, plain_figures
+
+    held = torch.empty(FOOTPRINT_BYTES, dtype=torch.uint8, device="cuda") if condition == "footprint" else None
+    rows = []
+    for subject in subjects:
+        for batch in batches:
+            found = plain_figures(subject, batch, warm_s, tiers=(Tier.CONTEST, Tier.CUPTI))
+            rows.append({"subject": subject, "batch_size": batch, "contest_us": found[Tier.CONTEST],
+                         "contest_trials_us": found[CONTEST_TRIAL_MEDIANS], "cupti_us": found[Tier.CUPTI]})
+    del held
+    return rows
+
+
+def measure(subjects: list[str], batches: list[int], repeats: int, warm_s: float) -> list[dict]:
+    """Every condition in every round (its order rotated a place a round), each in a fresh process:
+    the rows of :func:`figures_in_condition` with ``round`` and ``condition`` added."""
+    from tools.timing_proof import in_fresh_process
+
+    rows = []
+    for round_ in range(repeats):
+        shift = round_ % len(CONDITIONS)
+        for condition in CONDITIONS[shift:] + CONDITIONS[:shift]:
+            with second_context() if condition == "second-context" else _nothing():
+                found = in_fresh_process(figures_in_condition, condition, subjects, batches, warm_s)
+            rows += [{"round": round_, "condition": condition, **row} for row in found]
+            print(f"round {round_ + 1}: {condition} done", flush=True)
+    return rows
+
+
+@contextmanager
+def _nothing():
+    yield
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    """Per condition, subject and batch size: the median over the rounds of each timer's figure, and its
+    ratio to the ``plain`` condition's median."""
+    points = sorted({(r["subject"], r["batch_size"]) for r in rows})
+    table = []
+    for subject, batch in points:
+        base = {t: statistics.median(r[t] for r in rows if (r["subject"], r["batch_size"], r["condition"]) ==
+                                     (subject, batch, "plain")) for t in ("contest_us", "cupti_us")}
+        for condition in CONDITIONS:
+            mine = [r for r in rows if (r["subject"], r["batch_size"], r["condition"]) == (subject, batch, condition)]
+            entry = {"subject": subject, "batch_size": batch, "condition": condition}
+            for timer in ("contest_us", "cupti_us"):
+                entry[timer] = statistics.median(r[timer] for r in mine)
+                entry[timer.replace("_us", "_over_plain")] = entry[timer] / base[timer]
+                entry[timer.replace("_us", "_rounds_us")] = [r[timer] for r in mine]
+            table.append(entry)
+    return table
+
+
+def print_table(table: list[dict]) -> None:
+    print("| subject | B | condition | contest µs | / plain | cupti µs | / plain | contest by round |")
+    print("|---|---|---|---|---|---|---|---|")
+    for e in table:
+        rounds = " ".join(f"{v:.3f}" for v in e["contest_rounds_us"])
+        print(f"| {e['subject']} | {e['batch_size']} | {e['condition']} | {e['contest_us']:.3f} | "
+              f"{e['contest_over_plain']:.4f} | {e['cupti_us']:.3f} | {e['cupti_over_plain']:.4f} | {rounds} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder for the JSON report")
+    parser.add_argument("--batches", default="1,64", help="comma-separated batch sizes of the sweep set")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds over the conditions (at least 1)")
+    parser.add_argument("--subjects", default="copy,cuda-v4,fla-recurrent",
+                        help="tier_parity's subjects: the copy and own solutions")
+    parser.add_argument("--warm-seconds", type=float, default=0.2,
+                        help="clock warm-up before each plain timer, as tier_parity's (default: %(default)s)")
+    args = parser.parse_args(argv)
+    batches = batch_sizes(args.batches)
+    if batches is None or not has_gpu("the worker conditions probe"):
+        return 2
+    subjects = [s for s in args.subjects.split(",") if s]
+    rows = measure(subjects, batches, max(1, args.repeats), args.warm_seconds)
+    table = summary(rows)
+    write_report(args.out, "worker_conditions_probe", conditions=list(CONDITIONS), footprint_bytes=FOOTPRINT_BYTES,
+                 warm_s=args.warm_seconds, summary=table, rows=rows)
+    print_table(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
