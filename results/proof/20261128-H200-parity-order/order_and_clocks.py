@@ -1,7 +1,8 @@
 """The two-round cross-check read by round and by the GPU's clocks (issue #29): each harness run's contest and cupti
 figure over the plain side's median, per point, and nvidia-smi's SM clock, memory clock, temperature, power and
 clock-event reasons over each phase of the run (tier_parity.json's phases). Run from the repository root:
-python results/proof/20261128-H200-parity-order/order_and_clocks.py"""
+python results/proof/20261128-H200-parity-order/order_and_clocks.py [FOLDER] (default: this run's folder; any
+cross-check folder with tier_parity.json.gz and gpu_clocks.csv.gz)"""
 import collections
 import csv
 import datetime as dt
@@ -9,13 +10,15 @@ import gzip
 import io
 import json
 import statistics as st
+import sys
 
-HERE = "results/proof/20261128-H200-parity-order"
+HERE = sys.argv[1] if len(sys.argv) > 1 else "results/proof/20261128-H200-parity-order"
 report = json.load(gzip.open(f"{HERE}/tier_parity.json.gz"))
 harness, plain = report["figures"]["harness"], report["figures"]["plain"]
 
-print("| subject, B | contest: run 1 / plain | run 2 / plain | cupti: run 1 / plain | run 2 / plain |")
-print("|---|---|---|---|---|")
+runs = report["harness_repeats"]
+print("| subject, B | " + " | ".join(f"{t}: run {n} / plain" for t in ("contest", "cupti") for n in range(1, runs + 1)) + " |")
+print("|---|" + "---|" * 2 * runs)
 for point in sorted(set(harness) & set(plain), key=lambda p: (p.split(" B=")[0], int(p.split("B=")[1]))):
     cells = []  # the points both sides took (the harness also ran cuda-v4's bf16-state variant)
     for tier in ("contest", "cupti"):
