@@ -4,7 +4,7 @@ H200's contest lean (issue #29, docs/timing.md):
     python -m tools.worker_conditions_probe --out DIR [--batches 1,64] [--repeats 3] [--subjects copy,cuda-v4,fla-recurrent]
 
 The harness's contest and cupti tiers read the own kernels about 1% over the same timers in a plain
-process at B = 1 and 64 on an H200, in both harness rounds of a run that alternated the sides
+process at B = 64 on an H200, in both harness rounds of a run that alternated the sides
 (results/proof/20261128-H200-parity-order: not the order, not the clocks), while the copy, timed in
 the judge's own process before any worker starts, does not. A solution's worker differs from
 :mod:`tools.tier_parity`'s plain process in two ways this probe can set apart, each a condition of a
@@ -15,13 +15,17 @@ fresh process that times every subject at every batch size with the plain contes
 * ``second-context``: another process holds a CUDA context on the same GPU, idle, as the judge does
   while its worker times (:func:`second_context`);
 * ``footprint``: the process first holds :data:`FOOTPRINT_BYTES` of GPU memory, about what a worker
-  holds before its timed buffers (the timing core's buffer sets, up to 2 GiB, and the L2 flush's
-  256 MB), so the timed buffers land elsewhere in its address space.
+  holds before its timed buffers (the timing core's buffer sets and the worker's L2 flush), so the
+  timed buffers land elsewhere in its memory.
 
 The conditions run in rounds, their order rotated each round, so a drift of the machine spreads over
 all three. Writes ``DIR/worker_conditions_probe.json`` (every round's figures) and prints each
 condition's median over the rounds beside ``plain``'s. Needs a CUDA GPU, flashinfer-python,
 flashinfer-bench and cupti-python.
+
+Measured on an H200 (0f247d7, results/proof/20261128-H200-worker-conditions; predicted "neither" at
+45%): neither condition reproduces the lean. At B = 64 both read the kernels within 0.4% of ``plain``,
+the footprint a little faster.
 """
 
 from __future__ import annotations
@@ -30,15 +34,17 @@ import argparse
 import statistics
 import subprocess
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
+from harness.judge.core import SET_BYTES
+from harness.judge.timing.gpu_state import MIN_FLUSH_BYTES
 from tools.probe_cli import batch_sizes, has_gpu, write_report
 
 CONDITIONS = ("plain", "second-context", "footprint")
-#: GPU memory the ``footprint`` condition holds before the timed buffers: the timing core's 2 GiB of buffer sets
-#: (harness.judge.core.SET_BYTES) and the 256 MB the worker's flush zeroes (gpu_state.MIN_FLUSH_BYTES).
-FOOTPRINT_BYTES = (2 << 30) + (256 << 20)
+#: GPU memory the ``footprint`` condition holds before the timed buffers: the timing core's buffer sets at their
+#: most and the least the worker's flush zeroes.
+FOOTPRINT_BYTES = SET_BYTES + MIN_FLUSH_BYTES
 #: The second context's process: a CUDA context and one small tensor, held until its stdin closes.
 _SECOND_CONTEXT = ("import sys, torch; x = torch.ones(1, device='cuda'); torch.cuda.synchronize(); "
                    "print('ready', flush=True); sys.stdin.read()")
@@ -95,16 +101,11 @@ def measure(subjects: list[str], batches: list[int], repeats: int, warm_s: float
     for round_ in range(repeats):
         shift = round_ % len(CONDITIONS)
         for condition in CONDITIONS[shift:] + CONDITIONS[:shift]:
-            with second_context() if condition == "second-context" else _nothing():
+            with second_context() if condition == "second-context" else nullcontext():
                 found = in_fresh_process(figures_in_condition, condition, subjects, batches, warm_s)
             rows += [{"round": round_, "condition": condition, **row} for row in found]
             print(f"round {round_ + 1}: {condition} done", flush=True)
     return rows
-
-
-@contextmanager
-def _nothing():
-    yield
 
 
 def summary(rows: list[dict]) -> list[dict]:

@@ -11,7 +11,7 @@ def rows(condition: str, contest: list[float], cupti: list[float]) -> list[dict]
              "contest_trials_us": [c] * 3, "cupti_us": u} for r, (c, u) in enumerate(zip(contest, cupti))]
 
 
-def test_each_condition_is_its_median_over_the_rounds_over_plains():
+def test_each_condition_reads_its_median_over_the_rounds_and_its_ratio_to_plain():
     measured = (rows("plain", [17.8, 17.9, 18.0], [17.9, 17.9, 17.8])
                 + rows("second-context", [18.1, 18.2, 18.3], [18.0, 18.1, 18.1])
                 + rows("footprint", [17.9, 17.7, 17.8], [17.9, 17.8, 17.9]))
