@@ -20,7 +20,7 @@
 #                 PARITY_BATCHES the batch sizes (default the tool's, 1,8,64,512);
 #                 it stops at PARITY_LIMIT_S, 540 s, or 1500 s under start:; beside it a stand-in pinned to the last
 #                 CPU logs the host's speed, --speed-log, into the pack's speed_log.txt, and nvidia-smi the GPU's clocks
-#                 once a second into gpu_clocks.csv)
+#                 once a second, --clock-log, into gpu_clocks.csv; the report gives them by phase)
 #   v2-gpus       `--algo all --workloads contest-v2 --gpus all`, timed (issue #31: a machine of several GPUs)
 #   v2-one        the same on one GPU, timed, to set beside v2-gpus (stops at V2_LIMIT_S, 570 s by default)
 #   start:STEP    STEP in a session of its own (setsid), so it outlives this command: for a run longer
@@ -162,21 +162,15 @@ events_run() {  # events_run ROOT COMMIT WORK: one run of the events rerun comma
      --algo "$EVENTS_ALGO" --workloads contest-v2 --tiers cupti,events > "$3.log" 2>&1; echo "rc=$?" >> "$3.log")
   mkdir -p "$3" && mv "$3.log" "$3/console.log" && grep -h "solution x workload" "$3/console.log"
 }
-parity_run() {  # parity_run ROOT COMMIT WORK [ARGS...]: tools/tier_parity.py in ROOT into WORK (console.log there),
-  # and beside it the GPU's clocks, temperature, power and clock-event reasons once a second (read, never set), into
-  # WORK/gpu_clocks.csv: whether the sides ran at the same clocks (issue #29, the H200's contest lean)
+parity_run() {  # parity_run ROOT COMMIT WORK [ARGS...]: tools/tier_parity.py in ROOT into WORK (console.log there);
+  # the clock log where ROOT's tier_parity has it (an AB_TREE from before a4b4347 has not)
   local root=$1 commit=$2 work=$3 clocks=""; shift 3; rm -rf "$work"; mkdir -p "$work"
-  if command -v nvidia-smi > /dev/null; then
-    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_event_reasons.active \
-      --format=csv,nounits -l 1 > "$work/gpu_clocks.csv" 2>&1 & clocks=$!
-  fi
+  grep -q -- "--clock-log" "$root/tools/tier_parity.py" && clocks=--clock-log
   (cd "$root" && GDN_BENCH_COMMIT=$commit timeout -s INT "${PARITY_LIMIT_S:-540}" python -m tools.tier_parity \
      --out "$work" --solutions "${PARITY_SOLUTIONS:-cuda-v4,fla-recurrent}" --repeats "${PARITY_REPEATS:-3}" \
      --harness-repeats "${PARITY_HARNESS_REPEATS:-1}" ${PARITY_PLAIN_SETS:+--plain-sets "$PARITY_PLAIN_SETS"} \
-     ${PARITY_BATCHES:+--batches "$PARITY_BATCHES"} --speed-log "$@" \
+     ${PARITY_BATCHES:+--batches "$PARITY_BATCHES"} --speed-log $clocks "$@" \
      > "$work/console.log" 2>&1)
-  [ -n "$clocks" ] && kill "$clocks" 2>/dev/null
-  return 0
 }
 probe_step() {  # probe_step STEP MODULE LIMIT [ARGS...]: python -m tools.MODULE --out WORK, its console, packed
   local step=$1 module=$2 limit=$3 work=/tmp/gdn-check-$1; shift 3; rm -rf "$work"; mkdir -p "$work"

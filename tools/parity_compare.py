@@ -341,6 +341,23 @@ def machine_speed(blocks: list[tuple[float, float]], phases: list[dict]) -> dict
     return counts
 
 
+def harness_run_rows(report: dict) -> list[dict]:
+    """Each harness run's figure over the plain side's median, per point and tier of :data:`TARGETS`, where the
+    cross-check made more than one harness run (``report["figures"]``: a list per tier, one entry per run, in the
+    order run): ``{"point", "tier", "ratios"}``. Why: with the runs in rounds between plain ones, an offset that
+    both runs show is the harness's, not the order's (results/proof/20261128-H200-parity-order); a diagnostic."""
+    figures = report.get("figures") or {}
+    harness, plain = figures.get("harness") or {}, figures.get("plain") or {}
+    rows = []
+    for point in sorted(set(harness) & set(plain)):
+        for tier in TARGETS:
+            runs, base = harness[point].get(str(tier)) or [], plain[point].get(str(tier)) or []
+            if len(runs) > 1 and base:
+                median = statistics.median(base)
+                rows.append({"point": point, "tier": str(tier), "ratios": [value / median for value in runs]})
+    return rows
+
+
 def paired(figures: dict, values: str, readings: str) -> bool:
     """Whether a point's figures hold ``values`` with one ``readings`` entry each."""
     return bool(figures.get(values)) and len(figures[values]) == len(figures.get(readings, []))
@@ -545,6 +562,28 @@ def write_report(out: Path, report: dict) -> None:
                       f"fastest while each side ran: {slow_share(report['machine_speed'], 'blocks', ' slow')}. "
                       "Where a side's trials read slow more often than the pinned CPU did at the same moments, the "
                       "slowness is that side's own."]
+    by_run = harness_run_rows(report)
+    if by_run:
+        lines += ["", "Each harness run's figure over the plain median, in the order the runs were made (each run in a "
+                      "round before a plain one): an offset every run shows is the harness's, not the order's. A "
+                      "diagnostic, no target.", "", "| point | tier | harness runs / plain |", "|---|---|---|"]
+        lines += [f"| {r['point']} | {r['tier']} | {' '.join(f'{v:.4f}' for v in r['ratios'])} |" for r in by_run]
+    if report.get("gpu_clocks"):
+        lines += ["", "The GPU's clocks beside the run (nvidia-smi once a second, read, never set; "
+                      "tools/gpu_clock_log.py, gpu_clocks.csv), by phase: the SM clock's median over the samples "
+                      "not marked idle, its range over all, the memory clocks seen, the temperature, the power's "
+                      "median and the clock-event reason words (0x1: idle).", "",
+                  "| phase | side | samples (busy) | SM MHz, busy median (min-max) | memory MHz | °C | W | reasons |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for number, row in enumerate(report["gpu_clocks"], 1):
+            if not row["samples"]:
+                lines.append(f"| {number} | {row['side']} | 0 | – | – | – | – | – |")
+                continue
+            lines.append(f"| {number} | {row['side']} | {row['samples']} ({row['busy']}) | "
+                         f"{row['sm_mhz_busy_median']:.0f} ({row['sm_mhz_min']}-{row['sm_mhz_max']}) | "
+                         f"{'/'.join(str(m) for m in row['mem_mhz'])} | {row['temp_c'][0]}-{row['temp_c'][1]} | "
+                         f"{row['power_w_median']:.0f} | "
+                         f"{', '.join(f'{k}: {v}' for k, v in row['reasons'].items())} |")
     with writing_into([out]):  # never while a run's vault watches results/ (harness/run_lock.py)
         out.mkdir(parents=True, exist_ok=True)
         (out / "tier_parity.json").write_text(json.dumps(report, indent=2) + "\n")

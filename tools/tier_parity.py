@@ -2,7 +2,7 @@
 process, on one GPU in one session (issue #29).
 
     python -m tools.tier_parity --out DIR [--solutions cuda-v4,fla-recurrent] [--batches 1,8,64,512] [--repeats 3]
-                                  [--harness-repeats 1] [--plain-sets N] [--speed-log]
+                                  [--harness-repeats 1] [--plain-sets N] [--speed-log] [--clock-log]
 
 1. The harness: ``run_local.py --algo SOLUTIONS --workloads sweep --tiers cupti,events,sync,contest``
    in a subprocess of its own, ``--harness-repeats`` times; per (solution, B) each tier's figure,
@@ -35,7 +35,9 @@ process, on one GPU in one session (issue #29).
    (its repeats split in halves, judged by the same targets): :mod:`tools.parity_compare`
    judges and writes the report. With ``--speed-log``, a stand-in pinned to one CPU logs the host's
    speed beside both sides (:mod:`tools.host_speed_log`), and the report says how often it read slow
-   while each ran. Needs a CUDA GPU,
+   while each ran; with ``--clock-log``, nvidia-smi logs the GPU's clocks beside them
+   (:mod:`tools.gpu_clock_log`), and the report gives them by phase. With more than one harness run,
+   the report sets each run's figure over the plain median, in order. Needs a CUDA GPU,
    flashinfer-python, cupti-python and flashinfer-bench 0.1.2 (``pip install --no-deps
    flashinfer-bench==0.1.2``). ``--rejudge TIER_PARITY_JSON`` judges a recorded run again instead,
    measuring nothing.
@@ -63,6 +65,7 @@ from harness.judge.timing.host_speed import speed_beside
 from harness.judge.timing.sync import host_call_s
 from harness.records.store import load_run
 from harness.run_lock import writing_into
+from tools import gpu_clock_log
 from tools.host_speed_log import read_log
 from tools.parity_compare import (CONTEST_TRIAL_MEDIANS, HOST, PROBE, TARGETS, TRIAL_MEANS, TRIAL_PROBES, judged,
                                   machine_speed, rejudge, summary, write_report)
@@ -349,6 +352,8 @@ def plain_repeats(subjects: list[str], batches: list[int], repeats: int, warm_s:
 
 #: The pinned stand-in's log in ``--out`` (:mod:`tools.host_speed_log`).
 SPEED_LOG = "speed_log.txt"
+#: The GPU's clock log in ``--out`` (:mod:`tools.gpu_clock_log`).
+CLOCK_LOG = "gpu_clocks.csv"
 
 
 @contextlib.contextmanager
@@ -397,12 +402,12 @@ def stop_speed_log(logger: subprocess.Popen | None, path: Path | None, phases: l
     return {"speed_log_cpu": speed_log_cpu(), "machine_speed": machine_speed(blocks, phases)}
 
 
-def keep_speed_log(scratch_log: Path, out: Path) -> None:
-    """Move the logger's file into ``out`` (under the checkout's lock where ``out`` lies in it) and
-    remove its scratch folder."""
+def keep_log(scratch_log: Path, out: Path) -> None:
+    """Move a logger's file into ``out`` under its own name (under the checkout's lock where ``out`` lies in
+    it) and remove its scratch folder."""
     if scratch_log.exists():
         with writing_into([out]):
-            shutil.move(scratch_log, out / SPEED_LOG)
+            shutil.move(scratch_log, out / scratch_log.name)
     shutil.rmtree(scratch_log.parent, ignore_errors=True)
 
 
@@ -431,6 +436,10 @@ def parse_args(argv: list[str] | None):
                         help="beside the run, a stand-in pinned to the last CPU logs the host's speed "
                              f"(tools/host_speed_log.py; kept as --out's {SPEED_LOG}); the report says how often it "
                              "read slow while each side ran")
+    parser.add_argument("--clock-log", action="store_true",
+                        help="beside the run, nvidia-smi logs the GPU's clocks, temperature, power and clock-event "
+                             f"reasons once a second (read, never set; tools/gpu_clock_log.py, kept as --out's "
+                             f"{CLOCK_LOG}); the report gives them by phase")
     parser.add_argument("--rejudge", type=Path, default=None, metavar="TIER_PARITY_JSON",
                         help="judge a recorded cross-check (its tier_parity.json, or .json.gz) again with this "
                              "version's comparisons, its report into "
@@ -438,13 +447,16 @@ def parse_args(argv: list[str] | None):
     return parser.parse_args(argv)
 
 
-def measure(args, solutions: list[str], batches: list[int], plain_sets: int | None, speed_log: Path | None) -> dict:
+def measure(args, solutions: list[str], batches: list[int], plain_sets: int | None, speed_log: Path | None,
+            clock_log: Path | None = None) -> dict:
     """Both sides in rounds (a harness run, then a plain round; drift spreads over every point), and
-    the pinned stand-in beside them, logging into ``speed_log`` (None: no log). Returns ``harness``,
-    ``plain`` (figures by point), ``stopped`` (None, or what SIGINT left measured) and the report's
-    ``phases`` and :func:`stop_speed_log` fields."""
+    beside them the pinned stand-in, logging into ``speed_log``, and nvidia-smi, logging the GPU's clocks
+    into ``clock_log`` (None: no such log). Returns ``harness``, ``plain`` (figures by point), ``stopped``
+    (None, or what SIGINT left measured) and the report's ``phases``, :func:`stop_speed_log` fields and
+    ``gpu_clocks`` (:func:`tools.gpu_clock_log.by_phase`, where a clock log was written)."""
     harness, plain, stopped, phases = {}, {}, None, []
     logger = start_speed_log(speed_log) if speed_log else None
+    clocks = gpu_clock_log.start(clock_log) if clock_log else None
     try:
         for round_ in range(max(args.harness_repeats, args.repeats, 1)):
             if round_ < max(1, args.harness_repeats):
@@ -459,6 +471,9 @@ def measure(args, solutions: list[str], batches: list[int], plain_sets: int | No
                    f"{len(plain)} plain points of {len(batches) * (len(solutions) + 1)}")
     finally:
         machine = stop_speed_log(logger, speed_log, phases)
+        gpu_clock_log.stop(clocks)
+    if clocks is not None:
+        machine["gpu_clocks"] = gpu_clock_log.by_phase(gpu_clock_log.read(clock_log), phases)
     return {"harness": harness, "plain": plain, "stopped": stopped, "phases": phases, **machine}
 
 
@@ -484,7 +499,8 @@ def main(argv: list[str] | None = None) -> int:
     batches = sorted({int(b) for b in args.batches.split(",")})
     # the log is written outside the checkout while the harness runs (its vault puts back results/), and kept after
     scratch_log = Path(tempfile.mkdtemp(prefix="gdn-speed-log-")) / SPEED_LOG if args.speed_log else None
-    measured = measure(args, solutions, batches, plain_sets, scratch_log)
+    scratch_clocks = Path(tempfile.mkdtemp(prefix="gdn-clock-log-")) / CLOCK_LOG if args.clock_log else None
+    measured = measure(args, solutions, batches, plain_sets, scratch_log, scratch_clocks)
     harness, plain = measured.pop("harness"), measured.pop("plain")
     report = judged({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
                      "hardware": hardware_name("cuda"), "command": "python -m tools.tier_parity " + " ".join(argv or sys.argv[1:]),
@@ -494,8 +510,9 @@ def main(argv: list[str] | None = None) -> int:
                      "plain_sets": "the core's" if plain_sets is None else plain_sets, **measured},
                     harness, plain)
     write_report(args.out, report)
-    if scratch_log:
-        keep_speed_log(scratch_log, args.out)
+    for log in (scratch_log, scratch_clocks):
+        if log:
+            keep_log(log, args.out)
     print((args.out / "tier_parity.md").read_text())
     print(summary(report))
     return 130 if report["stopped"] else 0

@@ -592,3 +592,48 @@ def test_a_recorded_cross_check_kept_compressed_is_judged_again(tmp_path):
     assert main(["--rejudge", str(stored), "--out", str(tmp_path / "new")]) == 0
     report = json.loads((tmp_path / "new" / "tier_parity.json").read_text())
     assert report["repeatability"]["sync"]["plain"] == {"within": 1, "points": 1}
+
+
+def test_with_clock_log_nvidia_smi_runs_beside_both_sides_and_the_report_gives_its_clocks_by_phase(
+        monkeypatch, tmp_path):
+    import json
+    import os
+    import stat
+    import time
+
+    import torch
+
+    import tools.tier_parity as parity
+
+    fake = tmp_path / "bin" / "nvidia-smi"  # a stand-in that prints a sample every 0.1 s, as nvidia-smi -l does
+    fake.parent.mkdir()
+    fake.write_text("#!/usr/bin/env bash\necho 'timestamp, clocks.current.sm [MHz]'\n"
+                    "while true; do echo \"$(date +'%Y/%m/%d %H:%M:%S.%3N'), 1980, 3201, 40, 150.00, "
+                    "0x0000000000000000\"; sleep 0.1; done\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+
+    def slowly(result):  # each side takes long enough for the logger to write samples within it
+        time.sleep(0.6)
+        return result
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr("harness.records.environment.hardware_name", lambda device: "a GPU")
+    monkeypatch.setattr(parity, "harness_run", lambda solutions, batches, scratch: slowly({("copy", 1): {"cupti": [2.0]}}))
+    monkeypatch.setattr(parity, "in_fresh_process", lambda fn, subject, batch, *rest: slowly({"cupti": 2.0}))
+    out = tmp_path / "out"
+    assert parity.main(["--out", str(out), "--solutions", "", "--batches", "1", "--repeats", "1", "--clock-log"]) == 0
+    report = json.loads((out / "tier_parity.json").read_text())
+    assert [row["side"] for row in report["gpu_clocks"]] == ["harness", "plain"]
+    assert all(row["samples"] > 0 and row["sm_mhz_busy_median"] == 1980 for row in report["gpu_clocks"])
+    assert (out / parity.CLOCK_LOG).read_text().count("1980") >= 2
+    assert "The GPU's clocks beside the run" in (out / "tier_parity.md").read_text()
+
+
+def test_each_harness_run_is_set_over_the_plain_median_where_there_were_several():
+    from tools.parity_compare import harness_run_rows
+
+    report = {"figures": {"harness": {"cuda-v4 B=64": {"contest": [18.1, 18.0], "cupti": [17.9]}},
+                          "plain": {"cuda-v4 B=64": {"contest": [17.9, 17.8, 18.0], "cupti": [17.9]}}}}
+    assert [(r["point"], r["tier"]) for r in harness_run_rows(report)] == [("cuda-v4 B=64", "contest")]
+    assert [round(v, 4) for v in harness_run_rows(report)[0]["ratios"]] == [round(18.1 / 17.9, 4), round(18.0 / 17.9, 4)]
