@@ -37,7 +37,8 @@ def start(path: Path) -> subprocess.Popen | None:
 
 
 def stop(logger: subprocess.Popen | None) -> None:
-    """End :func:`start`'s logger (None: there was none)."""
+    """End a logger process: :func:`start`'s, or tier_parity's host speed log (None: there was none); killed
+    if it has not ended 10 s after it was asked to."""
     if logger is None:
         return
     logger.terminate()

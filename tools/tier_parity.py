@@ -392,12 +392,7 @@ def stop_speed_log(logger: subprocess.Popen | None, path: Path | None, phases: l
     ``speed_log_cpu`` and ``machine_speed`` (:func:`tools.parity_compare.machine_speed`), or nothing."""
     if logger is None or path is None:
         return {}
-    logger.terminate()
-    try:
-        logger.wait(10)
-    except subprocess.TimeoutExpired:
-        logger.kill()
-        logger.wait()
+    gpu_clock_log.stop(logger)
     blocks = read_log(path) if path.exists() else []
     return {"speed_log_cpu": speed_log_cpu(), "machine_speed": machine_speed(blocks, phases)}
 

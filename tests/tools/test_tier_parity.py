@@ -368,16 +368,14 @@ def test_a_check_stopped_part_way_writes_every_figure_it_measured_and_exits_130(
     assert "**Incomplete:**" in (tmp_path / "tier_parity.md").read_text()
 
 
-def test_with_speed_log_a_pinned_stand_in_runs_beside_both_sides_and_the_report_counts_its_slow_blocks(
-        monkeypatch, tmp_path):
-    import json
+def slow_sides(monkeypatch, parity) -> None:
+    """Both sides faked on a pretended GPU, each taking long enough (0.6 s) for a logger beside it to write
+    within it: one harness point and one plain point, the copy at B = 1."""
     import time
 
     import torch
 
-    import tools.tier_parity as parity
-
-    def slowly(result):  # each side takes long enough for the logger to write blocks within it
+    def slowly(result):
         time.sleep(0.6)
         return result
 
@@ -385,6 +383,15 @@ def test_with_speed_log_a_pinned_stand_in_runs_beside_both_sides_and_the_report_
     monkeypatch.setattr("harness.records.environment.hardware_name", lambda device: "a GPU")
     monkeypatch.setattr(parity, "harness_run", lambda solutions, batches, scratch: slowly({("copy", 1): {"cupti": [2.0]}}))
     monkeypatch.setattr(parity, "in_fresh_process", lambda fn, subject, batch, *rest: slowly({"cupti": 2.0}))
+
+
+def test_with_speed_log_a_pinned_stand_in_runs_beside_both_sides_and_the_report_counts_its_slow_blocks(
+        monkeypatch, tmp_path):
+    import json
+
+    import tools.tier_parity as parity
+
+    slow_sides(monkeypatch, parity)
     out = tmp_path / "out"
     assert parity.main(["--out", str(out), "--solutions", "", "--batches", "1", "--repeats", "1", "--speed-log"]) == 0
     report = json.loads((out / "tier_parity.json").read_text())
@@ -599,9 +606,6 @@ def test_with_clock_log_nvidia_smi_runs_beside_both_sides_and_the_report_gives_i
     import json
     import os
     import stat
-    import time
-
-    import torch
 
     import tools.tier_parity as parity
 
@@ -613,14 +617,7 @@ def test_with_clock_log_nvidia_smi_runs_beside_both_sides_and_the_report_gives_i
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
 
-    def slowly(result):  # each side takes long enough for the logger to write samples within it
-        time.sleep(0.6)
-        return result
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr("harness.records.environment.hardware_name", lambda device: "a GPU")
-    monkeypatch.setattr(parity, "harness_run", lambda solutions, batches, scratch: slowly({("copy", 1): {"cupti": [2.0]}}))
-    monkeypatch.setattr(parity, "in_fresh_process", lambda fn, subject, batch, *rest: slowly({"cupti": 2.0}))
+    slow_sides(monkeypatch, parity)
     out = tmp_path / "out"
     assert parity.main(["--out", str(out), "--solutions", "", "--batches", "1", "--repeats", "1", "--clock-log"]) == 0
     report = json.loads((out / "tier_parity.json").read_text())
