@@ -1,7 +1,8 @@
 """Which of the judge's worker's conditions moves FlashInfer's CUPTI timers on a kernel? A probe of the
 H200's contest lean (issue #29, docs/timing.md):
 
-    python -m tools.worker_conditions_probe --out DIR [--batches 1,64] [--repeats 3] [--subjects copy,cuda-v4,fla-recurrent]
+    python -m tools.worker_conditions_probe --out DIR [--batches 1,64] [--repeats 3]
+        [--subjects copy,cuda-v4,fla-recurrent]
 
 The harness's contest and cupti tiers read the own kernels about 1% over the same timers in a plain
 process at B = 64 on an H200, in both harness rounds of a run that alternated the sides
