@@ -1,5 +1,6 @@
-"""Which of the judge's worker's conditions moves FlashInfer's CUPTI timers on a kernel? A probe of the
-H200's contest lean (issue #29, docs/timing.md):
+"""Which of the judge's worker's conditions moves FlashInfer's CUPTI timers on a kernel?
+
+A probe of the H200's contest lean (issue #29, docs/timing.md):
 
     python -m tools.worker_conditions_probe --out DIR [--batches 1,64] [--repeats 3]
         [--subjects copy,cuda-v4,fla-recurrent]
@@ -31,16 +32,15 @@ the footprint a little faster.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import subprocess
 import sys
 from contextlib import contextmanager, nullcontext
-from pathlib import Path
 
 from harness.judge.core import SET_BYTES
+from harness.judge.timing import TimingConfig
 from harness.judge.timing.gpu_state import MIN_FLUSH_BYTES
-from tools.probe_cli import batch_sizes, has_gpu, write_report
+from tools.probe_cli import batch_sizes, has_gpu, probe_parser, write_report
 
 CONDITIONS = ("plain", "second-context", "footprint")
 #: GPU memory the ``footprint`` condition holds before the timed buffers: the timing core's buffer sets at their
@@ -138,13 +138,10 @@ def print_table(table: list[dict]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="folder for the JSON report")
-    parser.add_argument("--batches", default="1,64", help="comma-separated batch sizes of the sweep set")
-    parser.add_argument("--repeats", type=int, default=3, help="rounds over the conditions (at least 1)")
+    parser = probe_parser(__doc__, "1,64")  # --out, --batches, --repeats (here: rounds over the conditions)
     parser.add_argument("--subjects", default="copy,cuda-v4,fla-recurrent",
                         help="tier_parity's subjects: the copy and own solutions")
-    parser.add_argument("--warm-seconds", type=float, default=0.2,
+    parser.add_argument("--warm-seconds", type=float, default=TimingConfig().warm_s,
                         help="clock warm-up before each plain timer, as tier_parity's (default: %(default)s)")
     args = parser.parse_args(argv)
     batches = batch_sizes(args.batches)
