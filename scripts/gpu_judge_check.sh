@@ -68,7 +68,10 @@
 #                 Set it beside a `parity` run of the same session (its own-flush side). About 4 min
 #   worker-conditions tools/worker_conditions_probe.py: the copy, cuda-v4 and fla-recurrent at B = 1, 64 under FlashInfer's
 #                 contest and cupti timers in a plain process, beside a second idle CUDA context, and after holding a
-#                 worker's 2.25 GiB first (issue #29: which of the worker's conditions is the H200's contest lean; ~3 min)
+#                 worker's 2.25 GiB first (issue #29: which of the worker's conditions is the H200's contest lean; ~3 min);
+#                 CONDITIONS picks the conditions (e.g. plain,beside-4: beside a process holding 4 GiB)
+#   judge-memory  `run_local.py --algo $MEMORY_ALGO --workloads sweep --tiers cupti,contest` (default cuda-v4,fla-recurrent)
+#                 with tools/gpu_memory_log.py beside it: the GPU memory the judge and each worker hold (issue #29; ~1.5 min)
 #   placement     tools/placement_probe.py: the copy at B = 1, 8 with the state at five offsets, FlashInfer's CUPTI
 #                 timer (is the B <= 8 CUPTI offset where the buffers lie? about 1 min)
 #   ablation      tools/ablation_probe.py: cuda-v4 built with each of kernel.cu's ablation switches beside the copy
@@ -337,7 +340,14 @@ for step in "$@"; do
                  echo "tree: $AB_TREE at $AB_COMMIT" > "$work/trees.txt"
                  compare "$work/this" "$work/tree" "$work/compare.md" batch; cat "$work/compare.md"; pack "$step" "$work" ;;
     placement)   probe_step "$step" placement_probe 240 ;;
-    worker-conditions) probe_step "$step" worker_conditions_probe 420 ;;
+    worker-conditions) probe_step "$step" worker_conditions_probe 420 ${CONDITIONS:+--conditions "$CONDITIONS"} ;;
+    judge-memory) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
+                 python -m tools.gpu_memory_log log "$work/gpu_memory.csv" & logger=$!
+                 ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT 300 python run_local.py --results "$work/runs" --no-progress \
+                   --algo "${MEMORY_ALGO:-cuda-v4,fla-recurrent}" --workloads sweep --tiers cupti,contest ) > "$work/console.log" 2>&1
+                 echo "rc=$?" >> "$work/console.log"; kill -TERM "$logger"; wait "$logger"
+                 python -m tools.gpu_memory_log summary "$work/gpu_memory.csv" | tee -a "$work/console.log"
+                 tail -15 "$work/console.log"; pack "$step" "$work" ;;
     ablation)    probe_step "$step" ablation_probe 420 ${ABLATION_BUILDS:+--builds "$ABLATION_BUILDS"} \
                    ${ABLATION_BATCHES:+--batches "$ABLATION_BATCHES"} ${ABLATION_DTYPE:+--state-dtype "$ABLATION_DTYPE"} \
                    ${ABLATION_REPEATS:+--repeats "$ABLATION_REPEATS"} ;;

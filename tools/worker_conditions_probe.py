@@ -3,7 +3,7 @@
 A probe of the H200's contest lean (issue #29, docs/timing.md):
 
     python -m tools.worker_conditions_probe --out DIR [--batches 1,64] [--repeats 3]
-        [--subjects copy,cuda-v4,fla-recurrent]
+        [--subjects copy,cuda-v4,fla-recurrent] [--conditions plain,second-context,footprint]
 
 The harness's contest and cupti tiers read the own kernels about 1% over the same timers in a plain
 process at B = 64 on an H200, in both harness rounds of a run that alternated the sides
@@ -18,10 +18,15 @@ fresh process that times every subject at every batch size with the plain contes
   while its worker times (:func:`second_context`);
 * ``footprint``: the process first holds :data:`FOOTPRINT_BYTES` of GPU memory, about what a worker
   holds before its timed buffers (the timing core's buffer sets and the worker's L2 flush), so the
-  timed buffers land elsewhere in its memory.
+  timed buffers land elsewhere in its memory;
+* ``beside-<GiB>`` (added 2026-11-28, after the run below): another process holds a CUDA context and
+  that many GiB of GPU memory, written, as the judge holds its references, floor copies and flushes
+  while its worker times. A process's memory is the driver's physical pages; another process holding
+  some moves which pages the timed buffers get, which ``footprint`` (the process's own addresses)
+  does not.
 
-The conditions run in rounds, their order rotated each round, so a drift of the machine spreads over
-all three. Writes ``DIR/worker_conditions_probe.json`` (every round's figures) and prints each
+The conditions (``--conditions``) run in rounds, their order rotated each round, so a drift of the machine
+spreads over all of them. Writes ``DIR/worker_conditions_probe.json`` (every round's figures) and prints each
 condition's median over the rounds beside ``plain``'s. Needs a CUDA GPU, flashinfer-python,
 flashinfer-bench and cupti-python.
 
@@ -43,22 +48,53 @@ from harness.judge.timing.gpu_state import MIN_FLUSH_BYTES
 from tools.probe_cli import batch_sizes, has_gpu, probe_parser, write_report
 
 CONDITIONS = ("plain", "second-context", "footprint")
+#: A condition ``beside-<GiB>``: the second context's process also holds that much GPU memory.
+BESIDE = "beside-"
 #: GPU memory the ``footprint`` condition holds before the timed buffers: the timing core's buffer sets at their
 #: most and the least the worker's flush zeroes.
 FOOTPRINT_BYTES = SET_BYTES + MIN_FLUSH_BYTES
-#: The second context's process: a CUDA context and one small tensor, held until its stdin closes.
-_SECOND_CONTEXT = ("import sys, torch; x = torch.ones(1, device='cuda'); torch.cuda.synchronize(); "
-                   "print('ready', flush=True); sys.stdin.read()")
+#: The second context's process: a CUDA context and a tensor of argv[1] bytes (at least one), zeroed so the
+#: driver has backed it, held until its stdin closes.
+_SECOND_CONTEXT = ("import sys, torch; x = torch.zeros(max(1, int(sys.argv[1])), dtype=torch.uint8, device='cuda'); "
+                   "torch.cuda.synchronize(); print('ready', flush=True); sys.stdin.read()")
+
+
+def parse_conditions(text: str) -> list[str] | None:
+    """The conditions of ``--conditions`` in order (each one of :data:`CONDITIONS` or ``beside-<GiB>``,
+    ``plain`` among them), or None after an error line on stderr."""
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    bad = [c for c in names if c not in CONDITIONS and beside_bytes(c) is None]
+    if bad or "plain" not in names or len(set(names)) != len(names):
+        why = (f"unknown {', '.join(bad)}" if bad else "plain must be among them, once each")
+        print(f"error: --conditions {text!r}: {why}; choose from {', '.join(CONDITIONS)} or {BESIDE}<GiB>",
+              file=sys.stderr)
+        return None
+    return names
+
+
+def beside_bytes(condition: str) -> int | None:
+    """Bytes of GPU memory another process holds in ``condition`` (0 for ``second-context``), or None where no
+    other process is part of it (or ``beside-<GiB>`` does not name a positive number of GiB)."""
+    if condition == "second-context":
+        return 0
+    if not condition.startswith(BESIDE):
+        return None
+    try:
+        gib = float(condition[len(BESIDE):])
+    except ValueError:
+        return None
+    return int(gib * 2**30) if 0 < gib < 1024 else None
 
 
 @contextmanager
-def second_context():
-    """Another process holding an idle CUDA context on the GPU for the duration of the block.
+def second_context(hold_bytes: int = 0):
+    """Another process holding a CUDA context on the GPU, idle, and ``hold_bytes`` of GPU memory, for the
+    duration of the block.
 
     Raises:
-        RuntimeError: that process ended without saying it holds one.
+        RuntimeError: that process ended without saying it holds them (e.g. out of GPU memory).
     """
-    holder = subprocess.Popen([sys.executable, "-c", _SECOND_CONTEXT], stdin=subprocess.PIPE,
+    holder = subprocess.Popen([sys.executable, "-c", _SECOND_CONTEXT, str(hold_bytes)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     try:
         line = holder.stdout.readline()  # blocks until it holds the context, or has ended
@@ -93,16 +129,18 @@ def figures_in_condition(condition: str, subjects: list[str], batches: list[int]
     return rows
 
 
-def measure(subjects: list[str], batches: list[int], repeats: int, warm_s: float) -> list[dict]:
+def measure(conditions: list[str], subjects: list[str], batches: list[int], repeats: int,
+            warm_s: float) -> list[dict]:
     """Every condition in every round (its order rotated a place a round), each in a fresh process:
     the rows of :func:`figures_in_condition` with ``round`` and ``condition`` added."""
     from tools.timing_proof import in_fresh_process
 
     rows = []
     for round_ in range(repeats):
-        shift = round_ % len(CONDITIONS)
-        for condition in CONDITIONS[shift:] + CONDITIONS[:shift]:
-            with second_context() if condition == "second-context" else nullcontext():
+        shift = round_ % len(conditions)
+        for condition in conditions[shift:] + conditions[:shift]:
+            held = beside_bytes(condition)
+            with second_context(held) if held is not None else nullcontext():
                 found = in_fresh_process(figures_in_condition, condition, subjects, batches, warm_s)
             rows += [{"round": round_, "condition": condition, **row} for row in found]
             print(f"round {round_ + 1}: {condition} done", flush=True)
@@ -110,14 +148,15 @@ def measure(subjects: list[str], batches: list[int], repeats: int, warm_s: float
 
 
 def summary(rows: list[dict]) -> list[dict]:
-    """Per condition, subject and batch size: the median over the rounds of each timer's figure, and its
-    ratio to the ``plain`` condition's median."""
+    """Per condition (in the order first measured), subject and batch size: the median over the rounds of each
+    timer's figure, and its ratio to the ``plain`` condition's median."""
     points = sorted({(r["subject"], r["batch_size"]) for r in rows})
+    conditions = list(dict.fromkeys(r["condition"] for r in rows))
     table = []
     for subject, batch in points:
         base = {t: statistics.median(r[t] for r in rows if (r["subject"], r["batch_size"], r["condition"]) ==
                                      (subject, batch, "plain")) for t in ("contest_us", "cupti_us")}
-        for condition in CONDITIONS:
+        for condition in conditions:
             mine = [r for r in rows if (r["subject"], r["batch_size"], r["condition"]) == (subject, batch, condition)]
             entry = {"subject": subject, "batch_size": batch, "condition": condition}
             for timer in ("contest_us", "cupti_us"):
@@ -141,16 +180,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = probe_parser(__doc__, "1,64")  # --out, --batches, --repeats (here: rounds over the conditions)
     parser.add_argument("--subjects", default="copy,cuda-v4,fla-recurrent",
                         help="tier_parity's subjects: the copy and own solutions")
+    parser.add_argument("--conditions", default=",".join(CONDITIONS),
+                        help=f"comma list of {', '.join(CONDITIONS)} and {BESIDE}<GiB>, plain among them "
+                             "(default: %(default)s)")
     parser.add_argument("--warm-seconds", type=float, default=TimingConfig().warm_s,
                         help="clock warm-up before each plain timer, as tier_parity's (default: %(default)s)")
     args = parser.parse_args(argv)
-    batches = batch_sizes(args.batches)
-    if batches is None or not has_gpu("the worker conditions probe"):
+    batches, conditions = batch_sizes(args.batches), parse_conditions(args.conditions)
+    if batches is None or conditions is None or not has_gpu("the worker conditions probe"):
         return 2
     subjects = [s for s in args.subjects.split(",") if s]
-    rows = measure(subjects, batches, max(1, args.repeats), args.warm_seconds)
+    rows = measure(conditions, subjects, batches, max(1, args.repeats), args.warm_seconds)
     table = summary(rows)
-    write_report(args.out, "worker_conditions_probe", conditions=list(CONDITIONS), footprint_bytes=FOOTPRINT_BYTES,
+    write_report(args.out, "worker_conditions_probe", conditions=conditions, footprint_bytes=FOOTPRINT_BYTES,
                  warm_s=args.warm_seconds, summary=table, rows=rows)
     print_table(table)
     return 0

@@ -3,7 +3,7 @@ beside ``plain``, and its command line without a GPU; the timing itself needs a 
 
 import pytest
 
-from tools.worker_conditions_probe import CONDITIONS, main, summary
+from tools.worker_conditions_probe import CONDITIONS, beside_bytes, main, parse_conditions, summary
 
 
 def rows(condition: str, contest: list[float], cupti: list[float]) -> list[dict]:
@@ -34,3 +34,28 @@ def test_without_a_gpu_it_says_so_and_exits_2(tmp_path, capsys):
 def test_bad_batches_exit_2(tmp_path, capsys):
     assert main(["--out", str(tmp_path), "--batches", "one"]) == 2
     assert "--batches" in capsys.readouterr().err
+
+
+def test_a_condition_beside_a_process_names_the_gib_that_process_holds():
+    assert beside_bytes("beside-4") == 4 * 2**30
+    assert beside_bytes("beside-0.5") == 2**29
+    assert beside_bytes("second-context") == 0  # the same holder, holding nothing
+    assert beside_bytes("plain") is None and beside_bytes("footprint") is None
+    for bad in ("beside-", "beside-x", "beside-0", "beside--2", "beside-4096"):
+        assert beside_bytes(bad) is None, bad
+
+
+def test_the_conditions_are_measured_and_summarized_in_the_order_given():
+    assert parse_conditions("plain, beside-3,footprint") == ["plain", "beside-3", "footprint"]
+    measured = rows("beside-12", [18.0] * 3, [18.0] * 3) + rows("plain", [17.5] * 3, [18.0] * 3)
+    table = summary(measured)
+    assert [e["condition"] for e in table] == ["beside-12", "plain"]
+    assert table[0]["contest_over_plain"] == pytest.approx(18.0 / 17.5)
+
+
+@pytest.mark.parametrize("text", ["plain,beside-x", "second-context,footprint", "plain,plain", "plain,elsewhere"])
+def test_bad_conditions_exit_2_naming_the_option(tmp_path, capsys, text):
+    assert main(["--out", str(tmp_path), "--conditions", text]) == 2
+    err = capsys.readouterr().err
+    assert "--conditions" in err and "beside-<GiB>" in err
+    assert not list(tmp_path.iterdir())
