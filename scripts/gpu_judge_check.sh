@@ -70,6 +70,9 @@
 #                 contest and cupti timers in a plain process, beside a second idle CUDA context, and after holding a
 #                 worker's 2.25 GiB first (issue #29: which of the worker's conditions is the H200's contest lean; ~3 min);
 #                 CONDITIONS picks the conditions (e.g. plain,beside-4: beside a process holding 4 GiB)
+#   tiers-ab      `run_local.py --algo $TIERS_AB_ALGO --workloads sweep --tiers T` with T = TIERS_A (default the cross-check's
+#                 cupti,contest,events,sync) and TIERS_B (default cupti,contest) in turn, TIERS_AB_PAIRS pairs (default 2):
+#                 does what the worker timed before move its contest tier? (issue #29; ~3.5 min a pair with the defaults)
 #   judge-memory  `run_local.py --algo $MEMORY_ALGO --workloads sweep --tiers cupti,contest` (default cuda-v4,fla-recurrent)
 #                 with tools/gpu_memory_log.py beside it: the GPU memory the judge and each worker hold (issue #29; ~1.5 min)
 #   placement     tools/placement_probe.py: the copy at B = 1, 8 with the state at five offsets, FlashInfer's CUPTI
@@ -341,6 +344,17 @@ for step in "$@"; do
                  compare "$work/this" "$work/tree" "$work/compare.md" batch; cat "$work/compare.md"; pack "$step" "$work" ;;
     placement)   probe_step "$step" placement_probe 240 ;;
     worker-conditions) probe_step "$step" worker_conditions_probe 420 ${CONDITIONS:+--conditions "$CONDITIONS"} ;;
+    tiers-ab)    work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
+                 for pair in $(seq 1 "${TIERS_AB_PAIRS:-2}"); do
+                   for side in A B; do
+                     tiers=${TIERS_A:-cupti,contest,events,sync}; [ "$side" = B ] && tiers=${TIERS_B:-cupti,contest}
+                     ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT 300 python run_local.py --results "$work/$pair$side" \
+                       --no-progress --algo "${TIERS_AB_ALGO:-cuda-v4,fla-recurrent}" --workloads sweep --tiers "$tiers" ) \
+                       > "$work/$pair$side.log" 2>&1
+                     echo "rc=$? tiers=$tiers" >> "$work/$pair$side.log"; echo "== $pair$side"; tail -5 "$work/$pair$side.log"
+                   done
+                 done
+                 pack "$step" "$work" ;;
     judge-memory) work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  python -m tools.gpu_memory_log log "$work/gpu_memory.csv" & logger=$!
                  ( time GDN_BENCH_COMMIT=$COMMIT timeout -s INT 300 python run_local.py --results "$work/runs" --no-progress \
