@@ -69,7 +69,8 @@
 #   worker-conditions tools/worker_conditions_probe.py: the copy, cuda-v4 and fla-recurrent at B = 1, 64 under FlashInfer's
 #                 contest and cupti timers in a plain process, beside a second idle CUDA context, and after holding a
 #                 worker's 2.25 GiB first (issue #29: which of the worker's conditions is the H200's contest lean; ~3 min);
-#                 CONDITIONS picks the conditions (e.g. plain,beside-4: beside a process holding 4 GiB)
+#                 CONDITIONS picks the conditions (e.g. plain,beside-4: beside a process holding 4 GiB; pad-34: after holding
+#                 34 MiB), COND_ARGS adds options (e.g. "--batches 64 --repeats 2")
 #   tiers-ab      `run_local.py --algo $TIERS_AB_ALGO --workloads sweep --tiers T` with T = TIERS_A (default the cross-check's
 #                 cupti,contest,events,sync) and TIERS_B (default cupti,contest) in turn, TIERS_AB_PAIRS pairs (default 2):
 #                 does what the worker timed before move its contest tier? (issue #29; ~3.5 min a pair with the defaults)
@@ -343,7 +344,7 @@ for step in "$@"; do
                  echo "tree: $AB_TREE at $AB_COMMIT" > "$work/trees.txt"
                  compare "$work/this" "$work/tree" "$work/compare.md" batch; cat "$work/compare.md"; pack "$step" "$work" ;;
     placement)   probe_step "$step" placement_probe 240 ;;
-    worker-conditions) probe_step "$step" worker_conditions_probe 420 ${CONDITIONS:+--conditions "$CONDITIONS"} ;;
+    worker-conditions) probe_step "$step" worker_conditions_probe 420 ${CONDITIONS:+--conditions "$CONDITIONS"} $COND_ARGS ;;
     tiers-ab)    work=/tmp/gdn-check-$step; rm -rf "$work"; mkdir -p "$work"
                  for pair in $(seq 1 "${TIERS_AB_PAIRS:-2}"); do
                    for side in A B; do

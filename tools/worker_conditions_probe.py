@@ -5,6 +5,8 @@ A probe of the H200's contest lean (issue #29, docs/timing.md):
     python -m tools.worker_conditions_probe --out DIR [--batches 1,64] [--repeats 3]
         [--subjects copy,cuda-v4,fla-recurrent] [--conditions plain,second-context,footprint]
 
+(``--conditions`` also takes ``beside-<GiB>`` and ``pad-<MiB>``, below.)
+
 The harness's contest and cupti tiers read the own kernels about 1% over the same timers in a plain
 process at B = 64 on an H200, in both harness rounds of a run that alternated the sides
 (results/proof/20261128-H200-parity-order: not the order, not the clocks), while the copy, timed in
@@ -23,7 +25,12 @@ fresh process that times every subject at every batch size with the plain contes
   that many GiB of GPU memory, written, as the judge holds its references, floor copies and flushes
   while its worker times. A process's memory is the driver's physical pages; another process holding
   some moves which pages the timed buffers get, which ``footprint`` (the process's own addresses)
-  does not.
+  does not;
+* ``pad-<MiB>`` (added 2026-11-28): as ``footprint``, that many MiB held first. Several pads read how far
+  a kernel's figure moves with where in a process's memory its argument sets land, which a process's
+  allocation history decides: the worker's contest tier read cuda-v4 at B = 64 1.3-1.5% higher after
+  the events and sync tiers of the smaller workloads than without them
+  (results/proof/20261128-H200-tiers-ab).
 
 The conditions (``--conditions``) run in rounds, their order rotated each round, so a drift of the machine
 spreads over all of them. Writes ``DIR/worker_conditions_probe.json`` (every round's figures) and prints each
@@ -50,6 +57,8 @@ from tools.probe_cli import batch_sizes, has_gpu, probe_parser, write_report
 CONDITIONS = ("plain", "second-context", "footprint")
 #: A condition ``beside-<GiB>``: the second context's process also holds that much GPU memory.
 BESIDE = "beside-"
+#: A condition ``pad-<MiB>``: the process holds that much GPU memory before its timed buffers.
+PAD = "pad-"
 #: GPU memory the ``footprint`` condition holds before the timed buffers: the timing core's buffer sets at their
 #: most and the least the worker's flush zeroes.
 FOOTPRINT_BYTES = SET_BYTES + MIN_FLUSH_BYTES
@@ -63,11 +72,11 @@ def parse_conditions(text: str) -> list[str] | None:
     """The conditions of ``--conditions`` in order (each one of :data:`CONDITIONS` or ``beside-<GiB>``,
     ``plain`` among them), or None after an error line on stderr."""
     names = [c.strip() for c in text.split(",") if c.strip()]
-    bad = [c for c in names if c not in CONDITIONS and beside_bytes(c) is None]
+    bad = [c for c in names if c not in CONDITIONS and beside_bytes(c) is None and pad_bytes(c) is None]
     if bad or "plain" not in names or len(set(names)) != len(names):
         why = (f"unknown {', '.join(bad)}" if bad else "plain must be among them, once each")
-        print(f"error: --conditions {text!r}: {why}; choose from {', '.join(CONDITIONS)} or {BESIDE}<GiB>",
-              file=sys.stderr)
+        print(f"error: --conditions {text!r}: {why}; choose from {', '.join(CONDITIONS)}, {BESIDE}<GiB> or "
+              f"{PAD}<MiB>", file=sys.stderr)
         return None
     return names
 
@@ -84,6 +93,20 @@ def beside_bytes(condition: str) -> int | None:
     except ValueError:
         return None
     return int(gib * 2**30) if 0 < gib < 1024 else None
+
+
+def pad_bytes(condition: str) -> int | None:
+    """Bytes of GPU memory the process holds before its timed buffers in ``condition`` (:data:`FOOTPRINT_BYTES`
+    for ``footprint``), or None where it holds none first (or ``pad-<MiB>`` does not name a positive number)."""
+    if condition == "footprint":
+        return FOOTPRINT_BYTES
+    if not condition.startswith(PAD):
+        return None
+    try:
+        mib = float(condition[len(PAD):])
+    except ValueError:
+        return None
+    return int(mib * 2**20) if 0 < mib < 2**20 else None
 
 
 @contextmanager
@@ -110,7 +133,7 @@ def second_context(hold_bytes: int = 0):
 
 
 def figures_in_condition(condition: str, subjects: list[str], batches: list[int], warm_s: float) -> list[dict]:
-    """In this (fresh) process, under ``condition`` (``footprint`` is set up here; ``second-context`` by
+    """In this (fresh) process, under ``condition`` (``footprint`` and ``pad-<MiB>`` are set up here, the others by
     the caller), each subject at each batch size timed with the plain contest and cupti timers: rows
     ``{"subject", "batch_size", "contest_us", "contest_trials_us", "cupti_us"}`` (µs)."""
     import torch
@@ -118,7 +141,8 @@ def figures_in_condition(condition: str, subjects: list[str], batches: list[int]
     from harness.facts import Tier
     from tools.tier_parity import CONTEST_TRIAL_MEDIANS, plain_figures
 
-    held = torch.empty(FOOTPRINT_BYTES, dtype=torch.uint8, device="cuda") if condition == "footprint" else None
+    pad = pad_bytes(condition)
+    held = torch.empty(pad, dtype=torch.uint8, device="cuda") if pad else None
     rows = []
     for subject in subjects:
         for batch in batches:
@@ -181,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subjects", default="copy,cuda-v4,fla-recurrent",
                         help="tier_parity's subjects: the copy and own solutions")
     parser.add_argument("--conditions", default=",".join(CONDITIONS),
-                        help=f"comma list of {', '.join(CONDITIONS)} and {BESIDE}<GiB>, plain among them "
+                        help=f"comma list of {', '.join(CONDITIONS)}, {BESIDE}<GiB> and {PAD}<MiB>, plain among them "
                              "(default: %(default)s)")
     parser.add_argument("--warm-seconds", type=float, default=TimingConfig().warm_s,
                         help="clock warm-up before each plain timer, as tier_parity's (default: %(default)s)")

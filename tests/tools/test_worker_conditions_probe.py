@@ -3,7 +3,8 @@ beside ``plain``, and its command line without a GPU; the timing itself needs a 
 
 import pytest
 
-from tools.worker_conditions_probe import CONDITIONS, beside_bytes, main, parse_conditions, summary
+from tools.worker_conditions_probe import (CONDITIONS, FOOTPRINT_BYTES, beside_bytes, main, pad_bytes, parse_conditions,
+                                          summary)
 
 
 def rows(condition: str, contest: list[float], cupti: list[float]) -> list[dict]:
@@ -45,17 +46,25 @@ def test_a_condition_beside_a_process_names_the_gib_that_process_holds():
         assert beside_bytes(bad) is None, bad
 
 
+def test_a_pad_names_the_mib_the_process_holds_first_and_footprint_is_a_pad():
+    assert pad_bytes("pad-34") == 34 * 2**20
+    assert pad_bytes("footprint") == FOOTPRINT_BYTES
+    assert pad_bytes("plain") is None and pad_bytes("beside-4") is None
+    for bad in ("pad-", "pad-0", "pad--1", "pad-two"):
+        assert pad_bytes(bad) is None, bad
+
+
 def test_the_conditions_are_measured_and_summarized_in_the_order_given():
-    assert parse_conditions("plain, beside-3,footprint") == ["plain", "beside-3", "footprint"]
+    assert parse_conditions("plain, beside-3,footprint,pad-6") == ["plain", "beside-3", "footprint", "pad-6"]
     measured = rows("beside-12", [18.0] * 3, [18.0] * 3) + rows("plain", [17.5] * 3, [18.0] * 3)
     table = summary(measured)
     assert [e["condition"] for e in table] == ["beside-12", "plain"]
     assert table[0]["contest_over_plain"] == pytest.approx(18.0 / 17.5)
 
 
-@pytest.mark.parametrize("text", ["plain,beside-x", "second-context,footprint", "plain,plain", "plain,elsewhere"])
+@pytest.mark.parametrize("text", ["plain,beside-x", "second-context,footprint", "plain,plain", "plain,elsewhere", "plain,pad-0"])
 def test_bad_conditions_exit_2_naming_the_option(tmp_path, capsys, text):
     assert main(["--out", str(tmp_path), "--conditions", text]) == 2
     err = capsys.readouterr().err
-    assert "--conditions" in err and "beside-<GiB>" in err
+    assert "--conditions" in err and "beside-<GiB>" in err and "pad-<MiB>" in err
     assert not list(tmp_path.iterdir())
