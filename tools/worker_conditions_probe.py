@@ -39,7 +39,10 @@ flashinfer-bench and cupti-python.
 
 Measured on an H200 (0f247d7, results/proof/20261128-H200-worker-conditions; predicted "neither" at
 45%): neither condition reproduces the lean. At B = 64 both read the kernels within 0.4% of ``plain``,
-the footprint a little faster.
+the footprint a little faster. Beside 4 or 16 GiB (f844c0d, results/proof/20261128-H200-judge-memory): the
+kernels within 0.4% again. Seven pads at B = 64 (c549df3, results/proof/20261128-H200-contest-pads): cuda-v4's
+contest figure spans 2.2%, its cupti figure 0.6% -- the lean is where the worker's history leaves its sets
+(results/proof/20261128-H200-tiers-ab).
 """
 
 from __future__ import annotations
