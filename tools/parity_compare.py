@@ -282,8 +282,12 @@ def paired_p(count: dict[str, int]) -> float:
 #: Up to this batch size a contest point whose two sides' trials meet (:func:`compare_contest_trials`) counts
 #: toward the proposed yardstick though its mean misses ±2%: each contest trial's reading is fixed by where its
 #: process allocated the trial's set, 6-8% apart for cuda-v1 at B = 8 on an H100, so two processes' means of three
-#: differ by their allocation histories (results/proof/20261128-H100-contest-trials; docs/timing.md).
-PLACEMENT_BOUND_BATCH = 8
+#: differ by their allocation histories (results/proof/20261128-H100-contest-trials; docs/timing.md). 64 since
+#: 2026-11-28: on an H200 one process's B = 64 trials read up to 6.4% apart with where they land, its contest
+#: figure over 2.2% over seven pads (results/proof/20261128-H200-contest-pads), and the worker's history moved all
+#: four own kernels' contest figures at B = 64 by 0.4-1.5% (results/proof/20261128-H200-tiers-ab). B = 512 is not
+#: measured so: every point there keeps ±2%.
+PLACEMENT_BOUND_BATCH = 64
 
 
 def yardstick_points(tier: str, rows: list[dict], trial_rows: list[dict]) -> int:

@@ -82,11 +82,12 @@ def test_a_contest_miss_is_set_beside_each_sides_trials(tmp_path):
 
 
 @pytest.mark.parametrize("batch, harness_trials, counted", [
-    (8, [4.85, 5.30, 4.87], True),    # B <= 8, the trials meet: a placement of the sets, counted
+    (8, [4.85, 5.30, 4.87], True),    # B <= 64, the trials meet: a placement of the sets, counted
+    (64, [4.85, 5.30, 4.87], True),   # the H200's B = 64 moves with placement too (results/proof/20261128-H200-contest-pads)
     (8, [5.19, 5.20, 5.21], False),   # every harness trial apart: not counted
-    (64, [4.85, 5.30, 4.87], False),  # from B = 16 up every point keeps ±2%
+    (512, [4.85, 5.30, 4.87], False),  # above B = 64 every point keeps ±2%
 ])
-def test_the_proposed_yardstick_counts_a_small_batch_contest_miss_whose_trials_meet(tmp_path, batch, harness_trials,
+def test_the_proposed_yardstick_counts_a_contest_miss_whose_trials_meet_up_to_the_placement_bound(tmp_path, batch, harness_trials,
                                                                                     counted):
     plain_trials = [4.83, 4.85, 4.86]
     harness = {("cuda-v1", batch): {"contest": [5.01, 5.01], CONTEST_TRIAL_MEDIANS: harness_trials},
