@@ -74,14 +74,6 @@ def log(path: Path, every_s: float = 0.5) -> None:
             time.sleep(every_s)
 
 
-def start(path: Path, every_s: float = 0.5) -> subprocess.Popen | None:
-    """A process running :func:`log` into ``path``; None where the machine has no nvidia-smi. End it with
-    :func:`tools.gpu_clock_log.stop`."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    return subprocess.Popen([sys.executable, "-m", "tools.gpu_memory_log", "log", str(path), "--every", str(every_s)])
-
-
 def read(path: Path) -> list[dict]:
     """The rows :func:`log` wrote, as dicts of :data:`COLUMNS` (time a float, pid and mib ints); a row that is
     not one (a cut last line) is left out."""

@@ -72,8 +72,8 @@ _SECOND_CONTEXT = ("import sys, torch; x = torch.zeros(max(1, int(sys.argv[1])),
 
 
 def parse_conditions(text: str) -> list[str] | None:
-    """The conditions of ``--conditions`` in order (each one of :data:`CONDITIONS` or ``beside-<GiB>``,
-    ``plain`` among them), or None after an error line on stderr."""
+    """The conditions of ``--conditions`` in order (each one of :data:`CONDITIONS`, ``beside-<GiB>`` or
+    ``pad-<MiB>``, ``plain`` among them, none twice), or None after an error line on stderr."""
     names = [c.strip() for c in text.split(",") if c.strip()]
     bad = [c for c in names if c not in CONDITIONS and beside_bytes(c) is None and pad_bytes(c) is None]
     if bad or "plain" not in names or len(set(names)) != len(names):
@@ -84,32 +84,29 @@ def parse_conditions(text: str) -> list[str] | None:
     return names
 
 
-def beside_bytes(condition: str) -> int | None:
-    """Bytes of GPU memory another process holds in ``condition`` (0 for ``second-context``), or None where no
-    other process is part of it (or ``beside-<GiB>`` does not name a positive number of GiB)."""
-    if condition == "second-context":
-        return 0
-    if not condition.startswith(BESIDE):
+def _amount(condition: str, prefix: str, unit_bytes: int, most: float) -> int | None:
+    """``<prefix><number>`` as bytes (the number in units of ``unit_bytes``), or None where ``condition`` is not
+    one, or its number is not a positive one under ``most``."""
+    if not condition.startswith(prefix):
         return None
     try:
-        gib = float(condition[len(BESIDE):])
+        amount = float(condition[len(prefix):])
     except ValueError:
         return None
-    return int(gib * 2**30) if 0 < gib < 1024 else None
+    return int(amount * unit_bytes) if 0 < amount < most else None
+
+
+def beside_bytes(condition: str) -> int | None:
+    """Bytes of GPU memory another process holds in ``condition`` (0 for ``second-context``), or None where no
+    other process is part of it (or ``beside-<GiB>`` does not name a positive number of GiB under 1,024)."""
+    return 0 if condition == "second-context" else _amount(condition, BESIDE, 2**30, 1024)
 
 
 def pad_bytes(condition: str) -> int | None:
     """Bytes of GPU memory the process holds before its timed buffers in ``condition`` (:data:`FOOTPRINT_BYTES`
-    for ``footprint``), or None where it holds none first (or ``pad-<MiB>`` does not name a positive number)."""
-    if condition == "footprint":
-        return FOOTPRINT_BYTES
-    if not condition.startswith(PAD):
-        return None
-    try:
-        mib = float(condition[len(PAD):])
-    except ValueError:
-        return None
-    return int(mib * 2**20) if 0 < mib < 2**20 else None
+    for ``footprint``), or None where it holds none first (or ``pad-<MiB>`` does not name a positive number of MiB
+    under 2**20)."""
+    return FOOTPRINT_BYTES if condition == "footprint" else _amount(condition, PAD, 2**20, 2**20)
 
 
 @contextmanager

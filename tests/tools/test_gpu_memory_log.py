@@ -52,9 +52,8 @@ def test_each_process_reads_its_most_and_when_it_was_seen(tmp_path):
     assert worker["command"] == "python -m harness.judge.worker"
 
 
-def test_without_nvidia_smi_there_is_no_logger_and_the_command_says_why(monkeypatch, tmp_path, capsys):
+def test_without_nvidia_smi_the_logger_says_why_and_exits_2(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(gpu_memory_log.shutil, "which", lambda name: None)
-    assert gpu_memory_log.start(tmp_path / "gpu_memory.csv") is None
     assert gpu_memory_log.main(["log", str(tmp_path / "gpu_memory.csv")]) == 2
     assert "nvidia-smi" in capsys.readouterr().err
     assert gpu_memory_log.main(["summary", str(tmp_path / "missing.csv")]) == 2
