@@ -253,6 +253,8 @@ def write_attack_dataset(root: Path) -> Path:
 #: takes about 0.7 s on two idle cores (stdout-spam; its wall clock tier is cut at
 #: budget_s) and up to 1.8 s (patch-timer) with another process busy on them: 4x and
 #: 1.7x margin. The set runs alone in CI (README's test command), on idle cores.
+#: (foresee-inputs precomputes in its first trial: at 120 calls a tier it timed out with two
+#: busy processes beside the set, at 40 it passes so; its FORESEEN_CALLS, 2026-11-28.)
 WORKLOAD_S = 3
 
 #: Seconds the run may go without producing a trace. A judge that keeps its
