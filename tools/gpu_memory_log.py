@@ -68,7 +68,8 @@ def log(path: Path, every_s: float = 0.5) -> None:
         while not stopping:
             now = time.time()
             for pid, mib in query():
-                named.setdefault(pid, command_line(pid))
+                if pid not in named:  # read once: a forked worker keeps its parent's command line anyway
+                    named[pid] = command_line(pid)
                 out.writerow((f"{now:.3f}", pid, mib, named[pid]))
             handle.flush()
             time.sleep(every_s)

@@ -8,9 +8,8 @@ import time
 
 import pytest
 
+from conftest import REPO
 from tools import gpu_clock_log, gpu_memory_log
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture
@@ -28,9 +27,9 @@ def stand_in_smi(tmp_path, monkeypatch):
 
 def test_it_logs_every_process_with_its_command_line_until_stopped(stand_in_smi, tmp_path):
     path = tmp_path / "gpu_memory.csv"
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
     logger = subprocess.Popen([sys.executable, "-m", "tools.gpu_memory_log", "log", str(path), "--every", "0.05"],
-                              env=env, cwd=ROOT)
+                              env=env, cwd=REPO)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and len(gpu_memory_log.read(path) if path.exists() else []) < 4:
         time.sleep(0.05)
