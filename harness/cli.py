@@ -71,8 +71,10 @@ def checked_gpus(text: str) -> list[str]:
     return [f"cuda:{int(p)}" for p in parts]
 
 
-def _number(kind: type, least: float, strict: bool):
-    """An argparse type: a ``kind`` number ``> least`` (strict) or ``>= least``."""
+def _number(kind: type, least: float, strict: bool, most: float):
+    """An argparse type: a ``kind`` number ``> least`` (strict) or ``>= least``, and ``<= most`` (a bound
+    far past any sensible run, so that the timers and the worker's deadlines never overflow: ``inf``
+    or 1e300 seconds used to pass here and crash the run later)."""
     def parse(text: str):
         try:
             value = kind(text)
@@ -80,12 +82,16 @@ def _number(kind: type, least: float, strict: bool):
             raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}")
         if value != value or (value <= least if strict else value < least):  # NaN included
             raise argparse.ArgumentTypeError(f"{text} must be {'>' if strict else '>='} {least:g}")
+        if value > most:  # inf included
+            raise argparse.ArgumentTypeError(f"{text} must be <= {most:g}")
         return value
     return parse
 
 
-COUNT, NON_NEGATIVE_COUNT = _number(int, 1, strict=False), _number(int, 0, strict=False)
-POSITIVE, NON_NEGATIVE = _number(float, 0, strict=True), _number(float, 0, strict=False)
+#: The most a count option (trials, calls) or a seconds option may ask for: a million calls, a day.
+MOST_CALLS, MOST_SECONDS = 10**6, 86_400.0
+COUNT, NON_NEGATIVE_COUNT = _number(int, 1, False, MOST_CALLS), _number(int, 0, False, MOST_CALLS)
+POSITIVE, NON_NEGATIVE = _number(float, 0, True, MOST_SECONDS), _number(float, 0, False, MOST_SECONDS)
 
 
 def checked_folders(args) -> None:

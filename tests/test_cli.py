@@ -134,6 +134,12 @@ def _main(argv, capsys):
     (["--keep-warm-seconds", "-0.1"], "--keep-warm-seconds: -0.1 must be >= 0"),
     (["--max-noise", "nan"], "--max-noise: nan must be >= 0"),
     (["--workload-timeout", "0"], "--workload-timeout: 0 must be > 0"),
+    # past any sensible run: these used to pass here and crash the run later (OverflowError, struct.error)
+    (["--budget", "inf"], "--budget: inf must be <= 86400"),
+    (["--budget", "1e300"], "--budget: 1e300 must be <= 86400"),
+    (["--startup-timeout", "1e10"], "--startup-timeout: 1e10 must be <= 86400"),
+    (["--iters", "10000001"], "--iters: 10000001 must be <= 1e+06"),
+    (["--algo", " , "], "--algo ' , ' names no solution; available: all, "),
     (["--tiers", "cupti,fast"], "unknown tier(s) fast; choose from cupti, contest, events, sync, wallclock"),
     (["--solutions", "/no/such/folder"], "--solutions /no/such/folder: no such folder or file"),
     (["--rules", "lenient"], "argument --rules: invalid choice: 'lenient'"),

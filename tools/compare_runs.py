@@ -26,6 +26,9 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from harness.facts import Tier
 from harness.records.best_floor import best_floors
 from harness.records.store import read_stored
 from harness.records.trace import FloorMeasurement
@@ -43,28 +46,32 @@ class Figures(dict):
 
 
 def figures(traces: Path, per: str = "batch") -> Figures:
-    """The PASSED traces' figures (and the floors') of one run, keyed by :data:`PER` ``per``: per batch
+    """The PASSED traces' figures (and the floors') of one run (``traces``: its ``traces.jsonl``, the
+    ``.gz`` of that, or the run folder), keyed by :data:`PER` ``per``: per batch
     size the last workload's figure of that size, per solution the median over its workloads, per
     workload each workload's own.
 
     Raises:
         FileNotFoundError: neither ``traces`` nor its ``.gz`` exists.
+        OSError: the file cannot be read back (a cut ``.gz``; the message names it).
+        ValueError: a line that is not a trace (the message names the file and line).
     """
     every: dict[tuple[str, int | str], dict[str, list[float]]] = {}
     found = Figures()
-    data = read_stored(traces)  # traces.jsonl, or its .gz
-    if data is None:
-        raise FileNotFoundError(f"{traces}: no such file (nor {traces.name}.gz)")
-    for line in data.decode().splitlines():
-        trace = json.loads(line) if line.strip() else None
-        performance = trace and (trace["evaluation"].get("performance") or {})
-        if performance:
+    traces = traces / "traces.jsonl" if traces.is_dir() else traces
+    for where, trace in _traces(traces):
+        try:
+            performance = trace["evaluation"].get("performance") or {}
+            if not performance:
+                continue
             key = (trace["solution"], _second_key(per, trace["workload"].get("axes", {}).get("batch_size"),
                                                   trace["workload"].get("uuid")))
             found.devices[trace["solution"]].add(trace["evaluation"].get("environment", {}).get("device") or "?")
             for tier, figure in performance.get("tiers", {}).items():
                 if figure.get("available"):
-                    every.setdefault(key, {}).setdefault(tier, []).append(figure["value_us"])
+                    every.setdefault(key, {}).setdefault(tier, []).append(float(figure["value_us"]))
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(f"{where}: not a trace this tool reads ({type(exc).__name__}: {exc})") from exc
     # per batch size the last workload's figure, as before; per solution the median
     found.update({key: {t: (statistics.median(v) if per == "solution" else v[-1]) for t, v in tiers.items()}
                   for key, tiers in every.items()})
@@ -73,13 +80,41 @@ def figures(traces: Path, per: str = "batch") -> Figures:
     floors = traces.with_name(traces.name.replace("traces.jsonl", "floors.jsonl"))
     floor_data = read_stored(floors) if floors != traces and per != "solution" else None
     if floor_data is not None:  # written by today's store, so its lines validate (per batch size only)
-        measured = [FloorMeasurement.model_validate_json(line) for line in floor_data.decode().splitlines()
-                    if line.strip()]
+        try:
+            measured = [FloorMeasurement.model_validate_json(line) for line in floor_data.decode().splitlines()
+                        if line.strip()]
+        except (UnicodeDecodeError, ValidationError) as exc:
+            raise ValueError(f"{floors}: not a floors file this tool reads ({type(exc).__name__})") from exc
         for floor in best_floors(measured):  # per tier the fastest of the copies measured
             found.devices[floor.label].add(floor.environment.device if floor.environment else "?")
             found.setdefault((floor.label, _second_key(per, floor.batch_size, floor.workload)), {
                 t: f.value_us for t, f in floor.tiers.items() if f.available})
     return found
+
+
+def _traces(traces: Path):
+    """``(file:line, trace dict)`` of each non-blank line of ``traces`` (or its ``.gz``).
+
+    Raises:
+        FileNotFoundError, OSError, ValueError: as :func:`figures` says.
+    """
+    data = read_stored(traces)  # traces.jsonl, or its .gz
+    if data is None:
+        raise FileNotFoundError(f"{traces}: no such file (nor {traces.name}.gz)")
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{traces}: not a traces file (not UTF-8 text: {exc})") from exc
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            trace = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{traces}:{number}: not valid JSON ({exc})") from exc
+        if not isinstance(trace, dict):
+            raise ValueError(f"{traces}:{number}: not a trace (a JSON {type(trace).__name__}, not an object)")
+        yield f"{traces}:{number}", trace
 
 
 def _second_key(per: str, batch_size: int | None, workload: str | None) -> int | str | None:
@@ -112,8 +147,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="a row per (solution, batch size); per solution: the median over its workloads; "
                              "per workload: the spread over workloads per solution (default: %(default)s)")
     args = parser.parse_args(argv)
-    tiers = args.tiers.split(",")
-    before, after = figures(args.before, args.per), figures(args.after, args.per)
+    tiers = [t.strip() for t in args.tiers.split(",") if t.strip()]
+    unknown = sorted(set(tiers) - {t.value for t in Tier})
+    if unknown or not tiers:
+        parser.error(f"--tiers: unknown tier {', '.join(unknown) or '(none given)'} "
+                     f"(known: {', '.join(t.value for t in Tier)})")
+    try:
+        before, after = figures(args.before, args.per), figures(args.after, args.per)
+    except (OSError, ValueError) as exc:  # a missing, cut or malformed file: named, no traceback
+        parser.error(str(exc))
     if args.per == "workload":
         print(per_solution_spread(before, after, tiers))
         return 0

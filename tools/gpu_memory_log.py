@@ -77,10 +77,21 @@ def log(path: Path, every_s: float = 0.5) -> None:
 
 def read(path: Path) -> list[dict]:
     """The rows :func:`log` wrote, as dicts of :data:`COLUMNS` (time a float, pid and mib ints); a row that is
-    not one (a cut last line) is left out."""
+    not one (a cut last line) is left out.
+
+    Raises:
+        ValueError: ``path`` is not such a log (not text, or without those columns); the message names it.
+    """
     rows = []
-    with path.open(newline="") as handle:
-        for row in csv.DictReader(handle):
+    with path.open(newline="", encoding="utf-8") as handle:
+        try:
+            reader = csv.DictReader(handle)
+            missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}: not a GPU memory log (not text)") from None
+        if missing:
+            raise ValueError(f"{path}: not a GPU memory log (no {', '.join(missing)} column)")
+        for row in reader:
             try:
                 rows.append({"time": float(row["time"]), "pid": int(row["pid"]), "mib": int(row["mib"]),
                              "command": row["command"] or ""})
@@ -128,7 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.path.is_file():
         print(f"error: {args.path}: no such log", file=sys.stderr)
         return 2
-    print_summary(read(args.path))
+    try:
+        print_summary(read(args.path))
+    except (ValueError, UnicodeDecodeError) as exc:  # a later line that is not text is named too
+        print(f"error: {exc if str(args.path) in str(exc) else f'{args.path}: not a GPU memory log ({exc})'}",
+              file=sys.stderr)
+        return 2
     return 0
 
 

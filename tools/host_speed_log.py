@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as exc:
             print(f"error: --cpu {args.cpu}: {exc}", file=sys.stderr)
             return 2
+    if not args.out.parent.is_dir():
+        print(f"error: --out {args.out}: no folder {args.out.parent} to write it in", file=sys.stderr)
+        return 2
     log(args.out, args.seconds)
     return 0
 

@@ -110,9 +110,15 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.build not in BUILDS:
             parser.error(f"--build: no build named {args.build!r} (known: {', '.join(BUILDS)})")
+    import torch
+
+    from tools.tier_parity import NoSweepWorkload
+
+    if not torch.cuda.is_available():
+        parser.error("no CUDA GPU here: Nsight Compute profiles the calls on a GPU")
     try:
         call_back_to_back(args.subject, args.batch, args.calls, args.state_dtype, args.variant, args.build)
-    except UnknownVariant as exc:  # say so, exit 2
+    except (UnknownVariant, NoSweepWorkload) as exc:  # say so, exit 2
         parser.error(str(exc))
     return 0
 

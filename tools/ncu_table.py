@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import zlib
 from pathlib import Path
 
 import pandas as pd
@@ -42,6 +43,8 @@ def read_details(path: Path) -> pd.DataFrame:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not an ncu details page ({exc})") from None
+    except (OSError, EOFError, zlib.error) as exc:  # a cut or corrupt .gz (gzip raises EOFError for a cut one)
+        raise ValueError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from None
     missing = {"ID", "Metric Name", "Metric Unit", "Metric Value"} - set(frame.columns)
     if missing:
         raise ValueError(f"{path}: not an ncu details page (no {', '.join(sorted(missing))} column)")
@@ -53,9 +56,12 @@ def one_launch(frame: pd.DataFrame, launch: int, path: Path) -> tuple[pd.Series,
     the last). A metric listed in more than one section keeps its first value.
 
     Raises:
-        ValueError: fewer launches in the profile than ``launch`` asks for.
+        ValueError: fewer launches in the profile than ``launch`` asks for, or an ``ID`` not a number.
     """
-    ids = sorted(frame["ID"].unique(), key=int)
+    try:
+        ids = sorted(frame["ID"].unique(), key=int)
+    except ValueError:
+        raise ValueError(f"{path}: not an ncu details page (a launch ID that is not a number)") from None
     try:
         chosen = ids[launch]
     except IndexError:

@@ -130,7 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subjects", default=",".join(DEFAULT_SUBJECTS), help="copy and own solutions")
     parser.add_argument("--batches", default=",".join(map(str, DEFAULT_BATCHES)), help="batch sizes (sweep's)")
     args = parser.parse_args(argv)
-    subjects, batches = args.subjects.split(","), [int(b) for b in args.batches.split(",")]
+    subjects = args.subjects.split(",")
+    try:
+        batches = [int(b) for b in args.batches.split(",")]
+    except ValueError:
+        parser.error(f"--batches {args.batches!r}: comma-separated batch sizes of the sweep set, e.g. 1,64")
     with writing_into([args.out]):  # never while a run's vault watches results/ (harness/run_lock.py)
         return _check(subjects, batches, args.out)
 

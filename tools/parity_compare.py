@@ -435,13 +435,17 @@ def judged_again(stored: Path) -> dict:
         raise ValueError(f"{stored}: not JSON ({exc})") from exc
     figures = report.get("figures") if isinstance(report, dict) else None
     figures = figures if isinstance(figures, dict) else {}
-    if not isinstance(figures.get("harness"), dict) or not isinstance(figures.get("plain"), dict):
+    if not all(isinstance(figures.get(side), dict) and figures[side] for side in ("harness", "plain")):
         raise ValueError(f"{stored}: no figures of both sides (field 'figures')")
     from harness.records.environment import git_commit
 
-    return judged({**report, "rejudged_from": str(stored), "rejudged_by_commit": git_commit(),
-                   "rejudged_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
-                  points_from_figures(figures["harness"]), points_from_figures(figures["plain"]))
+    made = {**report, "rejudged_from": str(stored), "rejudged_by_commit": git_commit(),
+            "rejudged_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    try:
+        return judged(made, points_from_figures(figures["harness"]), points_from_figures(figures["plain"]))
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # figures not as tier_parity writes them
+        raise ValueError(f"{stored}: field 'figures' is not as tools.tier_parity writes it "
+                         f"({type(exc).__name__}: {exc})") from exc
 
 
 def tier_counts(report: dict) -> dict[str, dict]:

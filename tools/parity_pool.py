@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     for run in args.runs:
         try:
             report = judged_again(stored_report(run))
-        except (OSError, ValueError) as exc:
-            print(f"error: {run}: {exc}", file=sys.stderr)
+        except (OSError, ValueError) as exc:  # judged_again's message names the file
+            print(f"error: {exc if str(run) in str(exc) else f'{run}: {exc}'}", file=sys.stderr)
             return 2
         runs.append({"run": str(run), "git_commit": report.get("git_commit"), "hardware": report.get("hardware"),
                      "date": report.get("date"), "counts": tier_counts(report),

@@ -148,18 +148,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readme", type=Path, default=REPO_ROOT / "README.md")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="results folder (results/)")
     args = parser.parse_args(argv)
-    if not args.readme.exists():
+    board_file = args.results / LEADERBOARD_FILE
+    if not args.readme.is_file():
         print(f"error: {args.readme} does not exist", file=sys.stderr)
-        return 1
-    if not (args.results / LEADERBOARD_FILE).exists():
-        print(f"error: {args.results / LEADERBOARD_FILE} does not exist; run python -m harness.records.leaderboard",
-              file=sys.stderr)
-        return 1
+        return 2
+    if not board_file.is_file():
+        print(f"error: {board_file} does not exist; run python -m harness.records.leaderboard", file=sys.stderr)
+        return 2
     try:
         update_readme(args.readme, args.results)
     except MarkerError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, KeyError) as exc:
+        print(f"error: {board_file}: not a leaderboard as harness.records.leaderboard writes it "
+              f"({type(exc).__name__}: {exc}); run python -m harness.records.leaderboard", file=sys.stderr)
+        return 2
     print(f"updated the results section of {args.readme}")
     return 0
 

@@ -32,32 +32,87 @@ from harness.records.store import read_stored
 
 
 def solution_rows(run_dir: Path) -> list[dict]:
-    """One dict per solution label (copy floors left out), in the order the traces came.
+    """One dict per solution label (copy floors left out), in the order the traces came. A line of
+    traces.jsonl that is not a trace (no solution, no timestamp) is skipped with a note naming ``file:line``.
 
     Raises:
         FileNotFoundError: no run.json or traces.jsonl in ``run_dir``.
+        ValueError: run.json without its ``started`` time, or a traces file that cannot be read back
+            (a cut ``.gz``); the message names the file.
     """
-    started = datetime.fromisoformat(json.loads((run_dir / "run.json").read_text())["started"])
+    try:
+        started = datetime.fromisoformat(run_meta(run_dir)["started"])
+    except (KeyError, TypeError, ValueError) as exc:  # run_meta's own errors name the file already
+        if isinstance(exc, ValueError) and "run.json" in str(exc):
+            raise
+        raise ValueError(f"{run_dir / 'run.json'}: no 'started' time of the run") from None
     by_label: dict[str, list[dict]] = {}
-    data = read_stored(run_dir / "traces.jsonl")  # or its .gz
-    if data is None:
-        raise FileNotFoundError(f"{run_dir / 'traces.jsonl'}: no such file (nor .gz)")
-    for line in data.decode().splitlines():
-        trace = json.loads(line) if line.strip() else None
-        if trace and trace["solution"] != "copy-floor":
-            by_label.setdefault(trace["solution"], []).append(trace)
+    for where, trace in _traces(run_dir / "traces.jsonl"):
+        try:
+            datetime.fromisoformat(trace["evaluation"]["timestamp"])
+            label = str(trace["solution"])
+        except (KeyError, TypeError, ValueError) as exc:
+            print(f"note: {where}: not a trace with a solution and a timestamp ({exc!r}), skipped", file=sys.stderr)
+            continue
+        if label != "copy-floor":
+            by_label.setdefault(label, []).append(trace)
     rows, previous = [], started
     for label, traces in by_label.items():
         stamps = [datetime.fromisoformat(t["evaluation"]["timestamp"]) for t in traces]
         tiers = [t["evaluation"].get("performance", {}) or {} for t in traces]
-        figures = [f for p in tiers for f in (p.get("tiers") or {}).values() if f.get("available")]
+        # (tier, figure): the tier is the key (older traces do not repeat it inside the figure)
+        figures = [(tier, f) for p in tiers for tier, f in (p.get("tiers") or {}).items() if f.get("available")]
         rows.append({"solution": label, "workloads": len(traces),
                      "first_s": (stamps[0] - previous).total_seconds(),
                      "per_workload_s": (stamps[-1] - stamps[0]).total_seconds() / max(1, len(traces) - 1),
-                     "tiers": {tier: tier_cost([f for f in figures if f["tier"] == tier]) for tier in TIERS
-                               if any(f["tier"] == tier for f in figures)}})
+                     "tiers": {tier: tier_cost([f for t, f in figures if t == tier]) for tier in TIERS
+                               if any(t == tier for t, _ in figures)}})
         previous = stamps[-1]
     return rows
+
+
+def run_meta(run_dir: Path) -> dict:
+    """``run_dir``'s run.json, a JSON object.
+
+    Raises:
+        FileNotFoundError: there is none. ValueError: it is not a JSON object (the message names it).
+    """
+    path = run_dir / "run.json"
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise ValueError(f"{path}: not a JSON object ({exc})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return meta
+
+
+def _traces(path: Path):
+    """``(file:line, trace dict)`` of each line of ``path`` (or its ``.gz``); a line that is not a JSON
+    object is skipped with a note on stderr.
+
+    Raises:
+        FileNotFoundError: neither file is there. ValueError: it cannot be read back (named).
+    """
+    try:
+        data = read_stored(path)  # or its .gz
+    except OSError as exc:  # a cut or corrupt .gz: the message names it
+        raise ValueError(str(exc)) from None
+    if data is None:
+        raise FileNotFoundError(f"{path}: no such file (nor .gz)")
+    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            trace = json.loads(line)
+        except json.JSONDecodeError:
+            trace = None
+        if not isinstance(trace, dict):
+            print(f"note: {path}:{number}: not a JSON object, skipped", file=sys.stderr)
+            continue
+        yield f"{path}:{number}", trace
 
 
 def tier_cost(figures: list[dict]) -> str:
@@ -66,13 +121,14 @@ def tier_cost(figures: list[dict]) -> str:
     calls = [f["iters"] for f in figures if f.get("iters")]
     stops = Counter(f.get("stop") for f in figures if f.get("stop"))
     wall = f"{statistics.median(walls):.3f} s" if walls else "—"
-    return f"{wall}, {statistics.median(calls):g} calls" + (
+    count = f"{statistics.median(calls):g}" if calls else "—"
+    return f"{wall}, {count} calls" + (
         f" ({', '.join(f'{n} {stop}' for stop, n in stops.most_common())})" if stops else "")
 
 
 def timeline_rows(run_dir: Path) -> list[str]:
     """Markdown rows of run.json's ``timeline`` ([] for runs that did not record one)."""
-    laps = json.loads((run_dir / "run.json").read_text()).get("timeline") or []
+    laps = run_meta(run_dir).get("timeline") or []
     rows = []
     for lap in laps:
         workloads = lap.get("workload_s") or []
@@ -91,12 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", type=Path)
     args = parser.parse_args(argv)
+    if not args.run_dir.is_dir():
+        print(f"error: {args.run_dir}: not a run folder (pass the folder that holds run.json)", file=sys.stderr)
+        return 2
     try:
         rows = solution_rows(args.run_dir)
-    except (FileNotFoundError, KeyError, ValueError) as exc:
+        timeline = timeline_rows(args.run_dir)
+    except (FileNotFoundError, KeyError, TypeError, ValueError) as exc:
         print(f"error: {args.run_dir}: not a run folder ({exc})", file=sys.stderr)
         return 2
-    timeline = timeline_rows(args.run_dir)
     if timeline:
         print("| step | s | worker load s | first workload s | median workload s | write s |")
         print("|---" * 6 + "|")

@@ -177,10 +177,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", default="sweep", dest="set_name")
     parser.add_argument("--tier", default="cupti")
     args = parser.parse_args(argv)
+    if not Path(args.results).is_dir():
+        parser.error(f"--results {args.results}: no such folder")
     measurements = load_measurements(args.results)
     if measurements.empty:
         print(f"no runs under {args.results}/runs", file=sys.stderr)
         return 1
+    for option, value, column in (("--set", args.set_name, "set"), ("--tier", args.tier, "tier")):
+        if value not in set(measurements[column]):  # nothing to judge: never write an empty report
+            parser.error(f"{option} {value!r}: no stored run has it (they have: "
+                         f"{', '.join(sorted(map(str, set(measurements[column]))))})")
     text = to_markdown(judge_all(measurements, args.set_name, args.tier), args.set_name, args.tier)
     with writing_into([args.results]):  # never while a run's vault watches results/ (harness/run_lock.py)
         (Path(args.results) / TARGETS_FILE).write_text(text)

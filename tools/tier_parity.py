@@ -144,14 +144,26 @@ def run_harness(solutions: list[str], scratch: Path) -> Path:
 
 # ------------------------------------------------------------------ the plain process
 
+class NoSweepWorkload(ValueError):
+    """A batch size the sweep set has no workload of."""
+
+
 def sweep_workload(batch: int, device: str = "cuda"):
     """``(definition, workload, inputs)``: the sweep set's workload of batch ``batch`` and its inputs
-    on ``device`` (the judge's, call 0)."""
-    from harness.data.dataset import open_dataset
+    on ``device`` (the judge's, call 0).
+
+    Raises:
+        NoSweepWorkload: the sweep set has no workload of batch ``batch`` (the message lists those it has).
+    """
+    from harness.data.dataset import describe_dataset, make_tensors
     from harness.data.workloads import materialize_inputs
 
-    dataset = open_dataset("sweep", show_progress=False)
-    workload = next(w for w in dataset.workloads if w.batch_size == batch)
+    dataset = describe_dataset("sweep")  # the workloads alone: a batch size it lacks is said before any tensor is made
+    workload = next((w for w in dataset.workloads if w.batch_size == batch), None)
+    if workload is None:
+        raise NoSweepWorkload(f"batch size {batch}: the sweep set has none (it has "
+                              f"{', '.join(str(w.batch_size) for w in dataset.workloads)})")
+    make_tensors(dataset, show_progress=False)
     return dataset.definition, workload, materialize_inputs(workload, dataset.definition, dataset.files, device, 0)
 
 

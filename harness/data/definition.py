@@ -179,7 +179,10 @@ def _parse_tensors(data: dict, key: str, axes: dict, path) -> dict[str, TensorSp
         dtype = spec.get("dtype")
         if dtype not in TORCH_DTYPES:
             raise HarnessInputError(path, where + ".dtype", f"unknown dtype {dtype!r}; expected one of {sorted(TORCH_DTYPES)}")
-        specs[name] = TensorSpec(name, shape, dtype, bool(spec.get("optional", False)))
+        optional = spec.get("optional", False)
+        if not isinstance(optional, bool):  # "no" would read as true
+            raise HarnessInputError(path, where + ".optional", f"must be true or false, got {optional!r}")
+        specs[name] = TensorSpec(name, shape, dtype, optional)
     return specs
 
 
@@ -206,10 +209,13 @@ def parse_definition(data: Any, path) -> Definition:
         raise HarnessInputError(path, "outputs", f"names {sorted(overlap)} are also inputs")
     reference = _require(data, "reference", str, path)
     _check_reference(reference, path)
+    tags = data.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise HarnessInputError(path, "tags", f"must be a list of strings, got {tags!r}")
     return Definition(
         name=name, op_type=op_type, axes=axes, inputs=inputs, outputs=outputs,
         reference=reference, source=str(path), description=data.get("description", ""),
-        tags=tuple(data.get("tags", [])), raw=data,
+        tags=tuple(tags), raw=data,
     )
 
 
@@ -222,9 +228,25 @@ def load_definition(path: str | Path) -> Definition:
     """
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError as exc:
-        raise HarnessInputError(path, None, "file not found") from exc
+        data = json.loads(read_input_text(path))
     except json.JSONDecodeError as exc:
         raise HarnessInputError(path, None, f"not valid JSON: {exc}") from exc
     return parse_definition(data, path)
+
+
+def read_input_text(path: Path) -> str:
+    """The text of an input file (a definition, a workload file).
+
+    Raises:
+        HarnessInputError: naming ``path``: missing, a folder, unreadable, or not UTF-8 text.
+    """
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise HarnessInputError(path, None, "file not found") from exc
+    except IsADirectoryError as exc:
+        raise HarnessInputError(path, None, "is a folder, not a file") from exc
+    except UnicodeDecodeError as exc:
+        raise HarnessInputError(path, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise HarnessInputError(path, None, f"cannot be read ({exc.strerror or exc})") from exc

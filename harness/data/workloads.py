@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from harness.data.definition import Definition
+from harness.data.definition import Definition, read_input_text
 from harness.errors import HarnessInputError
 
 INPUT_TYPES = ("random", "scalar", "safetensors")
@@ -105,6 +105,9 @@ def parse_workload(obj: Any, definition: Definition, where: str) -> Workload:
                 continue
             raise HarnessInputError(where, f"inputs.{name}", "is required by the definition")
         inputs[name] = _parse_input(name, inputs_obj[name], where)
+        if inputs[name].kind == "scalar" and spec.shape is not None:  # flashinfer-bench would hand the number on
+            raise HarnessInputError(where, f"inputs.{name}", f"is a tensor of axes {list(spec.shape)}: "
+                                    "a 'scalar' input is only for a scalar (shape null); use 'random' or 'safetensors'")
     unknown = set(inputs_obj) - set(definition.inputs)
     if unknown:
         raise HarnessInputError(where, "inputs", f"unknown inputs {sorted(unknown)}")
@@ -122,7 +125,7 @@ def load_workloads(path: str | Path, definition: Definition) -> list[Workload]:
     if not path.exists():
         raise HarnessInputError(path, None, "workload file not found")
     workloads, seen = [], set()
-    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+    for lineno, line in enumerate(read_input_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path}:{lineno}"

@@ -31,6 +31,11 @@ from harness.data.workloads import Workload, build_inputs, stored_tensors
 GRAPH_CACHE_BYTES = 2 << 30
 
 
+class ReferenceFailed(Exception):
+    """The definition's reference raised on a workload: no solution can be judged on it (the run goes
+    on with the other workloads; the message names the definition file and the workload)."""
+
+
 class References:
     """Stored tensors and expected outputs per (workload, trial), in this process's memory."""
 
@@ -45,19 +50,35 @@ class References:
             for w in dataset.workloads}
         self._checked: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
         self._graphs: dict[str, CapturedReference | None] = {}  # None: this workload runs eagerly
+        self._failed: dict[str, str] = {}  # workload uuid -> why its reference could not be computed
 
     def inputs(self, workload: Workload, trial: int) -> dict[str, Any]:
         """The inputs of trial ``trial`` of ``workload`` on the run's device, as a worker builds them."""
         return build_inputs(workload, self.dataset.definition, self.stored[workload.uuid], self.device, trial)
 
     def compute(self, workload: Workload, trial: int) -> dict[str, torch.Tensor]:
-        """Expected outputs of trial ``trial`` (fp32 state math, the definition's reference), on the device."""
+        """Expected outputs of trial ``trial`` (fp32 state math, the definition's reference), on the device.
+
+        Raises:
+            ReferenceFailed: the reference raised on this workload, now or for an earlier trial or
+                solution (then every solution gets the same answer; the run's notes say it once).
+        """
+        if workload.uuid in self._failed:
+            raise ReferenceFailed(self._failed[workload.uuid])
         inputs = self.inputs(workload, trial)
         graph = self._graphs.get(workload.uuid)
         if graph is not None:
             return graph.replay(inputs)
-        with torch.no_grad():
-            outputs = {name: t.contiguous() for name, t in self.dataset.definition.run_reference(inputs).items()}
+        try:
+            with torch.no_grad():
+                returned = self.dataset.definition.run_reference(inputs)
+                outputs = {name: t.contiguous() for name, t in returned.items()}
+        except Exception as exc:  # the dataset's code, not the solution's: the workload cannot be judged
+            why = (f"the reference of {self.dataset.definition.source} raised on workload "
+                   f"{workload.uuid} (trial {trial}): {type(exc).__name__}: {str(exc)[:500]}")
+            self._failed[workload.uuid] = why
+            self.notes.append(f"{why}; no solution is judged on it")
+            raise ReferenceFailed(why) from exc
         if workload.uuid not in self._graphs and str(self.device).startswith("cuda"):
             graph, why = capture(self.dataset.definition, inputs, outputs)
             if why:

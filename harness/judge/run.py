@@ -117,7 +117,7 @@ def select_solutions(algo: str, solutions_root: Path | None = None, definition: 
     ``notes``.
 
     Raises:
-        ValueError: a name that the solutions root does not hold, or a missing root.
+        ValueError: a name that the solutions root does not hold, no name at all, or a missing root.
         HarnessInputError: the root holds nothing to judge, or two solutions of one name.
     """
     root = Path(solutions_root or SOLUTIONS_DIR)
@@ -129,6 +129,8 @@ def select_solutions(algo: str, solutions_root: Path | None = None, definition: 
     unknown = [n for n in names if n not in found]
     if unknown:
         raise ValueError(f"unknown solution(s) {', '.join(unknown)}; available: {', '.join(sorted(found))}")
+    if not names:
+        raise ValueError(f"--algo {algo!r} names no solution; available: all, {', '.join(sorted(found))}")
     names.sort(key=lambda n: n != REFERENCE_SOLUTION)
     if notes is not None:
         notes += discovery.notes

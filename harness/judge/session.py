@@ -33,7 +33,7 @@ from harness.judge.core_tier import CoreTier, NotHere, Rejection, capture_area_b
 from harness.judge.figures import Rejected
 from harness.judge.floor import tier_figure
 from harness.judge.isolation import Timeouts, WorkerGone, WorkerProcess, write_tree
-from harness.judge.references import References
+from harness.judge.references import ReferenceFailed, References
 from harness.judge.solutions import SolutionMeta, materialize
 from harness.judge.timing import (CONTEST_TRIALS, STOP_RULE_TIERS, ClockWarmth, gpu_tier_unavailable_reason,
                                   median_noise, stop_reason, summarize)
@@ -344,7 +344,10 @@ class VariantJudge:
 
     def compare(self, workload: Workload, trial: int, outputs: dict, keep: bool, what: str) -> CheckResult:
         """Outputs against the reference of ``trial``; :class:`Rejected` when they are wrong."""
-        expected = self.ctx.references.expected(workload, trial, keep=keep)
+        try:
+            expected = self.ctx.references.expected(workload, trial, keep=keep)
+        except ReferenceFailed as failed:  # not the solution's doing: not judged, said as such
+            raise Rejected(Status.SKIPPED, f"not judged: {failed}") from failed
         on_device = {n: t.to(self.ctx.config.device) for n, t in outputs.items()}
         result = check_outputs(on_device, on_device, expected, self.tolerance,
                                dtypes={"new_state": TORCH_DTYPES[self.variant.state_dtype]})

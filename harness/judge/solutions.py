@@ -98,8 +98,16 @@ class SolutionMeta:
         return f"{PurePosixPath(self.sources[0]).stem}.so" if self.sources else None
 
     def missing_packages(self) -> list[str]:
-        """Packages in ``packages`` that cannot be imported here."""
-        return [p for p in self.packages if importlib.util.find_spec(p) is None]
+        """Packages in ``packages`` that cannot be imported here (a dotted name whose parent is
+        missing, or a relative one, counts as missing: ``find_spec`` raises for those)."""
+        return [p for p in self.packages if not _importable(p)]
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # "a.b" imports "a" first; ".a" has no package to be relative to
+        return False
 
 
 def _field(table: dict, key: str, kind, path: Path, default=None):

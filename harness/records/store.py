@@ -40,6 +40,7 @@ import json
 import os
 import re
 import sys
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -176,6 +177,15 @@ def record_from_row(row: Any) -> Trace | FloorMeasurement:
     return Trace.model_validate(row)
 
 
+class UnreadableStoredFile(OSError):
+    """A stored data file (or its ``.gz``) that cannot be read back whole; the message names it."""
+
+    def __init__(self, path: Path, cause: BaseException):
+        self.path = Path(path)
+        what = "cut short" if isinstance(cause, EOFError) else f"{type(cause).__name__}: {cause}"
+        super().__init__(f"{self.path}: cannot be read back ({what})")
+
+
 def stored_file(path: Path) -> Path | None:
     """``path``, or ``path.gz`` where only that is there (older evidence is kept compressed,
     ``gzip -n``); None where neither is."""
@@ -191,21 +201,29 @@ def read_stored(path: Path) -> bytes | None:
     (:func:`stored_file`); None where neither is there.
 
     Raises:
-        OSError: a ``.gz`` that is not gzip data (``gzip.BadGzipFile``) or cannot be read.
+        UnreadableStoredFile (an OSError naming the file): a ``.gz`` that is not gzip data or was cut
+            short (a run killed while writing it), or a file that cannot be read.
     """
     found = stored_file(path)
     if found is None:
         return None
-    data = found.read_bytes()
-    return gzip.decompress(data) if found.name.endswith(COMPRESSED_SUFFIX) else data
+    try:
+        data = found.read_bytes()
+        return gzip.decompress(data) if found.name.endswith(COMPRESSED_SUFFIX) else data
+    except (OSError, EOFError, zlib.error) as exc:  # gzip raises EOFError for a cut stream, not an OSError
+        raise UnreadableStoredFile(found, exc) from exc
 
 
 def _read_jsonl(path: Path, parse) -> list:
-    """Records of one JSONL file (or its ``.gz``) via ``parse(dict)``; unreadable lines skipped with a note."""
-    data = read_stored(path)
-    if data is None:
+    """Records of one JSONL file (or its ``.gz``) via ``parse(dict)``; unreadable lines, and a file that
+    cannot be read back at all, skipped with a note."""
+    try:
+        data = read_stored(path)
+        text = data.decode("utf-8") if data is not None else ""
+    except (UnreadableStoredFile, UnicodeDecodeError) as exc:
+        _note(f"{path}: {exc}, skipped")
         return []
-    lines = data.decode("utf-8").splitlines()
+    lines = text.splitlines()
     last = max((i for i, line in enumerate(lines, 1) if line.strip()), default=0)
     records = []
     for number, line in enumerate(lines, 1):
@@ -233,7 +251,7 @@ def load_meta(run_dir: Path) -> dict[str, Any]:
         return {}
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
         _note(f"{path}: not valid JSON ({exc}), ignored")
         return {}
     return meta if isinstance(meta, dict) else {}
@@ -259,8 +277,8 @@ def manifest_problem(run_dir: Path) -> str | None:
         path = run_dir / str(name)
         try:
             data = None if "/" in str(name) else read_stored(path)
-        except OSError:
-            data = None
+        except UnreadableStoredFile as exc:
+            return f"{exc}: not the file the harness wrote"
         if data is None or _sha256(data) != digest:  # a .gz holds the same bytes, compressed
             return f"{path} is not the file the harness wrote (missing or changed since)"
     return None

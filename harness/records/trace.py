@@ -111,7 +111,8 @@ class EvaluationStatus(str, Enum):
     """The evaluation did not finish within its time limit."""
     SKIPPED = "SKIPPED"
     """*Ours*: the solution could not run here (e.g. GPU-only on a CPU run, or
-    a package it needs is missing); the log says why. Not a failure."""
+    a package it needs is missing), or the workload could not be judged (the
+    dataset's reference raised on it); the log says why. Not a failure."""
 
 
 # ---------------------------------------------------------------- correctness

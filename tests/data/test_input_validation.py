@@ -33,6 +33,8 @@ def definition_with(tmp_path, mutate):
     (lambda d: d.update(reference="def not_run(): pass"), "reference"),
     (lambda d: d.update(reference="def run(:"), "reference"),
     (lambda d: d["outputs"].update(q=d["inputs"]["q"]), "outputs"),
+    (lambda d: d.update(tags=5), "tags"),
+    (lambda d: d["inputs"]["state"].update(optional="no"), "inputs.state.optional"),  # would read as true
 ])
 def test_bad_definition(tmp_path, mutate, field):
     path = definition_with(tmp_path, mutate)
@@ -47,6 +49,19 @@ def test_definition_not_json(tmp_path):
     with pytest.raises(HarnessInputError, match="not valid JSON") as err:
         load_definition(path)
     assert str(path) in str(err.value)
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda p: p.write_bytes(b'{"name": "\xff"}'), "not UTF-8 text"),
+    (lambda p: p.mkdir(), "is a folder, not a file"),
+])
+def test_a_definition_or_workload_file_that_is_no_text_file_is_named(tmp_path, our_definition, make, said):
+    for name, load in (("def.json", load_definition), ("w.jsonl", lambda p: load_workloads(p, our_definition))):
+        path = tmp_path / name
+        make(path)
+        with pytest.raises(HarnessInputError, match=said) as err:
+            load(path)
+        assert str(err.value).startswith(str(path)), name
 
 
 GOOD = {"uuid": "u1", "axes": {"batch_size": 1},
@@ -70,6 +85,7 @@ def mutated(change):
     (mutated(lambda o: o["inputs"].update(scale={"type": "scalar"})), "inputs.scale.value"),
     (mutated(lambda o: o["inputs"].update(state={"type": "safetensors", "path": "x"})), "inputs.state.tensor_key"),
     (mutated(lambda o: o["inputs"].update(extra={"type": "random"})), "inputs"),
+    (mutated(lambda o: o["inputs"].update(q={"type": "scalar", "value": 1.0})), "inputs.q"),  # a tensor input
 ])
 def test_bad_workload_line(tmp_path, our_definition, obj, field):
     path = tmp_path / "w.jsonl"

@@ -272,6 +272,13 @@ def test_malformed_solution_folders_name_the_file_and_field(tmp_path, folder, to
     assert str(directory / "solution.toml") in str(caught.value) and field in str(caught.value)
 
 
+def test_a_package_that_cannot_even_be_looked_up_is_missing_not_a_crash(tmp_path):
+    """``find_spec`` imports a dotted name's parent and refuses a relative one: such a name in
+    ``packages`` makes the solution SKIPPED (missing), not a traceback that ends the run."""
+    toml = GOOD_TOML.format(name="a", entry="main.py") + 'packages = ["torch", "no_such_pkg_gdn.sub", ".torch", "torch.nn"]\n'
+    assert load_meta(write_solution(tmp_path, "a", toml)).missing_packages() == ["no_such_pkg_gdn.sub", ".torch"]
+
+
 def test_a_good_folder_loads_as_a_package(tmp_path):
     meta = load_meta(write_solution(tmp_path, "ok-1", GOOD_TOML.format(name="ok-1", entry="main.py")))
     assert meta.package_name == "gdn_solution_ok_1" and meta.entry_module == "main"

@@ -137,3 +137,28 @@ def test_a_run_without_the_reference_takes_it_from_an_earlier_run_on_the_same_gp
     meta = load_run(second.run_dir).meta
     assert meta["earlier_reference_runs"] == [first.run_dir.name]
     assert all(t.evaluation.performance.speedup_factor > 0 for t in load_run(second.run_dir).traces)
+
+
+def test_a_reference_that_raises_on_one_workload_leaves_it_unjudged_and_the_run_goes_on(tmp_path):
+    """The dataset's reference is the dataset's code: where it raises, no solution can be judged on
+    that workload (SKIPPED, saying why), and every other workload still is; the run's notes say it once."""
+    dataset = write_small_dataset(tmp_path / "dataset", batch_sizes=(1, 2), scales=(0.0, 0.1))
+    definition_file = next(dataset.glob("definitions/*/*.json"))
+    definition = json.loads(definition_file.read_text())
+    definition["reference"] += ("\n_run = run\n\ndef run(*args):\n    if args[0].shape[0] == 2:\n"
+                                "        raise RuntimeError('broken at B = 2')\n    return _run(*args)\n")
+    definition_file.write_text(json.dumps(definition))
+    config = RunConfig(device="cpu", tiers=("wallclock",), trials=1,
+                       timing=TimingConfig(warmup=1, iters=5, budget_s=0.2, warm_s=0.0))
+    result = run_benchmark("good,inside-tol,raises", str(dataset), config, tmp_path / "results", progress=False,
+                           solutions_root=FIXTURE_SOLUTIONS)
+    by_batch = {(t.solution, t.workload.axes["batch_size"]): t.evaluation for t in result.traces}
+    assert by_batch[("good", 1)].status.value == "PASSED"
+    for solution in ("good", "inside-tol"):
+        skipped = by_batch[(solution, 2)]
+        assert skipped.status.value == "SKIPPED", solution
+        assert "not judged: the reference of" in skipped.log and "RuntimeError: broken at B = 2" in skipped.log
+    # a solution that fails on its own is judged so before any reference is asked for
+    assert [by_batch[("raises", b)].status.value for b in (1, 2)] == ["RUNTIME_ERROR", "RUNTIME_ERROR"]
+    said = [n for n in result.notes if "broken at B = 2" in n]
+    assert len(said) == 1 and str(definition_file) in said[0] and "no solution is judged on it" in said[0]

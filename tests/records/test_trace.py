@@ -283,3 +283,26 @@ def test_a_folder_kept_compressed_reads_the_same_and_its_manifest_still_holds(tm
     assert "rewritten" in capsys.readouterr().err
     plain, compressed = (load_run(tmp_path / "runs" / name) for name in ("plain", "compressed"))
     assert (compressed.traces, compressed.floors) == (plain.traces, plain.floors) == (traces, floors)
+
+
+def test_a_cut_or_unreadable_file_is_named_and_only_its_folder_is_skipped(tmp_path, capsys):
+    """A run killed while a ``.gz`` was written, or a ``run.json`` that is not UTF-8, must not stop
+    the readers of every other run (run_local's earlier-reference lookup, score, the leaderboard):
+    the folder is skipped with a note naming the file, and a direct read names it in its error."""
+    import gzip
+
+    traces = [make_trace("a", "w0", {"events": 2.0})]
+    for name in ("cut", "good", "utf"):
+        RunWriter(tmp_path / "runs" / name).write_run({"workloads": "sweep"}, [], traces)
+    cut = tmp_path / "runs" / "cut" / TRACES_FILE
+    whole = gzip.compress(cut.read_bytes(), mtime=0)
+    cut.with_name(TRACES_FILE + ".gz").write_bytes(whole[: len(whole) // 2])
+    cut.unlink()
+    (tmp_path / "runs" / "utf" / "run.json").write_bytes(b"\xff\xfe not text")
+    assert [p.name for p in run_dirs(tmp_path)] == ["good"]
+    err = capsys.readouterr().err
+    assert f"{cut}.gz: cannot be read back (cut short)" in err and str(tmp_path / "runs" / "utf" / "run.json") in err
+    with pytest.raises(OSError, match="cut short") as raised:
+        read_stored(cut)
+    assert str(cut) in str(raised.value)
+    assert load_run(cut.parent).traces == [] and "cut short" in capsys.readouterr().err

@@ -1,6 +1,9 @@
 """tools/compare_runs.py: two runs side by side, per batch size or per solution."""
 
+import gzip
 import json
+
+import pytest
 
 from tools.compare_runs import main
 
@@ -47,3 +50,27 @@ def test_per_workload_pairs_the_same_workload_and_names_the_devices(tmp_path, ca
     assert main([one, two, "--tiers", "cupti", "--per", "workload"]) == 0
     # w1 and w2 are in both (1.1 and 0.9); w3 and w4 in one run only
     assert "| a | cuda:0 → cuda:1 | cupti | 2 | 1.0000 | 0.900 | 1.100 |" in capsys.readouterr().out
+
+
+def test_a_bad_file_is_named_and_exits_2_without_a_traceback(tmp_path, capsys):
+    good = write_traces(tmp_path / "good", [("a", 1, 2.0)])
+    full = gzip.compress(good.read_bytes())
+    bad = {"cut.jsonl.gz": full[: len(full) // 2], "list.jsonl": b"[1, 2]\n", "text.jsonl": b"not json\n",
+           "no-evaluation.jsonl": b'{"solution": "a"}\n'}
+    for name, data in bad.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(SystemExit) as exited:
+            main([str(good), str(tmp_path / name), "--tiers", "cupti"])
+        assert exited.value.code == 2
+        message = capsys.readouterr().err
+        assert str(tmp_path / name) in message and "Traceback" not in message, name
+    with pytest.raises(SystemExit) as exited:
+        main([str(good), str(good), "--tiers", "cupti,cuptii"])
+    assert exited.value.code == 2 and "unknown tier cuptii" in capsys.readouterr().err
+
+
+def test_a_run_folder_stands_for_its_traces(tmp_path, capsys):
+    before = write_traces(tmp_path / "before", [("a", 1, 2.0)])
+    after = write_traces(tmp_path / "after", [("a", 1, 3.0)])
+    assert main([str(before.parent), str(after.parent), "--tiers", "cupti"]) == 0
+    assert "| a | 1 | 2.00 → 3.00 (+50.0%) |" in capsys.readouterr().out

@@ -57,3 +57,13 @@ def test_without_nvidia_smi_the_logger_says_why_and_exits_2(monkeypatch, tmp_pat
     assert "nvidia-smi" in capsys.readouterr().err
     assert gpu_memory_log.main(["summary", str(tmp_path / "missing.csv")]) == 2
     assert "missing.csv" in capsys.readouterr().err
+
+
+def test_a_file_that_is_no_such_log_is_named_and_exits_2(tmp_path, capsys):
+    other = tmp_path / "summary.csv"  # a run's summary, say: a CSV without the log's columns
+    other.write_text("solution,workload\na,b\n")
+    binary = tmp_path / "log.csv.gz"
+    binary.write_bytes(b"\x1f\x8b\x08\x00\xff\xfe")
+    for path, said in ((other, "no time, pid, mib, command column"), (binary, "not text")):
+        assert gpu_memory_log.main(["summary", str(path)]) == 2
+        assert f"{path}: not a GPU memory log ({said})" in capsys.readouterr().err

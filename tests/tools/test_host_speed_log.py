@@ -21,3 +21,8 @@ def test_a_line_cut_short_is_left_out(tmp_path):
 def test_a_cpu_that_cannot_be_had_is_a_clear_error(tmp_path, capsys):
     assert main(["--out", str(tmp_path / "speed.txt"), "--cpu", "100000", "--seconds", "0.1"]) == 2
     assert "--cpu 100000" in capsys.readouterr().err
+
+
+def test_an_out_file_with_no_folder_to_go_in_is_a_clear_error(tmp_path, capsys):
+    assert main(["--out", str(tmp_path / "no" / "speed.txt"), "--seconds", "0.1"]) == 2
+    assert f"no folder {tmp_path / 'no'} to write it in" in capsys.readouterr().err

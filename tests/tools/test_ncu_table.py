@@ -38,10 +38,17 @@ def test_bad_input_is_a_clear_error_with_exit_2(tmp_path, capsys):
     page = details_page(tmp_path / "a.csv", [{"Duration": ("us", "1.0")}])
     not_a_page = tmp_path / "notes.md"
     not_a_page.write_text("# notes\nsome, text\n")
+    cut = tmp_path / "cut.csv.gz"  # a page's .gz copied while it was written
+    whole = gzip.compress(page.read_bytes())
+    cut.write_bytes(whole[: len(whole) // 2])
+    bad_id = tmp_path / "bad-id.csv"
+    bad_id.write_text("ID,Metric Name,Metric Unit,Metric Value\nfirst,Duration,us,1.0\n")
     for argv, said in (([f"x={page}", "--launch", "3"], "1 profiled launch(es), no launch 3"),
                        ([f"x={not_a_page}"], "not an ncu details page"),
                        ([str(page)], "each profile is LABEL=CSV"),
-                       ([f"x={tmp_path / 'missing.csv'}"], "missing.csv")):
+                       ([f"x={tmp_path / 'missing.csv'}"], "missing.csv"),
+                       ([f"x={cut}"], f"{cut}: cannot be read (EOFError"),
+                       ([f"x={bad_id}"], f"{bad_id}: not an ncu details page (a launch ID")):
         with pytest.raises(SystemExit) as stop:
             ncu_table.main(argv)
         assert stop.value.code == 2 and said in capsys.readouterr().err, argv

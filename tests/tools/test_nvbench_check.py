@@ -53,3 +53,12 @@ def test_the_report_sets_nvbench_beside_cupti_and_events():
     assert [(r["subject"], r["nvbench_over_cupti"], r["nvbench_over_events"]) for r in rows] == \
         [("cuda-v4", pytest.approx(1.1), pytest.approx(0.5))]  # copy: NVBench did not time it, no row
     assert "| cuda-v4 | 1 | 2.200 | mean | 2.000 | 4.400 | 1.100 | 0.500 |" in markdown(rows, "# t")
+
+
+def test_batch_sizes_that_are_not_numbers_are_a_clear_error(tmp_path, capsys):
+    from tools.nvbench_check import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--out", str(tmp_path / "out"), "--batches", "1,sixty-four"])
+    assert stop.value.code == 2 and "--batches '1,sixty-four': comma-separated batch sizes" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

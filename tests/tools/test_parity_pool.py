@@ -48,11 +48,17 @@ def test_recorded_runs_are_judged_again_and_pooled_into_a_report(tmp_path, capsy
             and text in capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("content", [None, "{not json", '{"rows": []}'])
+@pytest.mark.parametrize("content", [None, "{not json", '{"rows": []}', b"\x1f\x8b\x08\x00cut",
+                                     '{"figures": {"harness": {"1": 5}, "plain": {"1": 5}}}',
+                                     '{"figures": {"harness": {"a": {"cupti": 5}}, "plain": {"a": {}}}}',
+                                     '{"figures": {"harness": {"1": {"cupti": [5]}}, "plain": {}}}'])
 def test_a_run_that_is_no_cross_check_is_a_clear_error(tmp_path, capsys, content):
-    run = tmp_path / "run.json"
-    if content is not None:
+    run = tmp_path / ("run.json.gz" if isinstance(content, bytes) else "run.json")
+    if isinstance(content, bytes):  # a .gz cut short
+        run.write_bytes(content)
+    elif content is not None:
         run.write_text(content)
     assert main(["--out", str(tmp_path / "pool"), str(run)]) == 2
-    assert str(run) in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert str(run) in err and "Traceback" not in err
     assert not (tmp_path / "pool").exists()  # nothing written for a run it could not read

@@ -67,10 +67,22 @@ def test_missing_marker_is_an_error(tmp_path, capsys, marker):
     results = results_with_one_gpu_run(tmp_path)
     readme = tmp_path / "README.md"
     readme.write_text(README.replace(marker, ""))
-    assert main(["--readme", str(readme), "--results", str(results)]) != 0
+    assert main(["--readme", str(readme), "--results", str(results)]) == 2
     err = capsys.readouterr().err
     assert str(readme) in err and marker in err
     assert readme.read_text() == README.replace(marker, "")  # untouched
+
+
+@pytest.mark.parametrize("board", ["", "solution,set\ncuda-v4,sweep\n", 'a,"b\n'])
+def test_a_leaderboard_that_is_no_leaderboard_is_named_and_exits_2(tmp_path, capsys, board):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "leaderboard.csv").write_text(board)
+    readme = tmp_path / "README.md"
+    readme.write_text(README)
+    assert main(["--readme", str(readme), "--results", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'results' / 'leaderboard.csv'}: not a leaderboard" in err and "Traceback" not in err
+    assert readme.read_text() == README  # untouched
 
 
 def test_markers_in_wrong_order():

@@ -46,3 +46,30 @@ def test_the_judges_own_laps_come_first_with_load_and_first_workload(tmp_path, c
     out = capsys.readouterr().out
     assert "| a | 9.5 | 2.5 | 3.00 | 0.50 | 0.05 |" in out and "| total | 20.5 |" in out
     assert out.index("| step |") < out.index("| solution |")
+
+
+def test_a_figure_without_its_tier_inside_is_read_by_its_key(tmp_path):
+    """Traces written before figures repeated their tier (every run of 2026-11-23) still read."""
+    old = trace("a", "2026-11-23T10:00:10+00:00", 0.3, "stable")
+    del old["evaluation"]["performance"]["tiers"]["cupti"]["tier"]
+    assert solution_rows(write_run(tmp_path / "run", [old]))[0]["tiers"]["cupti"] == "0.300 s, 20 calls (1 stable)"
+
+
+def test_bad_lines_are_skipped_with_their_place_and_a_bad_file_is_named(tmp_path, capsys):
+    import gzip
+
+    run = write_run(tmp_path / "run", [trace("a", "2026-11-23T10:00:10+00:00", 0.3, "stable"), {"solution": "x"}])
+    with open(run / "traces.jsonl", "a") as f:
+        f.write("garbage\n")
+    assert main([str(run)]) == 0
+    captured = capsys.readouterr()
+    assert f"{run / 'traces.jsonl'}:2: not a trace" in captured.err and f"{run / 'traces.jsonl'}:3: not a JSON" in captured.err
+    assert "| a | 1 |" in captured.out
+    whole = gzip.compress((run / "traces.jsonl").read_bytes())
+    (run / "traces.jsonl.gz").write_bytes(whole[: len(whole) // 2])
+    (run / "traces.jsonl").unlink()
+    (tmp_path / "list").mkdir()
+    (tmp_path / "list" / "run.json").write_text("[1]")
+    for folder, said in ((run, "traces.jsonl.gz: cannot be read back (cut short)"), (tmp_path / "list", "not a JSON object"),
+                         (run / "run.json", "pass the folder that holds run.json")):
+        assert main([str(folder)]) == 2 and said in capsys.readouterr().err, folder

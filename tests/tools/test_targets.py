@@ -72,3 +72,17 @@ def test_a_best_of_side_takes_the_lowest_median_per_batch_size_of_one_run():
     row = judge(target, m)  # B = 1: c's 2.1 (1.05); B = 8: a's 4.0 (c failed there)
     assert row["run"] == "r" and row["verdict"] == "MET" and row["worst"] == "B=1: 2.10 / 2.00 µs = 1.050"
     assert judge(Target(33, ("a", "c"), "floor", 1.04, max_batch=8), m)["verdict"] == "MISSED"
+
+
+def test_a_set_or_tier_no_run_has_is_exit_2_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    import tools.targets as targets
+
+    monkeypatch.setattr(targets, "load_measurements", lambda results: measurements([
+        ("run", "2026-01-01", "a", 1, 1.0)]))
+    for argv, said in ((["--tier", "cuptii"], "--tier 'cuptii': no stored run has it (they have: cupti)"),
+                       (["--set", "sweeep"], "--set 'sweeep': no stored run has it (they have: sweep)"),
+                       (["--results", str(tmp_path / "nope")], "no such folder")):
+        with pytest.raises(SystemExit) as stop:
+            targets.main(argv if argv[0] == "--results" else ["--results", str(tmp_path), *argv])
+        assert stop.value.code == 2 and said in capsys.readouterr().err, argv
+    assert not (tmp_path / targets.TARGETS_FILE).exists()

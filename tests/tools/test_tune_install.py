@@ -99,6 +99,10 @@ def _bad(tmp_path: Path, case: str) -> Path:
     if case == "not json":
         (tmp_path / "bad.json").write_text("{")
         return tmp_path / "bad.json"
+    if case == "cut gz":  # a report's .gz copied while it was written
+        whole = (H200_REPORTS / "fla-recurrent" / "NVIDIA-H200.json.gz").read_bytes()
+        (tmp_path / "cut.json.gz").write_bytes(whole[: len(whole) // 2])
+        return tmp_path / "cut.json.gz"
     if case == "legacy form":  # the first fla-recurrent tuner's report: no solution, no state_dtypes
         return REPO_ROOT / "results" / "tuning" / "fla_recurrent_tune.json"
     if case == "unknown solution":
@@ -121,7 +125,8 @@ def _bad(tmp_path: Path, case: str) -> Path:
 
 
 @pytest.mark.parametrize("case, message", [
-    ("missing", "cannot read"), ("not json", "not JSON"), ("legacy form", "not of a tuned solution"),
+    ("missing", "cannot read"), ("not json", "not JSON"), ("cut gz", "cut.json.gz: cannot be read back (cut short)"),
+    ("legacy form", "not of a tuned solution"),
     ("unknown solution", "'cuda-v1', not of a tuned solution"), ("no table", "no launch table in it"),
     ("--only", "--only 'bv8' measured part of the search space: no table to install"),
     ("--defines", "--defines GDN_V4_CANDIDATE=4 built a candidate, not the shipped kernel: no table to install"),

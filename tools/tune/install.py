@@ -36,7 +36,7 @@ from pathlib import Path
 
 from harness.judge.solutions import load_meta, load_solution
 from harness.paths import SOLUTIONS_DIR
-from harness.records.store import read_stored
+from harness.records.store import UnreadableStoredFile, read_stored
 from tools.tune import ADAPTERS
 from tools.tune.table_files import no_table_reason, report_tables, write_table_files
 
@@ -67,6 +67,8 @@ def read_report(path: Path) -> Report:
         if raw is None:
             raise FileNotFoundError(2, "No such file or directory")
         data = json.loads(raw)
+    except UnreadableStoredFile as exc:  # a cut or corrupt .gz: its message names the file
+        raise InstallError(str(exc)) from None
     except OSError as exc:
         raise InstallError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
