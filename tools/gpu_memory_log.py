@@ -80,15 +80,19 @@ def read(path: Path) -> list[dict]:
     not one (a cut last line) is left out.
 
     Raises:
-        ValueError: ``path`` is not such a log (not text, or without those columns); the message names it.
+        ValueError: ``path`` is not such a log (not text, or a header without those columns); the message
+            names it. An empty file (the logger's header not written yet) has no rows.
     """
     rows = []
     with path.open(newline="", encoding="utf-8") as handle:
         try:
             reader = csv.DictReader(handle)
-            missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+            fieldnames = reader.fieldnames
         except UnicodeDecodeError:
             raise ValueError(f"{path}: not a GPU memory log (not text)") from None
+        if fieldnames is None:  # empty: a logger that has not written its header yet
+            return rows
+        missing = [c for c in COLUMNS if c not in fieldnames]
         if missing:
             raise ValueError(f"{path}: not a GPU memory log (no {', '.join(missing)} column)")
         for row in reader:

@@ -67,3 +67,10 @@ def test_a_file_that_is_no_such_log_is_named_and_exits_2(tmp_path, capsys):
     for path, said in ((other, "no time, pid, mib, command column"), (binary, "not text")):
         assert gpu_memory_log.main(["summary", str(path)]) == 2
         assert f"{path}: not a GPU memory log ({said})" in capsys.readouterr().err
+
+
+def test_a_log_whose_header_is_not_written_yet_has_no_rows(tmp_path):
+    """The logger creates its file before its header lands: a reader polling it (the logging test above, under a
+    loaded machine) must see no rows, not an error."""
+    (tmp_path / "gpu_memory.csv").write_text("")
+    assert gpu_memory_log.read(tmp_path / "gpu_memory.csv") == []
