@@ -101,6 +101,19 @@ def harness_argv(algo: str, workloads: str, tiers: str = "", options: str = "") 
     return ["--algo", algo, "--workloads", workloads, *(["--tiers", tiers] if tiers else []), *shlex.split(options)]
 
 
+def options_overriding(args, algo: str, workloads: str, tiers: str) -> list[str]:
+    """The run_local.py options that ``--options`` set where run_modal.py has its own argument or the container
+    decides (``args``: the parsed :func:`harness_argv`, in which the last value wins, so ``--options "--algo x"``
+    would judge x after the local checks had passed ``algo``)."""
+    from harness.cli import build_parser
+
+    default_results = build_parser().get_default("results")
+    return [flag for flag, differs in (("--algo", args.algo != algo), ("--workloads", args.workloads != workloads),
+                                       ("--tiers", (args.tiers or "") != tiers),
+                                       ("--results", args.results != default_results), ("--gpus", args.gpus is not None))
+            if differs]
+
+
 def evaluate_remote(algo: str, workloads: str, tiers: str = "", options: str = "",
                     results_dir: Path | None = None) -> dict:
     """Body of the Modal function, a plain function so that it also runs in
@@ -283,7 +296,17 @@ def run_on_modal(evaluate, algo: str, workloads: str, tiers: str, gpu: str, opti
     from harness.judge.run import select_solutions
     from harness.paths import SOLUTIONS_DIR
 
-    args = build_parser().parse_args(harness_argv(algo, workloads, tiers, options))  # exits on a bad option
+    try:
+        argv = harness_argv(algo, workloads, tiers, options)
+    except ValueError as exc:  # shlex: an unbalanced quote
+        print(f"error: --options {options!r}: {exc}", file=sys.stderr)
+        return 2
+    args = build_parser().parse_args(argv)  # exits on a bad option
+    overridden = options_overriding(args, algo, workloads, tiers)
+    if overridden:
+        print(f"error: --options sets {', '.join(overridden)}: give them as run_modal.py's own arguments (a "
+              "container's --results is its own, and it judges on its one GPU: no --gpus)", file=sys.stderr)
+        return 2
     try:
         if tiers:
             parse_tiers(tiers, "cuda")

@@ -157,16 +157,29 @@ def dataset_upload(spec: str) -> Upload | None:
 def solutions_upload(paths: list[Path]) -> Upload:
     """The selected solutions: each folder (a solution folder, a starter kit) as ``<name>/<file>``,
     every file the judge would snapshot of it (:func:`harness.judge.solutions.snapshot_files`), and
-    each Solution JSON as its own file."""
+    each Solution JSON as its own file; a second path of the same name under ``again-<n>/`` (:func:`_free_top`)."""
     from harness.judge.solutions import snapshot_files
 
-    files = {}
+    files, tops = {}, set()
     for path in map(Path, paths):
+        top = _free_top(path.name, tops)
         if path.is_file():
-            files[path.name] = path.read_bytes()
+            files[top] = path.read_bytes()
         else:
-            files.update({f"{path.name}/{name}": data for name, data in snapshot_files(path).items()})
+            files.update({f"{top}/{name}": data for name, data in snapshot_files(path).items()})
     return Upload.of("solutions", files)
+
+
+def _free_top(name: str, taken: set[str]) -> str:
+    """``name``, or ``again-<n>/<name>`` where another selected path of that name came first: two entries
+    ``a/entry.json`` and ``b/entry.json`` both travel (keyed by the bare name, the second replaced the first;
+    the container finds a Solution JSON or a kit at any depth, by the name it states)."""
+    top, n = name, 1
+    while top.split("/")[0] in taken:
+        n += 1
+        top = f"again-{n}/{name}"
+    taken.add(top.split("/")[0])
+    return top
 
 
 def verify_upload(mount: str | Path, volume_path: str) -> None:

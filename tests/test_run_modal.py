@@ -154,6 +154,31 @@ def test_run_on_modal_checks_arguments_before_starting(run_modal, tmp_path, caps
     assert "no-such-solution" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("options, said", [
+    ('"unterminated', "No closing quotation"),
+    ("--algo pt-compiled", "--options sets --algo"),  # argparse keeps the last: the local check would be moot
+    ("--alg pt-compiled", "--options sets --algo"),  # an abbreviation argparse takes too
+    ("--tiers bogus", "--options sets --tiers"),
+    ("--workloads /no/such/folder", "--options sets --workloads"),
+    ("--gpus all", "--options sets --gpus"),
+    ("--results /tmp/elsewhere", "--options sets --results"),
+])
+def test_options_that_cannot_be_a_containers_exit_2_before_any_container(run_modal, tmp_path, capsys, options, said):
+    fake = FakeFunction([])
+    assert run_modal.run_on_modal(fake, "pt-reference", "contest-v1", "", "B200", options, tmp_path) == 2
+    assert fake.calls == [] and said in capsys.readouterr().err
+
+
+def test_two_entries_of_one_file_name_both_travel(tmp_path):
+    from harness.volume import solutions_upload
+
+    for folder, text in (("a", '{"name": "sol-a"}'), ("b", '{"name": "sol-b"}')):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "entry.json").write_text(text)
+    upload = solutions_upload([tmp_path / "a" / "entry.json", tmp_path / "b" / "entry.json"])
+    assert upload.files == {"entry.json": b'{"name": "sol-a"}', "again-2/entry.json": b'{"name": "sol-b"}'}
+
+
 def test_run_on_modal_one_container_per_solution(run_modal, tmp_path, capsys):
     fake = FakeFunction([RuntimeError("image build failed"), RuntimeError("out of memory")])
     code = run_modal.run_on_modal(fake, "pt-compiled,pt-reference", "sweep", "events", "H100", "-n 1", tmp_path)

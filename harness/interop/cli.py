@@ -147,3 +147,6 @@ def main(argv: list[str]) -> int:
     except HarnessInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # an --out or --starter-kit that is a file, or not writable: the path is in the message
+        print(f"error: cannot write the output: {exc}", file=sys.stderr)
+        return 2

@@ -132,9 +132,24 @@ def submission_sources(meta: SolutionMeta, definition: Definition) -> tuple[dict
                                     "is required to pack a CUDA solution: the exported TVM-FFI function "
                                     "with the definition's positional DPS signature")
         names = dict.fromkeys((*meta.sources, *local_headers(meta.directory)))  # what the sources may #include
-        return {s: files[s].decode() for s in names}, f"{meta.sources[0]}::{meta.ffi_function}"
+        return {s: _text(meta, s, files[s]) for s in names}, f"{meta.sources[0]}::{meta.ffi_function}"
     files = dps.with_entry(meta, definition, files)
-    return {path: data.decode() for path, data in files.items() if path not in NOT_SOURCES}, f"{dps.ENTRY_FILE}::run"
+    return ({path: _text(meta, path, data) for path, data in files.items() if path not in NOT_SOURCES},
+            f"{dps.ENTRY_FILE}::run")
+
+
+def _text(meta: SolutionMeta, path: str, data: bytes) -> str:
+    """A source file's text: a Solution JSON holds every source as text.
+
+    Raises:
+        HarnessInputError: naming the file, where it is not UTF-8 (a binary file in the solution's folder).
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HarnessInputError(meta.directory / path, None, f"is not UTF-8 text ({exc.reason} at byte {exc.start}): "
+                                "a Solution JSON holds its sources as text; move the file out of the "
+                                "solution's folder or make it text") from None
 
 
 def write_starter_kit(kit_dir: Path, meta: SolutionMeta, language: str, entry_point: str,

@@ -302,6 +302,11 @@ def _kit_error(config_path: Path, source_dir: Path, exc: ValueError, packed_suff
     """What the kit's packing refused, naming config.toml's field or the source file at fault."""
     errors = exc.errors() if callable(getattr(exc, "errors", None)) else []
     loc = tuple(errors[0].get("loc", ())) if errors else ()
+    if isinstance(exc, UnicodeDecodeError):  # the packer reads every source as text
+        packed = sorted(p for p in source_dir.iterdir() if p.is_file() and p.suffix.lower() in packed_suffixes)
+        culprit = next((p for p in packed if not _is_utf8(p)), source_dir)
+        return SolutionLoadError(culprit, None, f"is not UTF-8 text ({exc.reason} at byte {exc.start}): the kit "
+                                 "packs its sources as text")
     if not errors:  # the packer's own: no source file in the folder
         return SolutionLoadError(source_dir, None, f"{exc} (the kit packs {', '.join(sorted(packed_suffixes))} "
                                  "files directly in this folder)")
@@ -312,6 +317,14 @@ def _kit_error(config_path: Path, source_dir: Path, exc: ValueError, packed_suff
     if loc and loc[0] in ("name", "definition", "author", "description"):
         return _validation_error(config_path, exc, "solution.")
     return _validation_error(config_path, exc, "build.")
+
+
+def _is_utf8(path: Path) -> bool:
+    try:
+        path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return True
 
 
 # ---------------------------------------------------------------------------- converting it
@@ -343,6 +356,7 @@ def convert(solution, path: Path, origin: str, definition: Definition) -> Loaded
         raise SolutionLoadError(where, f"{build_prefix}entry_point", f"{spec.entry_point!r}: a {language} entry "
                                 "point names a Python file (.py)")
     sources = {s.path: s.content for s in solution.sources}
+    _check_source_paths(list(sources), where, "sources" if origin == "solution-json" else "solution/")
     meta = SolutionMeta(
         name=solution.name, directory=path, definition=solution.definition, language=language,
         author=solution.author, description=solution.description or "",
@@ -354,6 +368,40 @@ def convert(solution, path: Path, origin: str, definition: Definition) -> Loaded
         binding=spec.binding.value if spec.binding is not None else "tvm-ffi", origin=origin)
     files = {f"{SUBMISSION_DIR}/{p}": text.encode() for p, text in sources.items()}
     return Loaded(meta, dps.with_entry(meta, definition, files))
+
+
+#: The longest file or folder name most file systems take (bytes): a longer one fails where the entry is
+#: written out for its worker, so it is refused when the entry is read.
+NAME_MAX = 255
+
+
+def _check_source_paths(paths: list[str], where: Path, field: str) -> None:
+    """Refuse source paths flashinfer-bench's model lets through but no file system can hold as the entry's
+    files: one that names no file (``.``), holds a NUL byte or a part longer than :data:`NAME_MAX` bytes, two
+    that name one file (``a.py`` and ``./a.py``), or one that is also the folder of another (``pkg`` and
+    ``pkg/a.py``). They used to end the whole run with a traceback when the entry was written out for its
+    worker (2026-11-28). What a file system reads as usual (``./a.py``, ``sub/``) is left as it is.
+
+    Raises:
+        SolutionLoadError: naming ``where``, the field and the path.
+    """
+    def at(index: int) -> str:
+        return f"{field}[{index}].path" if field == "sources" else field
+
+    seen: dict[str, int] = {}
+    for index, text in enumerate(paths):
+        normal = str(PurePosixPath(text))
+        if "\0" in text or normal == ".":
+            raise SolutionLoadError(where, at(index), f"{text!r} names no file (or holds a NUL byte)")
+        if any(len(part.encode()) > NAME_MAX for part in normal.split("/")):
+            raise SolutionLoadError(where, at(index), f"{text[:60]!r}...: a name longer than {NAME_MAX} bytes")
+        if normal in seen:
+            raise SolutionLoadError(where, at(index), f"{text!r} is the file of {paths[seen[normal]]!r} too")
+        seen[normal] = index
+    folders = {str(parent) for normal in seen for parent in PurePosixPath(normal).parents if str(parent) != "."}
+    for normal, index in seen.items():
+        if normal in folders:
+            raise SolutionLoadError(where, at(index), f"{paths[index]!r} is a file and also the folder of another source")
 
 
 def _packages(language: str, spec) -> tuple[str, ...]:

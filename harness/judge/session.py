@@ -53,6 +53,10 @@ TIMED_TRIAL_BASE = 1000
 CUT_RETIMES = 1
 
 
+class SnapshotUnwritable(OSError):
+    """A solution's files cannot be written as named for its worker: its COMPILE_ERROR, not the run's end."""
+
+
 @dataclass(frozen=True)
 class Variant:
     """A solution run with one state dtype; non-fp32 variants are rows of their own."""
@@ -146,10 +150,18 @@ class VariantJudge:
     # ------------------------------------------------------------------ workers
 
     def start_worker(self, attempt: int) -> WorkerProcess:
+        """A worker for this variant, its private copy of the harness, the core and the solution written first.
+
+        Raises:
+            SnapshotUnwritable: the solution's files cannot be written under the names it gives them.
+        """
         private = self.ctx.scratch / f"{self.variant.meta.package_name}-{self.variant.state_dtype}-{attempt}"
         write_tree(self.ctx.harness_files, private / "code" / "harness")
         write_tree({extension_file_name(): self.ctx.core_library}, private / "code")
-        package_dir = materialize(self.variant.meta, self.files, private / "code", self.library)
+        try:
+            package_dir = materialize(self.variant.meta, self.files, private / "code", self.library)
+        except OSError as exc:
+            raise SnapshotUnwritable(f"the solution's files could not be written for its process: {exc}") from exc
         self.link = CoreLink(capture_area_bytes([lay_out(self.definition, w, {}, self.variant.state_dtype, "cpu")
                                                  for w in self.ctx.dataset.workloads]))
         self.clock = ClockWarmth()
@@ -183,7 +195,11 @@ class VariantJudge:
             if time.monotonic() - self.started > self.ctx.timeouts.total_s:
                 break
             launched = time.monotonic()
-            worker = self.start_worker(attempt)
+            try:
+                worker = self.start_worker(attempt)
+            except SnapshotUnwritable as exc:  # entries.py refuses the names it can tell first
+                yield from self.all_remaining(remaining, Status.COMPILE_ERROR, str(exc))
+                return
             self.needs_restart = False
             try:
                 deadline = launched + self.ctx.timeouts.startup_s

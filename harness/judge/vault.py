@@ -37,6 +37,7 @@ import re
 import shutil
 import stat
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -74,10 +75,27 @@ def importable(path: Path) -> bool:
     return path.is_dir() and (path / "__init__.py").exists()
 
 
-def _read(path: Path) -> bytes | None:
+@dataclass(frozen=True)
+class DanglingLink:
+    """What the vault keeps of a symbolic link whose target is not there (or is a folder): the link's text. A user's
+    dangling link (a ``latest`` that points at a run folder deleted since) is then a file like any
+    other: left alone while it stays as it was, put back if a worker changes or removes it. Before,
+    it was kept as nothing, so every check saw it as added: the first solution judged was blamed
+    for tampering, its results were lost and the link was deleted (2026-11-28)."""
+
+    target: str
+
+
+def _read(path: Path) -> bytes | DanglingLink | None:
+    """The bytes of ``path`` (through a link to a file), a :class:`DanglingLink` for a link that
+    leads nowhere readable, None for what cannot be read at all."""
     try:
         return path.read_bytes()
     except OSError:
+        pass
+    try:
+        return DanglingLink(os.readlink(path))
+    except OSError:  # not a link (gone, a folder, unreadable)
         return None
 
 
@@ -95,7 +113,7 @@ class FileVault:
         self.set_aside = Path(set_aside) if set_aside is not None else None  # outside every root
         self.kept_aside: list[Path] = []  # where each path taken out went, in the set-aside folder
         self.copied_bytes = 0
-        self.saved: dict[Path, bytes] = {}
+        self.saved: dict[Path, bytes | DanglingLink] = {}
         self.signatures: dict[Path, Signature | None] = {}
         self.entries: dict[Path, set[str]] = {}  # names directly under each shallow root
         self.folders: set[Path] = set()  # the folders under the roots (a folder a worker made goes again)
@@ -217,14 +235,19 @@ class FileVault:
             folder = folder.parent
 
 
-def _write_back(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` through a temporary file and ``os.replace`` (a symlink or a
-    folder put in its place is replaced too; a reader never sees half a file)."""
+def _write_back(path: Path, data: bytes | DanglingLink) -> None:
+    """Replace ``path`` with ``data`` (or with the link a :class:`DanglingLink` keeps) through a temporary
+    file or link and ``os.replace`` (a symlink or a folder put in its place is replaced too; a reader never
+    sees half a file)."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.restore")
-    tmp.write_bytes(data)
+    if isinstance(data, DanglingLink):
+        tmp.unlink(missing_ok=True)
+        os.symlink(data.target, tmp)
+    else:
+        tmp.write_bytes(data)
     os.replace(tmp, path)
 
 

@@ -228,6 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build results/leaderboard.csv from every stored run.")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="results folder (results/)")
     args = parser.parse_args(argv)
+    if not (Path(args.results) / "runs").is_dir():
+        parser.error(f"--results {args.results}: no runs/ folder in it (a results folder holds runs/<run id>/)")
+    path = Path(args.results) / LEADERBOARD_FILE
+    if build_leaderboard(args.results).empty and path.is_file() and len(pd.read_csv(path)):
+        print(f"error: no run under {args.results}/runs could be read (the notes above say why); {path} is left "
+              "as it was", file=sys.stderr)
+        return 2
     path = write_leaderboard(args.results)
     rows = len(pd.read_csv(path))
     print(f"leaderboard: {path} ({rows} rows)")

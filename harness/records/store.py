@@ -244,8 +244,16 @@ def _read_jsonl(path: Path, parse) -> list:
     return records
 
 
+#: The type of each field of ``run.json`` the judge writes (harness/judge/run.py) that a reader here relies on.
+META_TYPES: dict[str, type] = {"algo": str, "workloads": str, "definition": str, "config": dict, "environment": dict,
+                               "git_commit": str, "started": str, "solutions": list, "notes": list,
+                               "timeline": list, "files": dict}
+
+
 def load_meta(run_dir: Path) -> dict[str, Any]:
-    """``run.json`` of ``run_dir`` ({} where absent or unreadable, with a note for the latter)."""
+    """``run.json`` of ``run_dir`` ({} where absent or unreadable, with a note for the latter). A field of
+    :data:`META_TYPES` of another type (a hand-edited file) is left out with a note naming it, so the
+    readers fall back as for an older run without it, instead of failing on every run they read."""
     path = Path(run_dir) / RUN_FILE
     if not path.exists():
         return {}
@@ -254,7 +262,12 @@ def load_meta(run_dir: Path) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
         _note(f"{path}: not valid JSON ({exc}), ignored")
         return {}
-    return meta if isinstance(meta, dict) else {}
+    if not isinstance(meta, dict):
+        return {}
+    wrong = [k for k, kind in META_TYPES.items() if k in meta and not isinstance(meta[k], kind)]
+    for key in wrong:
+        _note(f"{path}: field '{key}' is of type {type(meta.pop(key)).__name__}, not {META_TYPES[key].__name__}; ignored")
+    return meta
 
 
 def load_run(run_dir: Path) -> StoredRun:

@@ -32,3 +32,19 @@ def test_export_refuses_a_folder_that_holds_a_dataset(tmp_path):
     done = subprocess.run([sys.executable, "-m", "harness", "export-dataset", "contest-v1", "--out", str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 2 and "already holds a dataset" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_missing_tensor_file_is_named_before_anything_is_written(tmp_path, capsys):
+    import json
+
+    from conftest import write_small_dataset
+    from harness.interop.cli import main
+
+    dataset = write_small_dataset(tmp_path / "dataset", batch_sizes=(1,), scales=(0.0,))
+    jsonl = next(dataset.glob("workloads/*/*.jsonl"))
+    workload = json.loads(jsonl.read_text())
+    workload["inputs"]["state"] = {"type": "safetensors", "path": "blob/gone.safetensors", "tensor_key": "state"}
+    jsonl.write_text(json.dumps(workload) + "\n")
+    assert main(["export-dataset", str(dataset), "--out", str(tmp_path / "out")]) == 2
+    assert f"{dataset / 'blob' / 'gone.safetensors'}: a workload's tensor file is missing" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()  # so the same command runs again once the file is back

@@ -201,3 +201,19 @@ def test_pack_on_the_command_line_writes_both_forms_apart_and_names_a_bad_soluti
     bad = subprocess.run([sys.executable, "-m", "harness", "pack", "no-such-solution", "--out", str(tmp_path / "out")],
                          cwd=REPO, capture_output=True, text=True)  # once through the real entry: exit 2, no traceback
     assert bad.returncode == 2 and "no solution 'no-such-solution'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_file_that_is_not_text_or_an_out_that_is_a_file_is_named_and_exits_2(tmp_path, capsys):
+    """A Solution JSON holds its sources as text: a binary file in the folder is named, not a traceback; so
+    is an --out that is a file."""
+    from harness.interop.cli import main
+
+    folder = tmp_path / "solutions" / "pt-reference"
+    shutil.copytree(REPO / "solutions" / "pt-reference", folder)
+    (folder / "table.bin").write_bytes(b"\x00\xff\xfe")
+    assert main(["pack", "pt-reference", "--solutions", str(folder.parent), "--out", str(tmp_path / "out")]) == 2
+    assert f"{folder / 'table.bin'}: is not UTF-8 text" in capsys.readouterr().err
+    (folder / "table.bin").unlink()
+    (tmp_path / "a-file").write_text("")
+    assert main(["pack", "pt-reference", "--solutions", str(folder.parent), "--out", str(tmp_path / "a-file")]) == 2
+    assert "cannot write the output" in (err := capsys.readouterr().err) and str(tmp_path / "a-file") in err

@@ -236,6 +236,14 @@ def _edited_json(tmp_path: Path, edit) -> Path:
     (lambda s: s.update(name="copy-floor"), "name", "reserved"),
     (lambda s: s.update(name="has space"), "name", "letters, digits"),
     (lambda s: s.pop("sources"), "sources", "Field required"),
+    # paths flashinfer-bench's model takes but no file system holds as the entry's files (they ended the run);
+    # the fixture has two sources, so the added one is sources[2]
+    (lambda s: s["sources"].append({"path": ".", "content": "#"}), "sources[2].path", "'.' names no file"),
+    (lambda s: s["sources"].append({"path": "a\0b.py", "content": "#"}), "sources[2].path", "holds a NUL byte"),
+    (lambda s: s["sources"].append({"path": "x" * 256 + ".py", "content": "#"}), "sources[2].path", "longer than 255"),
+    (lambda s: s["sources"].append({"path": "./main.py", "content": "#"}), "sources[2].path", "the file of 'main.py'"),
+    (lambda s: s["sources"].extend([{"path": "pkg", "content": "#"}, {"path": "pkg/a.py", "content": "#"}]),
+     "sources[2].path", "'pkg' is a file and also the folder of another source"),
 ])
 def test_a_malformed_solution_json_names_the_file_and_field(our_definition, tmp_path, edit, field, words):
     path = _edited_json(tmp_path, edit)
@@ -293,6 +301,14 @@ def test_a_malformed_starter_kit_names_the_file_and_field(our_definition, tmp_pa
     with pytest.raises(SolutionLoadError) as caught:
         entries.load(_kit(tmp_path, config, files), our_definition)
     assert where in str(caught.value) and words in str(caught.value), str(caught.value)
+
+
+def test_a_kit_source_that_is_not_text_is_named_itself(our_definition, tmp_path):
+    kit = _kit(tmp_path, GOOD_KIT)
+    (kit / "solution" / "triton" / "helpers.py").write_bytes(b"# \xff\xfe\n")
+    with pytest.raises(SolutionLoadError) as caught:
+        entries.load(kit, our_definition)
+    assert str(caught.value).startswith(f"{kit / 'solution' / 'triton' / 'helpers.py'}: is not UTF-8 text")
 
 
 def test_a_starter_kit_packs_as_its_pack_script_does(our_definition):

@@ -302,6 +302,22 @@ def test_the_vault_sees_edits_additions_deletions_and_links(tmp_path):
     assert vault.changes() == sorted(str(tmp_path / n) for n in ("a", "b", "c", "d", "e.py"))
 
 
+def test_a_users_dangling_link_is_kept_as_a_link_not_seen_as_added(tmp_path):
+    """A ``latest`` link to a run folder deleted since: no change while it stays, and put back as the same
+    link where a worker removes it or points it elsewhere (it was once blamed as tampering and deleted)."""
+    (tmp_path / "latest").symlink_to("runs/gone")
+    (tmp_path / "to-a-folder").symlink_to(tmp_path)
+    vault = FileVault([tmp_path])
+    assert vault.changes() == []
+    (tmp_path / "latest").unlink()
+    (tmp_path / "latest").symlink_to("runs/other")
+    (tmp_path / "to-a-folder").unlink()
+    assert vault.changes() == [str(tmp_path / "latest"), str(tmp_path / "to-a-folder")]
+    vault.restore()
+    assert os.readlink(tmp_path / "latest") == "runs/gone" and os.readlink(tmp_path / "to-a-folder") == str(tmp_path)
+    assert vault.changes() == []
+
+
 def test_the_vault_puts_everything_back(tmp_path):
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "old.jsonl").write_text("old\n")

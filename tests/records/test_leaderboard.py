@@ -127,3 +127,24 @@ def test_write_leaderboard_leaves_out_a_folder_changed_since_it_was_written(tmp_
 def test_empty_results(tmp_path):
     board = build_leaderboard(tmp_path)
     assert board.empty and "score" in board.columns
+
+
+def test_the_command_refuses_a_folder_without_runs_and_never_empties_a_leaderboard(tmp_path, capsys):
+    """``python -m harness.records.leaderboard``: a --results without runs/ (a typo, a file) is exit 2, not a
+    new empty folder; where no run can be read any more, the leaderboard it had is left as it was."""
+    from harness.records.leaderboard import main
+
+    for results in (tmp_path / "typo", tmp_path / "a-file"):
+        if results.name == "a-file":
+            results.write_text("")
+        with pytest.raises(SystemExit) as stop:
+            main(["--results", str(results)])
+        assert stop.value.code == 2 and "no runs/ folder in it" in capsys.readouterr().err
+    assert not (tmp_path / "typo").exists()
+    run = write_run(tmp_path, "run", [make_trace("a", "w0", {"events": 2.0})])
+    assert main(["--results", str(tmp_path)]) == 0
+    kept = (tmp_path / LEADERBOARD_FILE).read_text()
+    assert len(pd.read_csv(tmp_path / LEADERBOARD_FILE)) == 1
+    (run / "traces.jsonl").write_text("cut")  # its manifest no longer holds: the run is skipped
+    assert main(["--results", str(tmp_path)]) == 2
+    assert "left as it was" in capsys.readouterr().err and (tmp_path / LEADERBOARD_FILE).read_text() == kept

@@ -306,3 +306,18 @@ def test_a_cut_or_unreadable_file_is_named_and_only_its_folder_is_skipped(tmp_pa
         read_stored(cut)
     assert str(cut) in str(raised.value)
     assert load_run(cut.parent).traces == [] and "cut short" in capsys.readouterr().err
+
+
+def test_a_run_json_field_of_another_type_is_left_out_and_the_run_still_reads(tmp_path, capsys):
+    """A hand-edited run.json (``"environment": 7``) must not stop the leaderboard and the plots from reading
+    every run: the field is left out with a note, and the hardware comes from the traces as for an old run."""
+    traces = [make_trace("a", "w0", {"events": 2.0})]
+    writer = RunWriter(tmp_path / "runs" / "edited")
+    writer.write_run({"workloads": "sweep", "environment": {"hardware": "another GPU"}}, [], traces)
+    meta = json.loads((writer.run_dir / "run.json").read_text())
+    (writer.run_dir / "run.json").write_text(json.dumps({**meta, "environment": 7, "started": 3}))
+    run = load_run(writer.run_dir)
+    assert "environment" not in run.meta and "started" not in run.meta and run.hardware == traces[0].evaluation.environment.hardware
+    err = capsys.readouterr().err
+    assert "field 'environment' is of type int, not dict; ignored" in err and "field 'started'" in err
+    assert run_dirs(tmp_path) == [writer.run_dir]  # the manifest is still the writer's
