@@ -76,27 +76,46 @@ def importable(path: Path) -> bool:
 
 
 @dataclass(frozen=True)
-class DanglingLink:
-    """What the vault keeps of a symbolic link whose target is not there (or is a folder): the link's text. A user's
-    dangling link (a ``latest`` that points at a run folder deleted since) is then a file like any
-    other: left alone while it stays as it was, put back if a worker changes or removes it. Before,
-    it was kept as nothing, so every check saw it as added: the first solution judged was blamed
-    for tampering, its results were lost and the link was deleted (2026-11-28)."""
+class KeptLink:
+    """What the vault keeps of a symbolic link that does not lead to a readable file: the link's text and
+    what it led to (``missing`` or ``folder``). A user's dangling link (a ``latest`` that points at a run
+    folder deleted since) is then a file like any other: left alone while it stays as it was, put back if
+    a worker changes or removes it. Before, it was kept as nothing, so every check saw it as added: the
+    first solution judged was blamed for tampering, its results were lost and the link was deleted
+    (2026-11-28). A dangling link whose target a worker then makes is taken out, not put back: through
+    it the next run would read what the worker wrote."""
 
     target: str
+    leads_to: str  # "missing" or "folder"
 
 
-def _read(path: Path) -> bytes | DanglingLink | None:
-    """The bytes of ``path`` (through a link to a file), a :class:`DanglingLink` for a link that
-    leads nowhere readable, None for what cannot be read at all."""
+def _read(path: Path) -> bytes | KeptLink | None:
+    """The bytes of ``path`` (through a link to a file), a :class:`KeptLink` for a link that leads to no
+    readable file, None for what cannot be read at all."""
     try:
         return path.read_bytes()
     except OSError:
         pass
     try:
-        return DanglingLink(os.readlink(path))
+        target = os.readlink(path)
     except OSError:  # not a link (gone, a folder, unreadable)
         return None
+    return KeptLink(target, "folder" if path.is_dir() else "missing")
+
+
+def links_out_of(roots: list[Path]) -> list[Path]:
+    """Links under ``roots`` that lead to a folder outside every root: what a run reads through one is
+    nothing the vault keeps (it does not follow links), so a worker could change it for the next run."""
+    real = [Path(os.path.realpath(root)) for root in roots]
+    found = []
+    for root in roots:
+        if root.is_dir():
+            for path in root.rglob("*"):
+                if path.is_symlink() and path.is_dir():
+                    target = Path(os.path.realpath(path))
+                    if not any(target.is_relative_to(r) for r in real):
+                        found.append(path)
+    return found
 
 
 class FileVault:
@@ -113,7 +132,7 @@ class FileVault:
         self.set_aside = Path(set_aside) if set_aside is not None else None  # outside every root
         self.kept_aside: list[Path] = []  # where each path taken out went, in the set-aside folder
         self.copied_bytes = 0
-        self.saved: dict[Path, bytes | DanglingLink] = {}
+        self.saved: dict[Path, bytes | KeptLink] = {}
         self.signatures: dict[Path, Signature | None] = {}
         self.entries: dict[Path, set[str]] = {}  # names directly under each shallow root
         self.folders: set[Path] = set()  # the folders under the roots (a folder a worker made goes again)
@@ -160,7 +179,8 @@ class FileVault:
         now = self._paths()
         for path in now | set(self.saved):
             sig = signature(path)
-            if sig == self.signatures.get(path) and path in self.saved:
+            # a kept link's own signature does not move when what it leads to appears: look again each time
+            if sig == self.signatures.get(path) and path in self.saved and not isinstance(self.saved[path], KeptLink):
                 continue
             if path not in self.saved or _read(path) != self.saved[path]:
                 changed.add(str(path))
@@ -176,8 +196,13 @@ class FileVault:
         touched = self.changes()
         for name in touched:
             path = Path(name)
+            kept = self.saved.get(path)
+            target_made = isinstance(kept, KeptLink) and kept.leads_to == "missing" and os.path.exists(path)
             self._put_aside(path)
-            if path in self.saved:
+            if target_made:  # a worker made the dangling link's target: the next run would read that through it
+                path.unlink(missing_ok=True)
+                del self.saved[path], self.signatures[path]
+            elif path in self.saved:
                 _write_back(path, self.saved[path])
                 self.signatures[path] = signature(path)
             elif path.is_dir() and not path.is_symlink():
@@ -235,15 +260,15 @@ class FileVault:
             folder = folder.parent
 
 
-def _write_back(path: Path, data: bytes | DanglingLink) -> None:
-    """Replace ``path`` with ``data`` (or with the link a :class:`DanglingLink` keeps) through a temporary
+def _write_back(path: Path, data: bytes | KeptLink) -> None:
+    """Replace ``path`` with ``data`` (or with the link a :class:`KeptLink` keeps) through a temporary
     file or link and ``os.replace`` (a symlink or a folder put in its place is replaced too; a reader never
     sees half a file)."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.restore")
-    if isinstance(data, DanglingLink):
+    if isinstance(data, KeptLink):
         tmp.unlink(missing_ok=True)
         os.symlink(data.target, tmp)
     else:

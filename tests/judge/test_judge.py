@@ -305,17 +305,42 @@ def test_the_vault_sees_edits_additions_deletions_and_links(tmp_path):
 def test_a_users_dangling_link_is_kept_as_a_link_not_seen_as_added(tmp_path):
     """A ``latest`` link to a run folder deleted since: no change while it stays, and put back as the same
     link where a worker removes it or points it elsewhere (it was once blamed as tampering and deleted)."""
-    (tmp_path / "latest").symlink_to("runs/gone")
-    (tmp_path / "to-a-folder").symlink_to(tmp_path)
-    vault = FileVault([tmp_path])
+    root = tmp_path / "results"
+    (root / "runs").mkdir(parents=True)
+    (root / "latest").symlink_to("runs/gone")
+    (root / "to-runs").symlink_to("runs")  # a link to a folder inside: what it leads to is kept as itself
+    vault = FileVault([root])
     assert vault.changes() == []
-    (tmp_path / "latest").unlink()
-    (tmp_path / "latest").symlink_to("runs/other")
-    (tmp_path / "to-a-folder").unlink()
-    assert vault.changes() == [str(tmp_path / "latest"), str(tmp_path / "to-a-folder")]
+    (root / "latest").unlink()
+    (root / "latest").symlink_to("runs/other")
+    (root / "to-runs").unlink()
+    assert vault.changes() == [str(root / "latest"), str(root / "to-runs")]
     vault.restore()
-    assert os.readlink(tmp_path / "latest") == "runs/gone" and os.readlink(tmp_path / "to-a-folder") == str(tmp_path)
+    assert os.readlink(root / "latest") == "runs/gone" and os.readlink(root / "to-runs") == "runs"
     assert vault.changes() == []
+
+
+def test_a_dangling_link_whose_target_a_worker_makes_is_taken_out(tmp_path):
+    """Through it the next run would read what the worker wrote (a link may lead outside every kept folder)."""
+    root, outside = tmp_path / "results", tmp_path / "elsewhere"
+    root.mkdir()
+    (root / "latest").symlink_to(outside / "run")
+    vault = FileVault([root])
+    (outside / "run").mkdir(parents=True)  # what a worker of the same user can do
+    assert vault.changes() == [str(root / "latest")]
+    vault.restore()
+    assert not os.path.lexists(root / "latest") and vault.changes() == []
+
+
+def test_a_link_to_a_folder_outside_the_kept_ones_is_found(tmp_path):
+    from harness.judge.vault import links_out_of
+
+    root, outside = tmp_path / "results", tmp_path / "elsewhere"
+    (root / "runs").mkdir(parents=True)
+    outside.mkdir()
+    (root / "runs" / "mine").symlink_to(outside)
+    (root / "inside").symlink_to(root / "runs")
+    assert links_out_of([root]) == [root / "runs" / "mine"]
 
 
 def test_the_vault_puts_everything_back(tmp_path):

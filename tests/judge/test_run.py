@@ -162,3 +162,16 @@ def test_a_reference_that_raises_on_one_workload_leaves_it_unjudged_and_the_run_
     assert [by_batch[("raises", b)].status.value for b in (1, 2)] == ["RUNTIME_ERROR", "RUNTIME_ERROR"]
     said = [n for n in result.notes if "broken at B = 2" in n]
     assert len(said) == 1 and str(definition_file) in said[0] and "no solution is judged on it" in said[0]
+
+
+def test_a_link_to_a_folder_outside_what_a_run_keeps_is_bad_input(tmp_path):
+    """The vault does not follow links: a worker could write behind one what the next run reads."""
+    dataset = write_small_dataset(tmp_path / "dataset", batch_sizes=(1,), scales=(0.0,))
+    (tmp_path / "results" / "runs").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "results" / "runs" / "kept-elsewhere").symlink_to(tmp_path / "elsewhere")
+    config = RunConfig(device="cpu", tiers=("wallclock",), trials=1,
+                       timing=TimingConfig(warmup=1, iters=5, budget_s=0.2, warm_s=0.0))
+    with pytest.raises(HarnessInputError, match="a link to the folder .*elsewhere, outside what a run keeps safe"):
+        run_benchmark("good", str(dataset), config, tmp_path / "results", progress=False,
+                      solutions_root=FIXTURE_SOLUTIONS)
