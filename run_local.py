@@ -11,8 +11,14 @@ finished); a failing solution is a status in the results, not an exit code.
 
 import sys
 
-from harness.cli import install_signal_handlers, main
+from harness import interrupts
 
 if __name__ == "__main__":
+    interrupts.install()  # first: torch's import takes a second, and a Ctrl-C then is a stop like any other
+    try:
+        from harness.cli import install_signal_handlers, main
+    except KeyboardInterrupt:
+        print("interrupted before the run began: nothing was judged or written", file=sys.stderr)
+        sys.exit(130)
     install_signal_handlers()
     sys.exit(main(sys.argv[1:]))

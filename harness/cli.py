@@ -12,6 +12,7 @@ from pathlib import Path
 
 # Everything the judge will need is imported now, before any solution runs: a
 # module imported later would be read from disk after a solution could edit it.
+from harness import interrupts
 from harness.errors import HarnessInputError
 from harness.facts import GPU_TIERS, LIBRARY_TIERS, TIERS, Rules, Tier, Tolerance
 from harness.judge.core import CoreError
@@ -110,6 +111,8 @@ def checked_folders(args) -> None:
         raise argparse.ArgumentTypeError(f"--results {results}: cannot be created ({exc.strerror})")
     if not os.access(results, os.W_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f"--results {results}: not writable")
+    if (results / "runs").exists() and not (results / "runs").is_dir():  # where every run folder goes
+        raise argparse.ArgumentTypeError(f"--results {results}: its runs is a file, not a folder")
     if args.solutions is not None and not args.solutions.exists():
         raise argparse.ArgumentTypeError(f"--solutions {args.solutions}: no such folder or file")
 
@@ -237,17 +240,11 @@ def run_from_args(args, config: RunConfig):
                          progress=not args.no_progress, solutions_root=args.solutions)
 
 
-def _interrupted(signum, frame):
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 def install_signal_handlers() -> None:
     """For the judge's own process: SIGINT and SIGTERM stop the run the way Ctrl-C does (what
-    finished is written, exit 130), also where the process started with SIGINT ignored (a
-    background job of a script, where Python installs no KeyboardInterrupt); SIGUSR1 prints
-    every thread's stack (``kill -USR1 <pid>``: where is it waiting?)."""
-    signal.signal(signal.SIGINT, _interrupted)
-    signal.signal(signal.SIGTERM, _interrupted)
+    finished is written, exit 130; :mod:`harness.interrupts`: the first one stops it, later ones
+    are ignored); SIGUSR1 prints every thread's stack (``kill -USR1 <pid>``: where is it waiting?)."""
+    interrupts.install()
     if hasattr(faulthandler, "register"):
         faulthandler.register(signal.SIGUSR1, all_threads=True)
 
@@ -277,13 +274,27 @@ def run_and_report(args, parser, config: RunConfig, devices: list[str] | None) -
     except (HarnessInputError, ValueError, CoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    report(args, result.run_dir, result.traces, result.floors, result.notes)
+    except KeyboardInterrupt:  # before the first workload (the solutions' builds, the dataset): nothing to keep
+        print("interrupted before any solution was judged: nothing was written", file=sys.stderr)
+        return 130
+    unwritten = report(args, result.run_dir, result.traces, result.floors, result.notes)
+    result.unwritten = result.unwritten or unwritten
+    if result.unwritten:
+        print(f"error: the run folder could not be written ({result.unwritten}); every solution was judged, and "
+              "what the console shows is all that is kept", file=sys.stderr)
+        return 1
     return 130 if result.interrupted else 0
 
 
-def report(args, run_dir: Path, traces: list, floors: list, notes: list[str]) -> None:
-    """The run's summary.csv and its answer on the console (one row per solution; ``-v``: per workload)."""
-    frame = RunWriter(run_dir).write_summary(traces, floors)
+def report(args, run_dir: Path, traces: list, floors: list, notes: list[str]) -> str | None:
+    """The run's summary.csv and its answer on the console (one row per solution; ``-v``: per workload);
+    why summary.csv could not be written, if it could not (the console's answer comes all the same)."""
+    try:
+        frame, unwritten = RunWriter(run_dir).write_summary(traces, floors), None
+    except OSError as exc:
+        from harness.records.report import trace_rows
+
+        frame, unwritten = trace_rows(traces, floors), f"{run_dir}: {exc.strerror or exc}"
     if args.verbose:
         print_table(frame)
     print_summary(solution_summary(frame))
@@ -293,6 +304,7 @@ def report(args, run_dir: Path, traces: list, floors: list, notes: list[str]) ->
         print(f"note: {note}", file=sys.stderr)
     print(f"traces: {run_dir / 'traces.jsonl'}\nsummary: {run_dir / 'summary.csv'}\n"
           f"solution x workload: {counts['PASSED']} passed, {failed} failed, {counts['SKIPPED']} skipped")
+    return unwritten
 
 
 def run_on_gpus(args, parser, devices: list[str]) -> int:

@@ -168,6 +168,13 @@ def test_results_that_is_a_file_or_cannot_be_written_exits_2(capsys, tmp_path):
     assert status == 2 and "cannot be created" in err
 
 
+def test_results_whose_runs_is_a_file_exits_2(capsys, tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "runs").write_text("")
+    status, err = _main(["--algo", "pt-reference", "--device", "cpu", "--results", str(tmp_path / "r")], capsys)
+    assert status == 2 and "its runs is a file, not a folder" in err
+
+
 @pytest.mark.parametrize("content", ["", "\n  \n"])
 def test_an_empty_workload_file_is_named_and_exits_2(content, capsys, tmp_path):
     from conftest import write_small_dataset

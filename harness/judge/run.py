@@ -41,6 +41,7 @@ from tqdm import tqdm
 
 from harness.data.dataset import Dataset, describe_dataset, make_tensors
 from harness.data.workloads import Workload
+from harness import interrupts
 from harness.errors import HarnessInputError
 from harness.facts import DEFAULT_TOLERANCE, REFERENCE_SOLUTION, Rules, Tier, Tolerance
 from harness.judge import entries
@@ -87,6 +88,7 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
     interrupted: bool = False
     timeline: list[dict] = field(default_factory=list)  # where the run's time went (run.json's "timeline")
+    unwritten: str | None = None  # why the run folder could not be written (the judging went on)
 
 
 @dataclass
@@ -373,9 +375,10 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
         result.interrupted = True
         result.notes.append("interrupted (Ctrl-C): the traces hold what finished before it")
     finally:
-        bar.close()
-        save(writer, meta, result, vault, earlier_references)
-        shutil.rmtree(scratch, ignore_errors=True)
+        with interrupts.deferred():  # what finished is written whole, whatever signal comes meanwhile
+            bar.close()
+            save(writer, meta, result, vault, earlier_references)
+            shutil.rmtree(scratch, ignore_errors=True)
     result.traces = annotate(result.traces, result.floors, references=earlier_references)
     return result
 
@@ -393,15 +396,16 @@ def judge_variant(ctx: RunContext, candidate: Candidate, variant: Variant, vault
             traces.append(trace)
             arrived(trace)
     finally:
-        generator.close()  # kills the worker tree, also on Ctrl-C
-        changed = vault.restore()
-        if changed:
-            traces = tampered(judge, ctx, traces, changed)
-            aside = f"; what it wrote is kept aside in {vault.set_aside}" if vault.kept_aside else ""
-            result.notes.append(f"{variant.label} changed files it must not touch: {', '.join(changed[:10])}; "
-                                "the run kept using the copies it took when it started, and put every one of "
-                                f"them back as it was (files it added taken out){aside}")
-        result.traces += traces
+        with interrupts.deferred():  # a Ctrl-C here lost the variant's traces and left files half put back
+            generator.close()  # kills the worker tree, also on Ctrl-C
+            changed = vault.restore()
+            if changed:
+                traces = tampered(judge, ctx, traces, changed)
+                aside = f"; what it wrote is kept aside in {vault.set_aside}" if vault.kept_aside else ""
+                result.notes.append(f"{variant.label} changed files it must not touch: {', '.join(changed[:10])}; "
+                                    "the run kept using the copies it took when it started, and put every one of "
+                                    f"them back as it was (files it added taken out){aside}")
+            result.traces += traces
     return judge
 
 
@@ -429,7 +433,15 @@ def tampered(judge: VariantJudge, ctx: RunContext, traces: list[Trace], changed:
 def save(writer: RunWriter, meta: dict, result: RunResult, vault: FileVault,
          earlier_references: list[Trace] = ()) -> None:
     """Rewrite the run's files from memory (annotation in one pure pass, with the reference
-    timings of earlier runs on this GPU where this run has none), then let the vault keep them."""
-    for path in writer.write_run(meta, result.floors,
-                                 annotate(result.traces, result.floors, references=earlier_references)):
+    timings of earlier runs on this GPU where this run has none), then let the vault keep them. Where the
+    folder cannot be written (a full disk, a file system gone read-only) the run goes on judging and says
+    so in ``result.unwritten``; the next save tries again (the traces stay in memory)."""
+    try:
+        written = writer.write_run(meta, result.floors,
+                                   annotate(result.traces, result.floors, references=earlier_references))
+    except OSError as exc:
+        result.unwritten = f"{writer.run_dir}: {exc.strerror or exc}"
+        return
+    result.unwritten = None
+    for path in written:
         vault.remember(path)

@@ -77,8 +77,8 @@ def importable(path: Path) -> bool:
 
 @dataclass(frozen=True)
 class KeptLink:
-    """What the vault keeps of a symbolic link that does not lead to a readable file: the link's text and
-    what it led to (``missing`` or ``folder``). A user's dangling link (a ``latest`` that points at a run
+    """What the vault keeps of a symbolic link that does not lead to a regular file: the link's text and
+    what it led to (``missing``, ``folder``, ``other``). A user's dangling link (a ``latest`` that points at a run
     folder deleted since) is then a file like any other: left alone while it stays as it was, put back if
     a worker changes or removes it. Before, it was kept as nothing, so every check saw it as added: the
     first solution judged was blamed for tampering, its results were lost and the link was deleted
@@ -86,21 +86,23 @@ class KeptLink:
     it the next run would read what the worker wrote."""
 
     target: str
-    leads_to: str  # "missing" or "folder"
+    leads_to: str  # "missing", "folder" or "other" (a FIFO, a device: never read)
 
 
 def _read(path: Path) -> bytes | KeptLink | None:
-    """The bytes of ``path`` (through a link to a file), a :class:`KeptLink` for a link that leads to no
-    readable file, None for what cannot be read at all."""
+    """The bytes of ``path`` (through a link to a regular file), a :class:`KeptLink` for a link that leads
+    to no regular file, None for what cannot be read at all. Nothing but a regular file is read: a link to
+    a FIFO or a device made the judge wait forever (2026-11-28)."""
     try:
-        return path.read_bytes()
+        if stat.S_ISREG(os.stat(path).st_mode):
+            return path.read_bytes()
     except OSError:
         pass
     try:
         target = os.readlink(path)
     except OSError:  # not a link (gone, a folder, unreadable)
         return None
-    return KeptLink(target, "folder" if path.is_dir() else "missing")
+    return KeptLink(target, "folder" if path.is_dir() else "missing" if not path.exists() else "other")
 
 
 def links_out_of(roots: list[Path]) -> list[Path]:

@@ -332,6 +332,15 @@ def test_a_dangling_link_whose_target_a_worker_makes_is_taken_out(tmp_path):
     assert not os.path.lexists(root / "latest") and vault.changes() == []
 
 
+def test_a_link_to_a_fifo_is_kept_as_a_link_never_read(tmp_path):
+    """Reading through it waited forever before anything was judged (2026-11-28)."""
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "pipe").symlink_to(tmp_path / "pipe")
+    vault = FileVault([tmp_path / "results"])  # returns: nothing reads the FIFO
+    assert vault.changes() == []
+
+
 def test_a_link_to_a_folder_outside_the_kept_ones_is_found(tmp_path):
     from harness.judge.vault import links_out_of
 

@@ -175,3 +175,28 @@ def test_a_link_to_a_folder_outside_what_a_run_keeps_is_bad_input(tmp_path):
     with pytest.raises(HarnessInputError, match="a link to the folder .*elsewhere, outside what a run keeps safe"):
         run_benchmark("good", str(dataset), config, tmp_path / "results", progress=False,
                       solutions_root=FIXTURE_SOLUTIONS)
+
+
+def test_a_run_folder_that_stops_being_writable_does_not_stop_the_judging(tmp_path, monkeypatch):
+    """A full disk or a file system gone read-only mid-run: every solution is still judged (the traces stay in
+    memory), and the run says its folder could not be written (run_local.py then exits 1 after the table)."""
+    from harness.records.store import RunWriter
+
+    write_run = RunWriter.write_run
+    calls = []
+
+    def filling_up(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:  # the copy floor's save went through; the disk is full from then on
+            raise OSError(28, "No space left on device")
+        return write_run(self, *args, **kwargs)
+
+    monkeypatch.setattr(RunWriter, "write_run", filling_up)
+    dataset = write_small_dataset(tmp_path / "dataset", batch_sizes=(1,), scales=(0.0,))
+    config = RunConfig(device="cpu", tiers=("wallclock",), trials=1,
+                       timing=TimingConfig(warmup=1, iters=5, budget_s=0.2, warm_s=0.0))
+    result = run_benchmark("good,inside-tol", str(dataset), config, tmp_path / "results", progress=False,
+                           solutions_root=FIXTURE_SOLUTIONS)
+    assert [(t.solution, t.evaluation.status.value) for t in result.traces] == [("good", "PASSED"),
+                                                                               ("inside-tol", "PASSED")]
+    assert result.unwritten == f"{result.run_dir}: No space left on device"
