@@ -262,7 +262,7 @@ def main(argv: list[str]) -> int:
             raise argparse.ArgumentTypeError("--gpus and --device exclude each other: a lane per GPU sets its device")
     except argparse.ArgumentTypeError as exc:
         parser.error(str(exc))
-    return exclusively(lambda: run_and_report(args, parser, config, devices))
+    return exclusively(lambda: run_and_report(args, parser, config, devices), results=args.results)
 
 
 def run_and_report(args, parser, config: RunConfig, devices: list[str] | None) -> int:

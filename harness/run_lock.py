@@ -31,7 +31,7 @@ import hashlib
 import os
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -62,15 +62,25 @@ def lock_path(repo_root: Path = REPO_ROOT) -> Path:
     return cache_dir() / "run-locks" / f"{digest}.lock"
 
 
+def folder_lock_path(folder: Path) -> Path:
+    """The lock file of a ``--results`` folder outside the checkout (:func:`lock_path`'s form, named by the
+    folder's resolved path): two checkouts' runs into one folder would each take the other's run folder for
+    its solution's tampering (2026-11-28: both runs 0 of 20, one run's traces lost)."""
+    digest = hashlib.sha256(f"results:{Path(folder).resolve()}".encode()).hexdigest()[:16]
+    return cache_dir() / "run-locks" / f"{digest}.lock"
+
+
 @contextmanager
 def checkout_lock(on_wait: Callable[[str], None] = lambda holder: None,
-                  path: Path | None = None) -> Iterator[None]:
-    """Hold the checkout's run lock for the ``with`` block.
+                  path: Path | None = None, also: Iterable[Path] = ()) -> Iterator[None]:
+    """Hold the checkout's run lock (and the lock files ``also``) for the ``with`` block.
 
     Args:
         on_wait: called once, before waiting, with what the holder wrote into the lock file
             (``"pid N since HH:MM:SS UTC: <its script>"``), when another process holds the lock.
         path: the lock file (default :func:`lock_path` of this checkout).
+        also: more lock files (:func:`folder_lock_path`), taken with it; all in the order of their
+            paths, so two commands that share some never wait for each other in a circle.
 
     Raises:
         WaitInterrupted: a KeyboardInterrupt while waiting, ``on_wait`` included (one in the ``with``
@@ -79,7 +89,20 @@ def checkout_lock(on_wait: Callable[[str], None] = lambda holder: None,
     if fcntl is None or _held_above():
         yield
         return
-    path = Path(path) if path else lock_path()
+    paths = sorted({Path(path) if path else lock_path(), *map(Path, also)})
+    with ExitStack() as stack:
+        for one in paths:
+            stack.enter_context(_one_lock(one, on_wait))
+        os.environ[LOCK_HELD_ENV] = str(os.getpid())
+        try:
+            yield
+        finally:
+            os.environ.pop(LOCK_HELD_ENV, None)
+
+
+@contextmanager
+def _one_lock(path: Path, on_wait: Callable[[str], None]) -> Iterator[None]:
+    """Hold one lock file for the block (see :func:`checkout_lock`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as handle:
         # The whole wait, the note included: a Ctrl-C that lands while the note is being printed
@@ -92,11 +115,9 @@ def checkout_lock(on_wait: Callable[[str], None] = lambda holder: None,
         handle.truncate()
         handle.write(f"pid {os.getpid()} since {time.strftime('%H:%M:%S UTC', time.gmtime())}: {_command()}")
         handle.flush()
-        os.environ[LOCK_HELD_ENV] = str(os.getpid())
         try:
             yield
         finally:
-            os.environ.pop(LOCK_HELD_ENV, None)
             handle.seek(0)
             handle.truncate()
             handle.flush()
@@ -155,8 +176,8 @@ def _command() -> str:
 
 def say_waiting(holder: str) -> None:
     """The note a command prints (stderr) before it waits for the lock ``holder`` holds."""
-    print(f"note: another command holds this checkout ({holder}); this one waits for it to finish: "
-          "a run's file vault takes whatever else is written into the checkout meanwhile for the "
+    print(f"note: another command holds this checkout or its --results folder ({holder}); this one waits for it "
+          "to finish: a run's file vault takes whatever else is written into the checkout meanwhile for the "
           "judged solution's tampering (harness/run_lock.py). Several GPUs: one run with --gpus.",
           file=sys.stderr)
 
@@ -188,17 +209,19 @@ def writing_into(paths: Iterable[Path | str | None]) -> Iterator[None]:
         raise SystemExit(130) from None
 
 
-def exclusively(work: Callable[[], int]) -> int:
+def exclusively(work: Callable[[], int], results: Path | None = None) -> int:
     """``work()``'s exit code, run under the checkout's lock (:func:`checkout_lock`, the note of
     :func:`say_waiting` if it must wait): the judging run, whose vault covers the checkout
-    whatever ``--results`` says.
+    whatever ``--results`` says, and, for a ``results`` folder outside the checkout, that folder's
+    lock too (:func:`folder_lock_path`: another checkout's run may write there).
 
     Returns:
         ``work()``'s code, or 130 after :data:`STOPPED_WHILE_WAITING` on stderr when a Ctrl-C
         (SIGINT, or SIGTERM under the run's handlers) came while waiting: nothing ran.
     """
+    also = [folder_lock_path(results)] if results is not None and not inside_checkout([results]) else []
     try:
-        with checkout_lock(on_wait=say_waiting):
+        with checkout_lock(on_wait=say_waiting, also=also):
             return work()
     except WaitInterrupted:
         print(STOPPED_WHILE_WAITING, file=sys.stderr)

@@ -10,7 +10,8 @@ import pytest
 
 from conftest import REPO
 from harness.paths import cache_dir
-from harness.run_lock import LOCK_HELD_ENV, STOPPED_WHILE_WAITING, checkout_lock, lock_path, writing_into
+from harness.run_lock import (LOCK_HELD_ENV, STOPPED_WHILE_WAITING, checkout_lock, exclusively, folder_lock_path,
+                               lock_path, writing_into)
 
 pytest.importorskip("fcntl")
 
@@ -51,6 +52,21 @@ def test_a_second_run_waits_for_the_first_and_is_told_who_holds_it(tmp_path):
     holder.wait(timeout=30)
     assert len(told) == 1 and told[0].startswith(f"pid {holder.pid} since ") and waited >= 0.5
     assert path.read_text() == ""  # nothing left claiming the lock
+
+
+def test_a_run_of_another_checkout_into_the_same_results_folder_is_waited_for(tmp_path, monkeypatch):
+    """The lock of a --results folder outside the checkout: the other checkout's run holds it here (its
+    checkout lock is another file), and this run waits for it before judging anything."""
+    from harness import run_lock
+
+    monkeypatch.setattr(run_lock, "lock_path", lambda repo_root=REPO: tmp_path / "this-checkout.lock")
+    results = tmp_path / "shared-results"
+    assert folder_lock_path(results) == folder_lock_path(tmp_path / "." / "shared-results")
+    assert folder_lock_path(results) not in (lock_path(REPO), lock_path(results))
+    holder = _holder(folder_lock_path(results), 1.0)  # the other checkout's run
+    start = time.monotonic()
+    assert exclusively(lambda: int((time.monotonic() - start) * 1000), results=results) >= 500
+    holder.wait(timeout=30)
 
 
 def test_a_run_that_finds_the_lock_free_is_told_nothing(tmp_path):
@@ -151,7 +167,7 @@ def test_a_tool_writes_into_the_checkout_only_under_the_lock_and_elsewhere_at_on
     finally:
         holder.kill()
         holder.wait()
-    assert f"another command holds this checkout (pid {holder.pid} since " in capsys.readouterr().err
+    assert f"another command holds this checkout or its --results folder (pid {holder.pid} since " in capsys.readouterr().err
 
 
 def test_a_ctrl_c_while_a_tool_waits_to_write_exits_130_having_written_nothing(tmp_path, monkeypatch, capsys):
@@ -187,7 +203,7 @@ def test_the_command_line_run_waits_for_the_lock_says_so_and_then_judges(tmp_pat
                             "--no-progress"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         note = run.stderr.readline()  # the run's first word on stderr: that it waits
-        assert f"another command holds this checkout (pid {holder.pid} since " in note, note
+        assert f"another command holds this checkout or its --results folder (pid {holder.pid} since " in note, note
         assert run.poll() is None  # still waiting
     finally:
         holder.communicate("go\n", timeout=30)  # let go of the lock
