@@ -5,7 +5,7 @@
     python run_local.py --algo all --workloads contest-v2 --tiers cupti,events,sync
 
 Exits non-zero only when the harness itself fails (bad arguments, malformed
-dataset: 2) or is stopped (Ctrl-C, SIGINT or SIGTERM: 130, after writing what
+dataset: 2) or is stopped (Ctrl-C, SIGINT, SIGTERM or SIGHUP: 130, after writing what
 finished); a failing solution is a status in the results, not an exit code.
 """
 

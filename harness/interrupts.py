@@ -22,8 +22,9 @@ from __future__ import annotations
 import signal
 import threading
 
-#: The signals that stop a run.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: The signals that stop a run: Ctrl-C, ``kill``, and the terminal closing (SIGHUP's default ended the judge
+#: at once: the running solution's traces lost, its worker's children left running).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 _state = {"stopping": False, "deferring": 0, "held": None}
 
@@ -39,7 +40,7 @@ def _on_signal(signum, frame) -> None:
 
 
 def install() -> None:
-    """SIGINT and SIGTERM stop the run as Ctrl-C does, also where the process started with SIGINT
+    """SIGINT, SIGTERM and SIGHUP stop the run as Ctrl-C does, also where the process started with SIGINT
     ignored (a background job of a script, where Python installs no KeyboardInterrupt)."""
     _state.update(stopping=False, deferring=0, held=None)
     for signum in STOP_SIGNALS:

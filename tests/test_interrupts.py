@@ -65,3 +65,9 @@ def test_a_signal_while_the_judge_still_imports_is_exit_130_without_a_traceback(
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
     assert "interrupted" in err
+
+
+def test_the_terminal_closing_stops_the_run_as_ctrl_c_does(installed):
+    with pytest.raises(KeyboardInterrupt, match="SIGHUP"):
+        os.kill(os.getpid(), signal.SIGHUP)
+        time.sleep(0.05)
