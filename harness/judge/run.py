@@ -375,10 +375,14 @@ def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: 
         result.interrupted = True
         result.notes.append("interrupted (Ctrl-C): the traces hold what finished before it")
     finally:
-        with interrupts.deferred():  # what finished is written whole, whatever signal comes meanwhile
-            bar.close()
-            save(writer, meta, result, vault, earlier_references)
-            shutil.rmtree(scratch, ignore_errors=True)
+        try:
+            with interrupts.deferred():  # what finished is written whole, whatever signal comes meanwhile
+                bar.close()
+                save(writer, meta, result, vault, earlier_references)
+                shutil.rmtree(scratch, ignore_errors=True)
+        except KeyboardInterrupt:  # held while writing: the run was whole, and is written
+            result.interrupted = True
+            result.notes.append("interrupted (Ctrl-C) while the run was being written: it is written whole")
     result.traces = annotate(result.traces, result.floors, references=earlier_references)
     return result
 
