@@ -403,6 +403,10 @@ def judge_variant(ctx: RunContext, candidate: Candidate, variant: Variant, vault
         with interrupts.deferred():  # a Ctrl-C here lost the variant's traces and left files half put back
             generator.close()  # kills the worker tree, also on Ctrl-C
             changed = vault.restore()
+            sent = interrupts.take_refused()
+            if sent:
+                result.notes.append(f"{variant.label}'s processes sent the judge {', '.join(f'{n} (pid {p})' for n, p in sent)}: "
+                                    "refused, as a solution does not stop the run")
             if changed:
                 traces = tampered(judge, ctx, traces, changed)
                 aside = f"; what it wrote is kept aside in {vault.set_aside}" if vault.kept_aside else ""

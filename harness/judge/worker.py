@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 import torch
 
+from harness import interrupts
 from harness.data.definition import TORCH_DTYPES, parse_definition
 from harness.data.workloads import build_inputs, parse_workload
 from harness.facts import Tier
@@ -381,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--core-key-fd", type=int, required=True)
     parser.add_argument("--core-area-fd", type=int, required=True)
     args = parser.parse_args(argv)
+    interrupts.unblock_in_child()  # a worker started without the zygote inherits the judge's blocked signals
     die_with_parent()
     channel = msg.Channel.worker_side(args.read_fd, args.write_fd, args.recv_area_fd, args.send_area_fd)
     job = channel.recv(msg.Solution)

@@ -184,6 +184,8 @@ def fork_problem(threads_before):
 
 def main():
     judge, sock_fd = int(sys.argv[1]), int(sys.argv[2])
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))  # the judge blocks
+    # them (harness/interrupts.py) and a child inherits that; its workers are forked from here
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != judge:
         os._exit(0)
