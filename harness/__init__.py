@@ -16,8 +16,8 @@ Modules beside them: ``cli`` (the run's command line), ``__main__`` (``python -m
 ``facts`` (the names and numbers every part shares), ``errors``, ``paths``, ``fib_import``
 (flashinfer-bench imported on demand, for the judge's contest entries and the interop commands),
 ``fanout`` (``--gpus``: one judge per GPU), ``volume`` (the Modal Volume), ``interrupts`` (Ctrl-C and
-SIGTERM: the first stops the run, none loses what finished).
+SIGTERM: the first stops the run, none loses what finished), ``processes`` (the process tree from ``/proc``).
 """
 
 __all__ = ["data", "judge", "records", "interop", "cli", "facts", "errors", "paths", "fib_import", "fanout",
-           "volume"]
+           "volume", "interrupts", "processes"]

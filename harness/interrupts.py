@@ -33,7 +33,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from pathlib import Path
+
+from harness import processes
 
 #: The signals that stop a run: Ctrl-C, ``kill``, and the terminal closing (SIGHUP's default ended the judge
 #: at once: the running solution's traces lost, its worker's children left running).
@@ -88,17 +89,8 @@ def take_refused() -> list[tuple[str, int]]:
 def descends_from_this_process(pid: int) -> bool:
     """Whether ``pid`` is a process below this one (not this one), from ``/proc``'s parent links; False
     where it is gone (or there is no ``/proc``)."""
-    me, seen = os.getpid(), set()
-    while pid > 1 and pid not in seen:
-        seen.add(pid)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return False
-        pid = int(stat[stat.rindex(")") + 2:].split()[1])  # the field after the state: the parent's pid
-        if pid == me:
-            return True
-    return False
+    above = processes.ancestors(pid)
+    return pid != os.getpid() and above is not None and os.getpid() in above
 
 
 def _watch() -> None:

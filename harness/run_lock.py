@@ -35,6 +35,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from harness import processes
 from harness.paths import REPO_ROOT, cache_dir
 
 try:
@@ -142,7 +143,7 @@ def _held_above() -> bool:
         named = int(os.environ.get(LOCK_HELD_ENV, ""))
     except ValueError:
         return False
-    ancestors = _ancestors()
+    ancestors = processes.ancestors()
     if ancestors is not None:
         return named in ancestors
     try:
@@ -152,19 +153,6 @@ def _held_above() -> bool:
     except PermissionError:  # alive, another user's
         pass
     return True
-
-
-def _ancestors() -> set[int] | None:
-    """This process's pid and its parents' up to init, from ``/proc``; None where there is none."""
-    pids, pid = set(), os.getpid()
-    while pid > 1 and pid not in pids:
-        pids.add(pid)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return None if pid == os.getpid() else pids
-        pid = int(stat[stat.rindex(")") + 2:].split()[1])  # the field after the state: the parent's pid
-    return pids
 
 
 def _command() -> str:

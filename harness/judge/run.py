@@ -52,7 +52,7 @@ from harness.judge.floor import measure_floor
 from harness.judge.isolation import (GPU_PRELOAD, Timeouts, Zygote, become_subreaper,
                                      protect_memory, read_tree)
 from harness.judge.references import References
-from harness.judge.vault import FileVault, links_out_of, new_set_aside
+from harness.judge.vault import FileVault, new_set_aside
 from harness.judge.session import RunContext, Variant, VariantJudge
 from harness.judge.solutions import SolutionLoadError, SolutionMeta
 from harness.judge.timing import L2Flusher, TimingConfig
@@ -273,14 +273,15 @@ def run_vault(dataset: Dataset, candidates: list[Candidate], results_dir: Path) 
     libraries = [c.library_file for c in candidates if c.library_file is not None]
     folders = [c.folder for c in candidates if c.folder.is_dir()]
     single = [c.folder for c in candidates if c.folder.is_file()]  # Solution JSON files
-    roots = [HARNESS_DIR, RESULTS_DIR, results_dir, *folders]
-    outward = links_out_of(roots)
+    vault = FileVault(roots=[HARNESS_DIR, RESULTS_DIR, results_dir, *folders],
+                      files=[*dataset.read_files(), *libraries, *single], shallow=[REPO_ROOT],
+                      set_aside=new_set_aside(set_aside_root()))
+    outward = vault.links_out()
     if outward:  # said before anything is judged: what a worker writes behind it would reach the next run
         raise HarnessInputError(outward[0], None, f"a link to the folder {os.path.realpath(outward[0])}, outside what "
                                 "a run keeps safe from its solutions (the results tree, the solutions' folders); put "
                                 "the folder itself there, or remove the link")
-    return FileVault(roots=roots, files=[*dataset.read_files(), *libraries, *single], shallow=[REPO_ROOT],
-                     set_aside=new_set_aside(set_aside_root()))
+    return vault
 
 
 def run_benchmark(algo: str, dataset_spec: str, config: RunConfig, results_dir: Path, *,

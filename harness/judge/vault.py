@@ -105,21 +105,6 @@ def _read(path: Path) -> bytes | KeptLink | None:
     return KeptLink(target, "folder" if path.is_dir() else "missing" if not path.exists() else "other")
 
 
-def links_out_of(roots: list[Path]) -> list[Path]:
-    """Links under ``roots`` that lead to a folder outside every root: what a run reads through one is
-    nothing the vault keeps (it does not follow links), so a worker could change it for the next run."""
-    real = [Path(os.path.realpath(root)) for root in roots]
-    found = []
-    for root in roots:
-        if root.is_dir():
-            for path in root.rglob("*"):
-                if path.is_symlink() and path.is_dir():
-                    target = Path(os.path.realpath(path))
-                    if not any(target.is_relative_to(r) for r in real):
-                        found.append(path)
-    return found
-
-
 class FileVault:
     """The bytes of every file under ``roots`` (recursively), of single ``files``, and of the files
     importable entries directly under ``shallow`` roots; see module doc.
@@ -172,6 +157,16 @@ class FileVault:
         if data is None:
             return
         self.saved[path], self.signatures[path] = data, sig
+
+    def links_out(self) -> list[Path]:
+        """Links kept under the roots that lead to a folder outside every root, sorted: what a run reads
+        through one is nothing the vault keeps (it does not follow links), so a worker could change it for
+        the next run."""
+        real = [Path(os.path.realpath(root)) for root in self.roots]
+        return sorted(path for path, kept in self.saved.items()
+                      if isinstance(kept, KeptLink) and kept.leads_to == "folder"
+                      and any(path.is_relative_to(root) for root in self.roots)
+                      and not any(Path(os.path.realpath(path)).is_relative_to(r) for r in real))
 
     # ------------------------------------------------------------------ checking and restoring
 
